@@ -1,0 +1,7 @@
+import 'reflect-metadata';
+import { DataSource } from 'typeorm';
+import { loadConfig } from './src/config/app-config.js';
+import { dataSourceOptions } from './src/database/data-source-options.js';
+
+/** The DataSource the TypeORM CLI uses (`npm run migration:*`): same options as the app. */
+export default new DataSource(dataSourceOptions(loadConfig(process.env)));

@@ -1,0 +1,62 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Module, type DynamicModule } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
+import { LoggerModule } from 'nestjs-pino';
+import type { AppConfig } from './config/app-config.js';
+import { ConfigModule } from './config/config.module.js';
+import { HttpExceptionFilter } from './common/http-exception.filter.js';
+import { DatabaseModule } from './database/database.module.js';
+import { HealthModule } from './health/health.module.js';
+import { RegistryModule } from './registry/registry.module.js';
+import { TenantsModule } from './tenants/tenants.module.js';
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Honours a well-formed incoming `X-Request-Id`, else mints one; echoes it back. */
+export function assignRequestId(req: IncomingMessage & { id?: unknown }, res: ServerResponse): string {
+  if (typeof req.id === 'string') return req.id;
+  const incoming = req.headers['x-request-id'];
+  const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+  req.id = id;
+  res.setHeader('X-Request-Id', id);
+  return id;
+}
+
+@Module({})
+export class AppModule {
+  static forRoot(config: AppConfig): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        ConfigModule.forRoot(config),
+        LoggerModule.forRoot({
+          pinoHttp: {
+            level: config.logLevel,
+            genReqId: assignRequestId,
+            customAttributeKeys: { reqId: 'request_id' },
+            redact: {
+              paths: ['req.headers.authorization', 'req.headers.cookie', 'req.query.access_token'],
+              censor: '[redacted]',
+            },
+            serializers: {
+              req: (req: { id: unknown; method: string; url: string; remoteAddress?: string }) => ({
+                id: req.id,
+                method: req.method,
+                url: req.url.split('?')[0],
+                remoteAddress: req.remoteAddress,
+              }),
+              res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+            },
+            autoLogging: { ignore: (req) => (req.url ?? '').startsWith('/v1/health') },
+          },
+        }),
+        DatabaseModule,
+        HealthModule,
+        TenantsModule,
+        RegistryModule,
+      ],
+      providers: [{ provide: APP_FILTER, useClass: HttpExceptionFilter }],
+    };
+  }
+}

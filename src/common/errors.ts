@@ -1,0 +1,71 @@
+/** Stable error codes of the REST surface; the JSON-RPC dialects map their own. */
+export type ErrorCode =
+  | 'validation_failed'
+  | 'invalid_json'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'unauthorized'
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'conflict'
+  | 'read_only'
+  | 'unavailable'
+  | 'internal';
+
+/** One failing input field: a dotted path (`agent_def.temperature`) and why. */
+export interface FieldError {
+  field: string;
+  messages: string[];
+}
+
+/**
+ * The one exception type modules throw. Transport edges (the REST filter,
+ * the JSON-RPC dialects) turn the code into a status or an error number.
+ */
+export class DomainError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: FieldError[],
+  ) {
+    super(message);
+    this.name = 'DomainError';
+  }
+
+  static validation(details: FieldError[], message = 'request validation failed'): DomainError {
+    return new DomainError('validation_failed', message, details);
+  }
+
+  static notFound(what: string): DomainError {
+    return new DomainError('not_found', `${what} not found`);
+  }
+}
+
+export function httpStatusOf(code: ErrorCode): number {
+  switch (code) {
+    case 'validation_failed':
+    case 'invalid_json':
+      return 400;
+    case 'unauthorized':
+      return 401;
+    case 'not_found':
+      return 404;
+    case 'method_not_allowed':
+      return 405;
+    case 'conflict':
+    case 'read_only':
+      return 409;
+    case 'payload_too_large':
+      return 413;
+    case 'unsupported_media_type':
+      return 415;
+    case 'unavailable':
+      return 503;
+    case 'internal':
+      return 500;
+    default: {
+      const unreachable: never = code;
+      return unreachable;
+    }
+  }
+}

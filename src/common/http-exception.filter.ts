@@ -1,0 +1,86 @@
+import { Catch, HttpException, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { DomainError, httpStatusOf, type ErrorCode, type FieldError } from './errors.js';
+
+export interface ErrorBody {
+  error: string;
+  code: ErrorCode;
+  details?: FieldError[];
+  request_id?: string;
+}
+
+export const BEARER_CHALLENGE = 'Bearer realm="arbiter"';
+
+/** Maps a status Nest or Express raised on its own (404 route, 405 …) to our codes. */
+function codeOfStatus(status: number): ErrorCode {
+  switch (status) {
+    case 400:
+      return 'validation_failed';
+    case 401:
+      return 'unauthorized';
+    case 404:
+      return 'not_found';
+    case 405:
+      return 'method_not_allowed';
+    case 409:
+      return 'conflict';
+    case 413:
+      return 'payload_too_large';
+    case 415:
+      return 'unsupported_media_type';
+    case 503:
+      return 'unavailable';
+    default:
+      return status >= 500 ? 'internal' : 'validation_failed';
+  }
+}
+
+/** Turns any thrown error into the REST error envelope. */
+export function toErrorResponse(err: unknown, requestId: string | undefined): { status: number; body: ErrorBody } {
+  if (err instanceof DomainError) {
+    return {
+      status: httpStatusOf(err.code),
+      body: { error: err.message, code: err.code, details: err.details, request_id: requestId },
+    };
+  }
+  if (err instanceof HttpException) {
+    const status = err.getStatus();
+    const res = err.getResponse();
+    const message =
+      typeof res === 'string'
+        ? res
+        : typeof (res as { message?: unknown }).message === 'string'
+          ? (res as { message: string }).message
+          : err.message;
+    return { status, body: { error: message, code: codeOfStatus(status), request_id: requestId } };
+  }
+  return {
+    status: 500,
+    body: { error: 'internal error; quote the request_id when reporting it', code: 'internal', request_id: requestId },
+  };
+}
+
+export function sendError(res: Response, status: number, body: ErrorBody): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  if (status === 401) res.setHeader('WWW-Authenticate', BEARER_CHALLENGE);
+  res.status(status).json(body);
+}
+
+@Catch()
+export class HttpExceptionFilter implements ExceptionFilter {
+  private readonly logger = new Logger('HttpExceptionFilter');
+
+  catch(err: unknown, host: ArgumentsHost): void {
+    const ctx = host.switchToHttp();
+    const req = ctx.getRequest<Request>();
+    const res = ctx.getResponse<Response>();
+    const { status, body } = toErrorResponse(err, String(req.id ?? ''));
+    if (status >= 500) {
+      this.logger.error({ err, requestId: req.id }, 'unhandled error');
+    }
+    sendError(res, status, body);
+  }
+}

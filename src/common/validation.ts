@@ -1,0 +1,41 @@
+import { plainToInstance, type ClassConstructor } from 'class-transformer';
+import { validate, type ValidationError } from 'class-validator';
+import { DomainError, type FieldError } from './errors.js';
+
+/** Flattens class-validator's tree into `{field, messages}` with dotted paths. */
+export function flattenValidationErrors(errors: ValidationError[], prefix = ''): FieldError[] {
+  const out: FieldError[] = [];
+  for (const e of errors) {
+    const field = prefix ? `${prefix}.${e.property}` : e.property;
+    if (e.constraints) {
+      out.push({ field, messages: Object.values(e.constraints).map((m) => m.replace(/^property /, '')) });
+    }
+    if (e.children?.length) out.push(...flattenValidationErrors(e.children, field));
+  }
+  return out;
+}
+
+export const VALIDATOR_OPTIONS = {
+  whitelist: true,
+  forbidNonWhitelisted: true,
+  forbidUnknownValues: true,
+  validationError: { target: false, value: false },
+} as const;
+
+/**
+ * Validates a plain value against a DTO class. Unknown fields are rejected;
+ * the error names every failing field (prefixed with `prefix`).
+ */
+export async function validateAs<T extends object>(
+  cls: ClassConstructor<T>,
+  plain: unknown,
+  prefix = '',
+): Promise<T> {
+  if (plain === null || typeof plain !== 'object' || Array.isArray(plain)) {
+    throw DomainError.validation([{ field: prefix || 'body', messages: ['must be a JSON object'] }]);
+  }
+  const instance = plainToInstance(cls, plain, { enableImplicitConversion: false });
+  const errors = await validate(instance, VALIDATOR_OPTIONS);
+  if (errors.length > 0) throw DomainError.validation(flattenValidationErrors(errors, prefix));
+  return instance;
+}

@@ -1,0 +1,212 @@
+import { homedir } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { plainToInstance, Transform } from 'class-transformer';
+import {
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsOptional,
+  IsString,
+  Matches,
+  Max,
+  Min,
+  MinLength,
+  validateSync,
+} from 'class-validator';
+
+/** Environment variable names, with the config property each one feeds. */
+export const CONFIG_ENV = {
+  port: 'PORT',
+  bind: 'BIND',
+  databaseUrl: 'DATABASE_URL',
+  home: 'ARBITER_HOME',
+  adminToken: 'ARBITER_ADMIN_TOKEN',
+  publicBaseUrl: 'ARBITER_PUBLIC_BASE_URL',
+  logLevel: 'LOG_LEVEL',
+  maxBodyBytes: 'ARBITER_MAX_BODY_BYTES',
+  dbPoolSize: 'ARBITER_DB_POOL_SIZE',
+  shutdownGraceMs: 'ARBITER_SHUTDOWN_GRACE_MS',
+  trustProxy: 'ARBITER_TRUST_PROXY',
+} as const satisfies Record<string, string>;
+
+export type ConfigKey = keyof typeof CONFIG_ENV;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+const toInt = ({ value }: { value: unknown }): unknown =>
+  typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value.trim()) : value;
+const toBool = ({ value }: { value: unknown }): unknown => {
+  if (typeof value !== 'string') return value;
+  const v = value.trim().toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+  if (['0', 'false', 'no', 'off', ''].includes(v)) return false;
+  return value;
+};
+
+/**
+ * The one validated configuration object, built once at boot from the
+ * environment (and the `--port` / `--bind` flags). Secrets (`adminToken`,
+ * credentials inside `databaseUrl`) are never logged: use `describe()`.
+ */
+export class AppConfig {
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 0 and 65535' })
+  @Min(0, { message: 'must be an integer between 0 and 65535' })
+  @Max(65535, { message: 'must be an integer between 0 and 65535' })
+  port = 8080;
+
+  @IsString()
+  @Matches(/^[0-9A-Za-z.:_-]+$/, { message: 'must be a host name or an IP address' })
+  bind = '127.0.0.1';
+
+  @IsOptional()
+  @Matches(/^postgres(ql)?:\/\/\S+$/, { message: 'must be a postgres:// or postgresql:// URL' })
+  databaseUrl?: string;
+
+  @IsString()
+  @MinLength(1, { message: 'must not be empty' })
+  home = join(homedir(), '.arbiter');
+
+  @IsOptional()
+  @Matches(/^adm_[A-Za-z0-9_-]{28,}$/, {
+    message: 'must be "adm_" followed by at least 28 characters from [A-Za-z0-9_-]',
+  })
+  adminToken?: string;
+
+  @IsOptional()
+  @Matches(/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/, {
+    message: 'must be an absolute http(s) URL without query or fragment',
+  })
+  publicBaseUrl?: string;
+
+  @IsIn(LOG_LEVELS, { message: `must be one of ${LOG_LEVELS.join(', ')}` })
+  logLevel: LogLevel = 'info';
+
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 1024 and 67108864' })
+  @Min(1024, { message: 'must be an integer between 1024 and 67108864' })
+  @Max(64 * 1024 * 1024, { message: 'must be an integer between 1024 and 67108864' })
+  maxBodyBytes = 1024 * 1024;
+
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 1 and 200' })
+  @Min(1, { message: 'must be an integer between 1 and 200' })
+  @Max(200, { message: 'must be an integer between 1 and 200' })
+  dbPoolSize = 10;
+
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 0 and 600000' })
+  @Min(0, { message: 'must be an integer between 0 and 600000' })
+  @Max(600_000, { message: 'must be an integer between 0 and 600000' })
+  shutdownGraceMs = 10_000;
+
+  @Transform(toBool)
+  @IsBoolean({ message: 'must be true or false' })
+  trustProxy = false;
+
+  /** Directory of operator-provided, read-only agent files (`*.json`). */
+  get agentsDir(): string {
+    return join(this.home, 'agents');
+  }
+
+  /** Where the embedded PostgreSQL keeps its data when `DATABASE_URL` is unset. */
+  get embeddedDataDir(): string {
+    return join(this.home, 'pgdata');
+  }
+
+  get adminTokenFile(): string {
+    return join(this.home, 'admin_token');
+  }
+
+  get usesEmbeddedDatabase(): boolean {
+    return !this.databaseUrl;
+  }
+
+  /** A log-safe summary: no tokens, no database password. */
+  describe(): Record<string, unknown> {
+    return {
+      port: this.port,
+      bind: this.bind,
+      home: this.home,
+      database: this.databaseUrl ? redactUrl(this.databaseUrl) : `embedded (${this.embeddedDataDir})`,
+      publicBaseUrl: this.publicBaseUrl ?? null,
+      logLevel: this.logLevel,
+      maxBodyBytes: this.maxBodyBytes,
+      adminToken: this.adminToken ? 'from ARBITER_ADMIN_TOKEN' : `from ${this.adminTokenFile}`,
+    };
+  }
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(unparseable URL)';
+  }
+}
+
+/** Parses `--port N` / `--bind ADDR` (and `--port=N`); anything else is an error. */
+export function parseCliFlags(argv: string[]): Partial<Record<'port' | 'bind', string>> {
+  try {
+    const { values } = parseArgs({
+      args: argv,
+      options: { port: { type: 'string' }, bind: { type: 'string' } },
+      strict: true,
+      allowPositionals: false,
+    });
+    return values;
+  } catch (err) {
+    throw new ConfigError([(err as Error).message]);
+  }
+}
+
+/**
+ * Builds and validates the config. Every problem is reported at once, each
+ * naming the environment variable (or flag) that carries the bad value.
+ */
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  argv: string[] = [],
+): AppConfig {
+  const flags = parseCliFlags(argv);
+  const raw: Record<string, unknown> = {};
+  const source: Partial<Record<ConfigKey, string>> = {};
+  for (const [key, name] of Object.entries(CONFIG_ENV) as [ConfigKey, string][]) {
+    const value = env[name];
+    if (value !== undefined && !(value === '' && key !== 'trustProxy')) {
+      raw[key] = value;
+      source[key] = name;
+    }
+  }
+  for (const key of ['port', 'bind'] as const) {
+    if (flags[key] !== undefined) {
+      raw[key] = flags[key];
+      source[key] = `--${key}`;
+    }
+  }
+  const config = plainToInstance(AppConfig, raw, { exposeDefaultValues: true });
+  const errors = validateSync(config, { forbidUnknownValues: false });
+  if (errors.length > 0) {
+    const problems = errors.map((e) => {
+      const key = e.property as ConfigKey;
+      const name = source[key] ?? CONFIG_ENV[key] ?? key;
+      const shown = key === 'adminToken' || key === 'databaseUrl' ? '(hidden)' : JSON.stringify(raw[key]);
+      const messages = Object.values(e.constraints ?? {}).join('; ');
+      return `${name} ${messages} (got ${shown})`;
+    });
+    throw new ConfigError(problems);
+  }
+  config.home = isAbsolute(config.home) ? config.home : resolve(config.home);
+  return config;
+}

@@ -1,0 +1,45 @@
+import type { DataSourceOptions } from 'typeorm';
+import type { AppConfig } from '../config/app-config.js';
+import { AgentEntity } from '../registry/entities/agent.entity.js';
+import { AuditEntryEntity } from '../tenants/entities/audit-entry.entity.js';
+import { TenantTokenEntity } from '../tenants/entities/tenant-token.entity.js';
+import { TenantEntity } from '../tenants/entities/tenant.entity.js';
+import { MIGRATIONS } from './migrations/index.js';
+import { pgliteDriver } from './pglite-pool.js';
+
+export const ENTITIES = [TenantEntity, TenantTokenEntity, AuditEntryEntity, AgentEntity];
+
+/**
+ * The one DataSource definition, shared by the app and the TypeORM CLI
+ * (`ormconfig.ts`): PostgreSQL at `DATABASE_URL`, else embedded PGlite under
+ * `ARBITER_HOME/pgdata`. Never `synchronize`; the schema is the migrations'.
+ */
+export function dataSourceOptions(config: AppConfig): DataSourceOptions {
+  const common = {
+    type: 'postgres' as const,
+    entities: ENTITIES,
+    migrations: MIGRATIONS,
+    migrationsTableName: 'migrations',
+    migrationsTransactionMode: 'each' as const,
+    synchronize: false,
+    migrationsRun: false,
+    logging: ['error' as const],
+  };
+  if (config.databaseUrl) {
+    return {
+      ...common,
+      url: config.databaseUrl,
+      poolSize: config.dbPoolSize,
+      applicationName: 'arbiter',
+      connectTimeoutMS: 5_000,
+      extra: { idleTimeoutMillis: 30_000 },
+    };
+  }
+  return {
+    ...common,
+    // The pool ignores connection settings; the name/user only satisfy the driver.
+    database: 'postgres',
+    username: 'postgres',
+    driver: pgliteDriver(config.embeddedDataDir),
+  };
+}

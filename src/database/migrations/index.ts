@@ -1,0 +1,4 @@
+import { Initial1763771000000 } from './1763771000000-initial.js';
+
+/** Every migration, oldest first. Never edit one that has been committed; add a new one. */
+export const MIGRATIONS = [Initial1763771000000];

@@ -1,0 +1,178 @@
+import { EventEmitter } from 'node:events';
+import { mkdirSync } from 'node:fs';
+import { PGlite, types } from '@electric-sql/pglite';
+
+type Callback<T> = (err: Error | null, value?: T) => void;
+
+interface PgLikeResult {
+  rows: unknown[];
+  rowCount: number;
+  command: string;
+}
+
+/** Options the pool takes (TypeORM passes its own connection options alongside). */
+export interface PGlitePoolOptions {
+  dataDir?: string;
+}
+
+/**
+ * One embedded database per data directory per process, shared by every pool
+ * that points at it (TypeORM's CLI and the app may both open one).
+ */
+const instances = new Map<string, { db: Promise<PGlite>; refs: number }>();
+
+function acquireInstance(dataDir: string | undefined): Promise<PGlite> {
+  const key = dataDir ?? ':memory:';
+  let entry = instances.get(key);
+  if (!entry) {
+    if (dataDir) mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    entry = {
+      db: PGlite.create({
+        dataDir,
+        // Match node-postgres: int8 and numeric as strings, so code behaves the
+        // same on both engines.
+        parsers: { [types.INT8]: (v: string) => v, [types.NUMERIC]: (v: string) => v },
+      }),
+      refs: 0,
+    };
+    instances.set(key, entry);
+  }
+  entry.refs += 1;
+  return entry.db;
+}
+
+async function releaseInstance(dataDir: string | undefined): Promise<void> {
+  const key = dataDir ?? ':memory:';
+  const entry = instances.get(key);
+  if (!entry) return;
+  entry.refs -= 1;
+  if (entry.refs > 0) return;
+  instances.delete(key);
+  const db = await entry.db;
+  if (!db.closed) await db.close();
+}
+
+/** A node-postgres-shaped client over the single PGlite session. */
+class PGliteClient extends EventEmitter {
+  constructor(private readonly db: PGlite) {
+    super();
+  }
+
+  async query(sql: string, params?: unknown[]): Promise<PgLikeResult> {
+    if (params && params.length > 0) {
+      const r = await this.db.query(sql, params);
+      return {
+        rows: r.rows,
+        rowCount: r.rowCount ?? r.affectedRows ?? r.rows.length,
+        command: r.command ?? commandOf(sql),
+      };
+    }
+    const all = await this.db.exec(sql);
+    const last = all[all.length - 1];
+    return {
+      rows: last?.rows ?? [],
+      rowCount: last?.rowCount ?? last?.affectedRows ?? last?.rows.length ?? 0,
+      command: last?.command ?? commandOf(sql),
+    };
+  }
+}
+
+function commandOf(sql: string): string {
+  return (/^\s*(\w+)/.exec(sql)?.[1] ?? '').toUpperCase();
+}
+
+/**
+ * A `pg.Pool` stand-in for TypeORM's postgres driver, backed by embedded
+ * PGlite. PGlite has exactly one session, so "connections" are handed out one
+ * at a time: a caller holds the session from `connect()` until it releases
+ * it. That keeps transactions isolated from each other, which a pool that
+ * shares the session between concurrent callers (as `typeorm-pglite` does)
+ * cannot. Code must therefore never wait on a second connection while holding
+ * one — the same discipline a small real pool needs anyway.
+ */
+export class PGlitePool extends EventEmitter {
+  private readonly dataDir: string | undefined;
+  private readonly db: Promise<PGlite>;
+  private client: PGliteClient | undefined;
+  private busy = false;
+  private readonly waiters: (() => void)[] = [];
+  private ended = false;
+
+  constructor(options: PGlitePoolOptions = {}) {
+    super();
+    this.dataDir = options.dataDir;
+    this.db = acquireInstance(this.dataDir);
+    // Surface a failed start through connect() rather than an unhandled rejection.
+    this.db.catch(() => undefined);
+  }
+
+  connect(): Promise<PGliteClient>;
+  connect(cb: (err: Error | null, client?: PGliteClient, release?: (err?: unknown) => void) => void): void;
+  connect(
+    cb?: (err: Error | null, client?: PGliteClient, release?: (err?: unknown) => void) => void,
+  ): Promise<PGliteClient> | void {
+    const p = this.acquire();
+    if (!cb) return p.then(([client]) => client);
+    p.then(
+      ([client, release]) => cb(null, client, release),
+      (err: Error) => cb(err),
+    );
+  }
+
+  private async acquire(): Promise<[PGliteClient, (err?: unknown) => void]> {
+    if (this.ended) throw new Error('the embedded database pool has been closed');
+    const db = await this.db;
+    if (this.busy) await new Promise<void>((resolve) => this.waiters.push(resolve));
+    else this.busy = true;
+    if (this.ended) {
+      this.releaseSlot();
+      throw new Error('the embedded database pool has been closed');
+    }
+    this.client ??= new PGliteClient(db);
+    let released = false;
+    const release = (): void => {
+      if (released) return;
+      released = true;
+      this.releaseSlot();
+    };
+    return [this.client, release];
+  }
+
+  private releaseSlot(): void {
+    const next = this.waiters.shift();
+    if (next) next();
+    else this.busy = false;
+  }
+
+  /** Direct query without holding the session across calls (node-postgres compatible). */
+  async query(sql: string, params?: unknown[]): Promise<PgLikeResult> {
+    const [client, release] = await this.acquire();
+    try {
+      return await client.query(sql, params);
+    } finally {
+      release();
+    }
+  }
+
+  end(cb?: Callback<void>): Promise<void> | void {
+    this.ended = true;
+    for (const w of this.waiters.splice(0)) w();
+    const p = releaseInstance(this.dataDir);
+    if (!cb) return p;
+    p.then(
+      () => cb(null),
+      (err: Error) => cb(err),
+    );
+  }
+}
+
+/** What TypeORM's `driver` option expects: an object with a `Pool` constructor. */
+export function pgliteDriver(dataDir: string | undefined): { Pool: new () => PGlitePool } {
+  return {
+    Pool: class extends PGlitePool {
+      constructor() {
+        super({ dataDir });
+      }
+    },
+  };
+}

@@ -1,0 +1,48 @@
+import { Controller, Get, HttpCode, Res } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { Response } from 'express';
+import type { DataSource } from 'typeorm';
+import { Public } from '../common/auth.decorators.js';
+import { Lifecycle } from './lifecycle.service.js';
+
+const READY_TIMEOUT_MS = 2_000;
+
+@Public()
+@Controller('v1/health')
+export class HealthController {
+  constructor(
+    @InjectDataSource() private readonly ds: DataSource,
+    private readonly lifecycle: Lifecycle,
+  ) {}
+
+  /** Liveness: the process answers. */
+  @Get()
+  @HttpCode(200)
+  live(): { status: 'ok' } {
+    return { status: 'ok' };
+  }
+
+  /** Readiness: not shutting down, and the database answers within 2 s. */
+  @Get('ready')
+  async ready(@Res({ passthrough: true }) res: Response): Promise<Record<string, string>> {
+    if (this.lifecycle.shuttingDown) {
+      res.status(503);
+      return { status: 'unavailable', reason: 'shutting down' };
+    }
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        this.ds.query('SELECT 1'),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error('timeout')), READY_TIMEOUT_MS);
+        }),
+      ]);
+      return { status: 'ready', database: 'ok' };
+    } catch {
+      res.status(503);
+      return { status: 'unavailable', database: 'unreachable' };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

@@ -1,0 +1,26 @@
+import { Column, CreateDateColumn, Entity, JoinColumn, ManyToOne, PrimaryColumn, UpdateDateColumn } from 'typeorm';
+import { TenantEntity } from '../../tenants/entities/tenant.entity.js';
+import type { Constitution } from '../constitution.js';
+
+/** A tenant's stored agent. The constitution is kept whole, defaults applied. */
+@Entity({ name: 'agents' })
+export class AgentEntity {
+  @PrimaryColumn({ name: 'tenant_id', type: 'uuid' })
+  tenantId: string;
+
+  @PrimaryColumn({ type: 'varchar', length: 64 })
+  id: string;
+
+  @ManyToOne(() => TenantEntity, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'tenant_id', foreignKeyConstraintName: 'fk_agents_tenant' })
+  tenant?: TenantEntity;
+
+  @Column({ type: 'jsonb' })
+  constitution: Constitution;
+
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
+  createdAt: Date;
+
+  @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' })
+  updatedAt: Date;
+}

@@ -1,0 +1,11 @@
+import { Module } from '@nestjs/common';
+import { AgentsController } from './controllers/agents.controller.js';
+import { AgentRepository } from './repositories/agent.repository.js';
+import { AgentCatalog } from './services/agent-catalog.service.js';
+
+@Module({
+  controllers: [AgentsController],
+  providers: [AgentRepository, AgentCatalog],
+  exports: [AgentCatalog],
+})
+export class RegistryModule {}

@@ -1,0 +1,260 @@
+import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { AppConfig } from '../../config/app-config.js';
+import { decodeCursor, encodeCursor } from '../../common/cursor.js';
+import { DomainError, type FieldError } from '../../common/errors.js';
+import { validateAs } from '../../common/validation.js';
+import { DEFAULT_PAGE_SIZE, type Page } from '../../common/pagination.dto.js';
+import {
+  AGENT_ID_PATTERN,
+  applyConstitution,
+  CONSTITUTION_DEFAULTS,
+  CONSTITUTION_FIELDS,
+  ConstitutionDto,
+  descriptiveSkills,
+  MASTER_AGENT_ID,
+  type Constitution,
+} from '../constitution.js';
+import type { AgentEntity } from '../entities/agent.entity.js';
+import { AgentRepository, DuplicateAgentError } from '../repositories/agent.repository.js';
+import { loadFileAgents, type FileAgent } from './file-agents.loader.js';
+
+export type AgentSource = 'builtin' | 'file' | 'stored';
+
+/** An agent as the rest of the system sees it, whatever its source. */
+export interface ResolvedAgent {
+  id: string;
+  source: AgentSource;
+  constitution: Constitution;
+  createdAt: Date | null;
+  updatedAt: Date | null;
+}
+
+export interface AgentView {
+  id: string;
+  source: AgentSource;
+  agent_def: Constitution;
+  created_at: string | null;
+  updated_at: string | null;
+}
+
+export const MASTER_CONSTITUTION: Constitution = {
+  ...CONSTITUTION_DEFAULTS,
+  name: 'index',
+  role: 'master orchestrator',
+  goal:
+    'Answer directly when you can; otherwise delegate each part of the request to the agent best suited to it and combine the results.',
+};
+
+const MASTER: ResolvedAgent = {
+  id: MASTER_AGENT_ID,
+  source: 'builtin',
+  constitution: MASTER_CONSTITUTION,
+  createdAt: null,
+  updatedAt: null,
+};
+
+/** The constitution with its fields in their documented order (jsonb does not keep key order). */
+function ordered(c: Constitution): Constitution {
+  return Object.fromEntries(CONSTITUTION_FIELDS.map((f) => [f, c[f]])) as unknown as Constitution;
+}
+
+export function agentView(a: ResolvedAgent): AgentView {
+  return {
+    id: a.id,
+    source: a.source,
+    agent_def: ordered(a.constitution),
+    created_at: a.createdAt?.toISOString() ?? null,
+    updated_at: a.updatedAt?.toISOString() ?? null,
+  };
+}
+
+function fromRow(row: AgentEntity): ResolvedAgent {
+  return { id: row.id, source: 'stored', constitution: row.constitution, createdAt: row.createdAt, updatedAt: row.updatedAt };
+}
+
+function fromFile(f: FileAgent): ResolvedAgent {
+  return { id: f.id, source: 'file', constitution: f.constitution, createdAt: null, updatedAt: f.updatedAt };
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/**
+ * Splits a request body into `id` and constitution fields. The body is either
+ * a constitution with an `id`, or `{ id, agent_def: { … } }`.
+ */
+function splitBody(body: unknown): { id: unknown; def: unknown; prefix: string } {
+  if (!isPlainObject(body)) {
+    throw DomainError.validation([{ field: 'body', messages: ['must be a JSON object'] }]);
+  }
+  if ('agent_def' in body) {
+    const { id, agent_def: def, ...rest } = body;
+    const extra = Object.keys(rest);
+    if (extra.length) {
+      throw DomainError.validation(extra.map((f) => ({ field: f, messages: [`${f} should not exist beside agent_def`] })));
+    }
+    return { id, def, prefix: 'agent_def' };
+  }
+  const { id, ...def } = body;
+  return { id, def, prefix: '' };
+}
+
+function idErrors(id: unknown): FieldError[] {
+  if (typeof id !== 'string') return [{ field: 'id', messages: ['id is required and must be a string'] }];
+  if (!AGENT_ID_PATTERN.test(id)) return [{ field: 'id', messages: ['id must match [A-Za-z0-9_-]{1,64}'] }];
+  return [];
+}
+
+/** Validates the constitution part; one failure names every failing field, `earlier` ones included. */
+async function validateDef(def: unknown, prefix: string, earlier: FieldError[]): Promise<ConstitutionDto> {
+  const problems = [...earlier];
+  let dto: ConstitutionDto | undefined;
+  try {
+    dto = await validateAs(ConstitutionDto, def, prefix);
+  } catch (err) {
+    if (!(err instanceof DomainError && err.code === 'validation_failed')) throw err;
+    problems.push(...(err.details ?? []));
+  }
+  if (problems.length || !dto) throw DomainError.validation(problems);
+  return dto;
+}
+
+/**
+ * The tenant's catalog: the built-in `index` master, operator-provided
+ * file agents (`ARBITER_HOME/agents/*.json`, shared by every tenant,
+ * read-only) and the tenant's stored agents.
+ */
+@Injectable()
+export class AgentCatalog implements OnModuleInit {
+  private readonly logger = new Logger('AgentCatalog');
+  private fileAgents = new Map<string, FileAgent>();
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly agents: AgentRepository,
+  ) {}
+
+  onModuleInit(): void {
+    this.reloadFileAgents();
+  }
+
+  /** (Re)reads the agents directory; bad files are logged by name and skipped. */
+  reloadFileAgents(): void {
+    const { agents, problems } = loadFileAgents(this.config.agentsDir);
+    for (const p of problems) this.logger.error(`skipped agent file ${p.file}: ${p.problem}`);
+    this.fileAgents = new Map(agents.map((a) => [a.id, a]));
+    if (agents.length) this.logger.log(`loaded ${agents.length} file-backed agent(s) from ${this.config.agentsDir}`);
+  }
+
+  /** The agent with this id for the tenant, or null (another tenant's agent is null too). */
+  async resolve(tenantId: string, id: string): Promise<ResolvedAgent | null> {
+    if (id === MASTER_AGENT_ID) return MASTER;
+    if (!AGENT_ID_PATTERN.test(id)) return null;
+    const row = await this.agents.find(tenantId, id);
+    if (row) return fromRow(row);
+    const file = this.fileAgents.get(id);
+    return file ? fromFile(file) : null;
+  }
+
+  async get(tenantId: string, id: string): Promise<AgentView> {
+    const agent = await this.resolve(tenantId, this.checkId(id));
+    if (!agent) throw DomainError.notFound(`agent '${id}'`);
+    return agentView(agent);
+  }
+
+  /** `index` first, then file and stored agents in id order; keyset cursor on id. */
+  async list(tenantId: string, limit = DEFAULT_PAGE_SIZE, cursor?: string): Promise<Page<AgentView>> {
+    const after = decodeCursor(cursor, ['after'] as const)?.after;
+    const items: ResolvedAgent[] = [];
+    if (after === undefined) items.push(MASTER);
+    const want = limit - items.length;
+    const afterId = after ?? '';
+    const rows = want > 0 ? await this.agents.list(tenantId, want + 1, afterId) : [];
+    const merged = new Map<string, ResolvedAgent>();
+    for (const f of this.fileAgents.values()) if (f.id > afterId) merged.set(f.id, fromFile(f));
+    for (const r of rows) merged.set(r.id, fromRow(r)); // a tenant's own agent shadows a file agent
+    const candidates = [...merged.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    items.push(...candidates.slice(0, Math.max(want, 0)));
+    const more = candidates.length > Math.max(want, 0);
+    const last = items[items.length - 1];
+    const nextAfter = last?.id === MASTER_AGENT_ID && after === undefined ? '' : last?.id;
+    return { items: items.map(agentView), next_cursor: more && nextAfter !== undefined ? encodeCursor({ after: nextAfter }) : null };
+  }
+
+  async create(tenantId: string, body: unknown): Promise<AgentView> {
+    const { id, def, prefix } = splitBody(body);
+    const dto = await validateDef(def ?? {}, prefix, idErrors(id));
+    const agentId = id as string;
+    if (agentId === MASTER_AGENT_ID) {
+      throw new DomainError('conflict', `agent id 'index' is reserved for the built-in master agent`);
+    }
+    if (this.fileAgents.has(agentId)) {
+      throw new DomainError('conflict', `agent '${agentId}' already exists (file-backed)`);
+    }
+    try {
+      const row = await this.agents.insert(tenantId, agentId, applyConstitution(agentId, {}, dto));
+      return agentView(fromRow(row));
+    } catch (err) {
+      if (err instanceof DuplicateAgentError) throw new DomainError('conflict', `agent '${agentId}' already exists`);
+      throw err;
+    }
+  }
+
+  /** Partial update: fields present replace the stored ones, `null` resets one to its default. */
+  async update(tenantId: string, id: string, body: unknown): Promise<AgentView> {
+    this.checkId(id);
+    const { id: bodyId, def, prefix } = splitBody(body);
+    const errors: FieldError[] =
+      bodyId !== undefined && bodyId !== id ? [{ field: 'id', messages: ['id cannot be changed'] }] : [];
+    const dto = await validateDef(def ?? {}, prefix, errors);
+    const existing = await this.resolve(tenantId, id);
+    if (!existing) throw DomainError.notFound(`agent '${id}'`);
+    if (existing.source !== 'stored') throw this.readOnly(existing);
+    const row = await this.agents.update(tenantId, id, (current) => applyConstitution(id, current, dto));
+    if (!row) throw DomainError.notFound(`agent '${id}'`);
+    return agentView(fromRow(row));
+  }
+
+  async delete(tenantId: string, id: string): Promise<void> {
+    const existing = await this.resolve(tenantId, this.checkId(id));
+    if (!existing) throw DomainError.notFound(`agent '${id}'`);
+    if (existing.source !== 'stored') throw this.readOnly(existing);
+    if (!(await this.agents.delete(tenantId, id))) throw DomainError.notFound(`agent '${id}'`);
+  }
+
+  /** The `AGENTS` block of the master agent's system prompt. */
+  async roster(tenantId: string): Promise<string> {
+    const lines: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.list(tenantId, 200, cursor);
+      for (const a of page.items) {
+        if (a.id === MASTER_AGENT_ID) continue;
+        const c = a.agent_def;
+        const skills = descriptiveSkills(c);
+        const role = c.role ? ` [${c.role}]` : '';
+        const goal = c.goal ? ` — ${c.goal.replace(/\s+/g, ' ').slice(0, 160)}` : '';
+        lines.push(`  ${a.id}${role} ${c.model ?? 'default'}${goal}${skills.length ? ` (skills: ${skills.join(', ')})` : ''}`);
+      }
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor);
+    return lines.length ? `AGENTS — delegate with /agent <id> <task>:\n${lines.join('\n')}` : '';
+  }
+
+  private readOnly(agent: ResolvedAgent): DomainError {
+    return new DomainError(
+      'read_only',
+      agent.source === 'builtin'
+        ? `agent 'index' is the built-in master agent and cannot be changed or deleted`
+        : `agent '${agent.id}' is file-backed and read-only through the API`,
+    );
+  }
+
+  private checkId(id: string): string {
+    if (!AGENT_ID_PATTERN.test(id)) {
+      throw DomainError.validation([{ field: 'id', messages: ['id must match [A-Za-z0-9_-]{1,64}'] }]);
+    }
+    return id;
+  }
+}

@@ -1,0 +1,20 @@
+/**
+ * The slash-command tools an agent can be granted through a `/…` entry in its
+ * `capabilities`. The orchestrator's tool table implements exactly these.
+ */
+export const KNOWN_TOOLS = ['/agent', '/parallel', '/write', '/mem', '/fetch', '/a2a'] as const;
+export type ToolName = (typeof KNOWN_TOOLS)[number];
+
+export function isKnownTool(entry: string): entry is ToolName {
+  return (KNOWN_TOOLS as readonly string[]).includes(entry);
+}
+
+/** Skill ids shown in agent cards for tool grants. */
+export const TOOL_SKILL_IDS: Record<ToolName, string> = {
+  '/agent': 'delegate-agent',
+  '/parallel': 'parallel-delegation',
+  '/write': 'write-file',
+  '/mem': 'memory',
+  '/fetch': 'fetch-url',
+  '/a2a': 'remote-a2a',
+};

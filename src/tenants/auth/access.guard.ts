@@ -1,0 +1,90 @@
+import { Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { AuthGuard } from '@nestjs/passport';
+import type { Request } from 'express';
+import { ACCESS_KEY, type Access } from '../../common/auth.decorators.js';
+import { DomainError } from '../../common/errors.js';
+import { ADMIN_STRATEGY, BearerRefusalError, TENANT_STRATEGY } from './bearer.strategies.js';
+
+const BEARER_HEADER = /^Bearer [A-Za-z0-9._~+/-]+=*$/;
+
+function refusal(err: unknown, user: unknown): DomainError | undefined {
+  if (err instanceof BearerRefusalError) {
+    return new DomainError(
+      'unauthorized',
+      err.reason === 'tenant_disabled' ? 'tenant is disabled' : 'invalid or revoked token',
+    );
+  }
+  if (err) return err instanceof DomainError ? err : undefined;
+  if (!user) return new DomainError('unauthorized', 'invalid or revoked token');
+  return undefined;
+}
+
+/**
+ * Only the `Authorization: Bearer` header is accepted: passport-http-bearer
+ * would also take `access_token` from the query string or body, which puts
+ * secrets into URLs and logs.
+ */
+function requireBearerHeader(ctx: ExecutionContext): void {
+  const req = ctx.switchToHttp().getRequest<Request>();
+  const header = req.headers.authorization;
+  if (!header) throw new DomainError('unauthorized', 'missing bearer token');
+  if (!BEARER_HEADER.test(header)) throw new DomainError('unauthorized', 'malformed Authorization header; expected "Bearer <token>"');
+}
+
+/** Tenant routes: an active `atr_…` token of an enabled tenant. */
+@Injectable()
+export class TenantGuard extends AuthGuard(TENANT_STRATEGY) {
+  override canActivate(ctx: ExecutionContext): Promise<boolean> {
+    requireBearerHeader(ctx);
+    return super.canActivate(ctx) as Promise<boolean>;
+  }
+
+  override handleRequest<T>(err: unknown, user: T): T {
+    const problem = refusal(err, user);
+    if (problem) throw problem;
+    if (err) throw err;
+    return user;
+  }
+}
+
+/** Admin routes: the operator's `adm_…` token. */
+@Injectable()
+export class AdminGuard extends AuthGuard(ADMIN_STRATEGY) {
+  override canActivate(ctx: ExecutionContext): Promise<boolean> {
+    requireBearerHeader(ctx);
+    return super.canActivate(ctx) as Promise<boolean>;
+  }
+
+  override handleRequest<T>(err: unknown, user: T): T {
+    const problem = refusal(err, user);
+    if (problem) throw problem;
+    if (err) throw err;
+    return user;
+  }
+}
+
+/**
+ * The global guard: every route is a tenant route unless marked `@Public()`
+ * or `@AdminOnly()`, so a new route is never open by accident.
+ */
+@Injectable()
+export class AccessGuard implements CanActivate {
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly tenantGuard: TenantGuard,
+    private readonly adminGuard: AdminGuard,
+  ) {}
+
+  canActivate(ctx: ExecutionContext): Promise<boolean> | boolean {
+    const access = this.reflector.getAllAndOverride<Access | undefined>(ACCESS_KEY, [ctx.getHandler(), ctx.getClass()]);
+    switch (access ?? 'tenant') {
+      case 'public':
+        return true;
+      case 'admin':
+        return this.adminGuard.canActivate(ctx);
+      case 'tenant':
+        return this.tenantGuard.canActivate(ctx);
+    }
+  }
+}

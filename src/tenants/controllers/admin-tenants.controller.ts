@@ -1,0 +1,68 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Req } from '@nestjs/common';
+import type { Request } from 'express';
+import { AdminOnly } from '../../common/auth.decorators.js';
+import { validateAs } from '../../common/validation.js';
+import { DEFAULT_PAGE_SIZE, PageQueryDto } from '../../common/pagination.dto.js';
+import { AuditQueryDto, CreateTenantDto, UpdateTenantDto } from '../dto/tenant.dto.js';
+import { TenantsService } from '../services/tenants.service.js';
+
+const rid = (req: Request): string => String(req.id ?? '');
+
+/** `/v1/admin/*`: tenant lifecycle and tokens, for the operator's admin token only. */
+@AdminOnly()
+@Controller('v1/admin')
+export class AdminTenantsController {
+  constructor(private readonly tenants: TenantsService) {}
+
+  @Post('tenants')
+  async create(@Body() body: unknown, @Req() req: Request) {
+    const dto = await validateAs(CreateTenantDto, body);
+    return this.tenants.create(dto.name, rid(req));
+  }
+
+  @Get('tenants')
+  async list(@Query() query: unknown) {
+    const q = await validateAs(PageQueryDto, query);
+    return this.tenants.list(q.limit ?? DEFAULT_PAGE_SIZE, q.cursor);
+  }
+
+  @Get('tenants/:id')
+  get(@Param('id') id: string) {
+    return this.tenants.get(id);
+  }
+
+  @Patch('tenants/:id')
+  async update(@Param('id') id: string, @Body() body: unknown, @Req() req: Request) {
+    const dto = await validateAs(UpdateTenantDto, body);
+    return this.tenants.setDisabled(id, dto.disabled, rid(req));
+  }
+
+  @Get('tenants/:id/tokens')
+  async tokens(@Param('id') id: string) {
+    return { items: await this.tenants.listTokens(id) };
+  }
+
+  /** A new token; every other token of the tenant is revoked at once. */
+  @Post('tenants/:id/tokens/rotate')
+  @HttpCode(201)
+  rotate(@Param('id') id: string, @Req() req: Request) {
+    return this.tenants.rotate(id, rid(req));
+  }
+
+  /** An additional token; existing ones stay valid (for gap-free client rotation). */
+  @Post('tenants/:id/tokens')
+  issue(@Param('id') id: string, @Req() req: Request) {
+    return this.tenants.issueAdditional(id, rid(req));
+  }
+
+  @Delete('tenants/:id/tokens/:tokenId')
+  revoke(@Param('id') id: string, @Param('tokenId') tokenId: string, @Req() req: Request) {
+    return this.tenants.revoke(id, tokenId, rid(req));
+  }
+
+  @Get('audit')
+  async audit(@Query() query: unknown) {
+    const q = await validateAs(AuditQueryDto, query);
+    return this.tenants.auditLog(q.limit ?? DEFAULT_PAGE_SIZE, q.cursor, q.tenant_id);
+  }
+}

@@ -1,0 +1,35 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
+import { AuditEntryEntity } from '../entities/audit-entry.entity.js';
+
+export interface AuditRecord {
+  action: string;
+  tenantId: string | null;
+  detail?: Record<string, unknown>;
+  requestId?: string | null;
+}
+
+@Injectable()
+export class AuditRepository {
+  constructor(@InjectDataSource() private readonly ds: DataSource) {}
+
+  /** Written in the caller's transaction, so the action and its audit row commit together. */
+  async record(em: EntityManager, rec: AuditRecord): Promise<void> {
+    await em.insert(AuditEntryEntity, {
+      actor: 'admin',
+      action: rec.action,
+      tenantId: rec.tenantId,
+      detail: (rec.detail ?? {}) as AuditEntryEntity['detail'] & object,
+      requestId: rec.requestId ?? null,
+    });
+  }
+
+  /** Newest first, keyset on id. */
+  list(limit: number, opts: { tenantId?: string; beforeId?: string }): Promise<AuditEntryEntity[]> {
+    const qb = this.ds.getRepository(AuditEntryEntity).createQueryBuilder('a');
+    if (opts.tenantId) qb.andWhere('a.tenant_id = :tenantId', { tenantId: opts.tenantId });
+    if (opts.beforeId) qb.andWhere('a.id < :beforeId', { beforeId: opts.beforeId });
+    return qb.orderBy('a.id', 'DESC').limit(limit).getMany();
+  }
+}
