@@ -6,6 +6,7 @@ import { TenantTokenEntity } from '../tenants/entities/tenant-token.entity.js';
 import { TenantEntity } from '../tenants/entities/tenant.entity.js';
 import { MIGRATIONS } from './migrations/index.js';
 import { pgliteDriver } from './pglite-pool.js';
+import { TypeOrmLogger } from './typeorm-logger.js';
 
 export const ENTITIES = [TenantEntity, TenantTokenEntity, AuditEntryEntity, AgentEntity];
 
@@ -23,7 +24,8 @@ export function dataSourceOptions(config: AppConfig): DataSourceOptions {
     migrationsTransactionMode: 'each' as const,
     synchronize: false,
     migrationsRun: false,
-    logging: ['error' as const],
+    logger: new TypeOrmLogger(),
+    maxQueryExecutionTime: 2_000,
   };
   if (config.databaseUrl) {
     return {

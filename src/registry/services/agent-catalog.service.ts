@@ -170,13 +170,14 @@ export class AgentCatalog implements OnModuleInit {
     if (after === undefined) items.push(MASTER);
     const want = limit - items.length;
     const afterId = after ?? '';
-    const rows = want > 0 ? await this.agents.list(tenantId, want + 1, afterId) : [];
+    // One row more than the page needs tells whether another page follows.
+    const rows = await this.agents.list(tenantId, want + 1, afterId);
     const merged = new Map<string, ResolvedAgent>();
     for (const f of this.fileAgents.values()) if (f.id > afterId) merged.set(f.id, fromFile(f));
     for (const r of rows) merged.set(r.id, fromRow(r)); // a tenant's own agent shadows a file agent
     const candidates = [...merged.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    items.push(...candidates.slice(0, Math.max(want, 0)));
-    const more = candidates.length > Math.max(want, 0);
+    items.push(...candidates.slice(0, want));
+    const more = candidates.length > want;
     const last = items[items.length - 1];
     const nextAfter = last?.id === MASTER_AGENT_ID && after === undefined ? '' : last?.id;
     return { items: items.map(agentView), next_cursor: more && nextAfter !== undefined ? encodeCursor({ after: nextAfter }) : null };

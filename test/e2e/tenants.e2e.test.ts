@@ -1,0 +1,194 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { newTenant } from '../helpers/factories.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+describe('tenants and bearer auth (/v1/admin/*)', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer();
+  });
+  after(async () => {
+    await server.close();
+  });
+
+  describe('admin token', () => {
+    it('missing → 401 with WWW-Authenticate: Bearer and a JSON {error}', async () => {
+      const res = await server.http.get('/v1/admin/tenants');
+      assert.equal(res.status, 401);
+      assert.match(res.headers.get('www-authenticate') ?? '', /^Bearer/);
+      assert.equal(typeof res.body.error, 'string');
+    });
+
+    it('wrong, or a tenant token, → 401', async () => {
+      const flipped = server.adminToken.slice(0, -1) + (server.adminToken.endsWith('0') ? '1' : '0');
+      for (const token of [`${server.adminToken}x`, 'adm_short', flipped]) {
+        const res = await server.as(token).get('/v1/admin/tenants');
+        assert.equal(res.status, 401, token);
+        assert.match(res.headers.get('www-authenticate') ?? '', /^Bearer/);
+      }
+      const t = await newTenant(server);
+      assert.equal((await t.client.get('/v1/admin/tenants')).status, 401);
+    });
+
+    it('a malformed Authorization header → 401', async () => {
+      for (const h of ['Basic abc', 'Bearer', 'Bearer  two words', 'bearer']) {
+        const res = await server.http.get('/v1/admin/tenants', { authorization: h });
+        assert.equal(res.status, 401, h);
+      }
+    });
+
+    it('a token in the query string is not accepted', async () => {
+      const res = await server.http.get(`/v1/admin/tenants?access_token=${server.adminToken}`);
+      assert.equal(res.status, 401);
+    });
+  });
+
+  describe('lifecycle', () => {
+    it('create → 201 with the tenant and an atr_ token shown once', async () => {
+      const res = await server.admin.post('/v1/admin/tenants', { name: '  Team Alpha  ' });
+      assert.equal(res.status, 201);
+      assert.equal(res.body.tenant.name, 'Team Alpha');
+      assert.equal(res.body.tenant.disabled, false);
+      assert.match(res.body.token.token, /^atr_[0-9a-f]{64}$/);
+      assert.equal(res.body.token.prefix, res.body.token.token.slice(0, 12));
+      const got = await server.admin.get(`/v1/admin/tenants/${res.body.tenant.id}`);
+      assert.equal(got.status, 200);
+      assert.deepEqual(got.body, res.body.tenant);
+      assert.ok(!got.text.includes(res.body.token.token), 'the token is never shown again');
+      const tokens = await server.admin.get(`/v1/admin/tenants/${res.body.tenant.id}/tokens`);
+      assert.equal(tokens.body.items.length, 1);
+      assert.equal(tokens.body.items[0].token, undefined);
+    });
+
+    it('the token works; rotate → old token 401, new works; disable → 401; enable → works', async () => {
+      const t = await newTenant(server);
+      assert.equal((await t.client.get('/v1/agents')).status, 200);
+
+      const rot = await server.admin.post(`/v1/admin/tenants/${t.id}/tokens/rotate`);
+      assert.equal(rot.status, 201);
+      assert.deepEqual(rot.body.revoked, [t.tokenId]);
+      const fresh = server.as(rot.body.token.token);
+      const old = await t.client.get('/v1/agents');
+      assert.equal(old.status, 401);
+      assert.equal(old.body.error, 'invalid or revoked token');
+      assert.equal((await fresh.get('/v1/agents')).status, 200);
+
+      const dis = await server.admin.patch(`/v1/admin/tenants/${t.id}`, { disabled: true });
+      assert.equal(dis.status, 200);
+      assert.equal(dis.body.disabled, true);
+      assert.ok(dis.body.disabled_at);
+      const refused = await fresh.get('/v1/agents');
+      assert.equal(refused.status, 401);
+      assert.equal(refused.body.error, 'tenant is disabled');
+      assert.match(refused.headers.get('www-authenticate') ?? '', /^Bearer/);
+
+      const en = await server.admin.patch(`/v1/admin/tenants/${t.id}`, { disabled: false });
+      assert.equal(en.body.disabled, false);
+      assert.equal(en.body.disabled_at, null);
+      assert.equal((await fresh.get('/v1/agents')).status, 200);
+    });
+
+    it('an additional token keeps the first valid; revoking one leaves the other', async () => {
+      const t = await newTenant(server);
+      const extra = await server.admin.post(`/v1/admin/tenants/${t.id}/tokens`);
+      assert.equal(extra.status, 201);
+      const second = server.as(extra.body.token);
+      assert.equal((await t.client.get('/v1/agents')).status, 200);
+      assert.equal((await second.get('/v1/agents')).status, 200);
+
+      const rev = await server.admin.delete(`/v1/admin/tenants/${t.id}/tokens/${t.tokenId}`);
+      assert.equal(rev.status, 200);
+      assert.ok(rev.body.revoked_at);
+      assert.equal((await t.client.get('/v1/agents')).status, 401);
+      assert.equal((await second.get('/v1/agents')).status, 200);
+      // Revoking again, or a token of another tenant, is a 404.
+      assert.equal((await server.admin.delete(`/v1/admin/tenants/${t.id}/tokens/${t.tokenId}`)).status, 404);
+      const other = await newTenant(server);
+      assert.equal((await server.admin.delete(`/v1/admin/tenants/${t.id}/tokens/${other.tokenId}`)).status, 404);
+      assert.equal((await other.client.get('/v1/agents')).status, 200);
+    });
+
+    it('lists tenants newest first with a cursor and no silent cap', async () => {
+      const made = [];
+      for (let i = 0; i < 5; i++) made.push(await newTenant(server, `page-${i}`));
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const q: string = cursor ? `&cursor=${cursor}` : '';
+        const res = await server.admin.get(`/v1/admin/tenants?limit=2${q}`);
+        assert.equal(res.status, 200);
+        assert.ok(res.body.items.length <= 2);
+        seen.push(...res.body.items.map((t: { id: string }) => t.id));
+        cursor = res.body.next_cursor;
+      } while (cursor);
+      for (const t of made) assert.ok(seen.includes(t.id));
+      assert.equal(new Set(seen).size, seen.length, 'no tenant twice');
+      const firstFive = seen.slice(0, 5);
+      assert.deepEqual(firstFive, made.map((t) => t.id).reverse());
+    });
+  });
+
+  describe('bad input', () => {
+    it('names the failing field', async () => {
+      const cases: [unknown, string][] = [
+        [{}, 'name'],
+        [{ name: '' }, 'name'],
+        [{ name: '   ' }, 'name'],
+        [{ name: 42 }, 'name'],
+        [{ name: 'x'.repeat(129) }, 'name'],
+        [{ name: 'a\u0000b' }, 'name'],
+        [{ name: 'ok', extra: true }, 'extra'],
+        [[1, 2], 'body'],
+      ];
+      for (const [body, field] of cases) {
+        const res = await server.admin.post('/v1/admin/tenants', body);
+        assert.equal(res.status, 400, JSON.stringify(body));
+        assert.equal(res.body.code, 'validation_failed');
+        assert.ok(res.body.details.some((d: { field: string }) => d.field === field), `${JSON.stringify(body)} → ${res.text}`);
+      }
+      const t = await newTenant(server);
+      for (const body of [{}, { disabled: 'yes' }, { disabled: true, name: 'x' }]) {
+        const res = await server.admin.patch(`/v1/admin/tenants/${t.id}`, body);
+        assert.equal(res.status, 400, JSON.stringify(body));
+      }
+      assert.equal((await server.admin.get(`/v1/admin/tenants/${t.id}`)).body.disabled, false, 'unchanged');
+    });
+
+    it('unknown or malformed tenant ids → 404', async () => {
+      for (const id of ['00000000-0000-4000-8000-000000000000', 'not-a-uuid', '1']) {
+        assert.equal((await server.admin.get(`/v1/admin/tenants/${id}`)).status, 404);
+        assert.equal((await server.admin.patch(`/v1/admin/tenants/${id}`, { disabled: true })).status, 404);
+        assert.equal((await server.admin.post(`/v1/admin/tenants/${id}/tokens/rotate`)).status, 404);
+        assert.equal((await server.admin.get(`/v1/admin/tenants/${id}/tokens`)).status, 404);
+      }
+    });
+  });
+
+  describe('audit log', () => {
+    it('records each admin action without any token', async () => {
+      const t = await newTenant(server, 'audited');
+      const rot = await server.admin.post(`/v1/admin/tenants/${t.id}/tokens/rotate`);
+      await server.admin.patch(`/v1/admin/tenants/${t.id}`, { disabled: true });
+      await server.admin.patch(`/v1/admin/tenants/${t.id}`, { disabled: false });
+      const extra = await server.admin.post(`/v1/admin/tenants/${t.id}/tokens`);
+      await server.admin.delete(`/v1/admin/tenants/${t.id}/tokens/${extra.body.id}`);
+      const res = await server.admin.get(`/v1/admin/audit?tenant_id=${t.id}`);
+      assert.equal(res.status, 200);
+      assert.deepEqual(
+        res.body.items.map((a: { action: string }) => a.action),
+        ['token.revoke', 'token.create', 'tenant.enable', 'tenant.disable', 'token.rotate', 'tenant.create'],
+      );
+      for (const secret of [t.token, rot.body.token.token, extra.body.token, server.adminToken]) {
+        assert.ok(!res.text.includes(secret), 'no secret in the audit log');
+        assert.ok(!res.text.includes(secret.slice(12)), 'not even the secret part');
+      }
+      assert.ok(res.body.items.every((a: { request_id: string }) => typeof a.request_id === 'string' && a.request_id.length > 0));
+      const page = await server.admin.get(`/v1/admin/audit?tenant_id=${t.id}&limit=4`);
+      assert.equal(page.body.items.length, 4);
+      const rest = await server.admin.get(`/v1/admin/audit?tenant_id=${t.id}&cursor=${page.body.next_cursor}`);
+      assert.deepEqual(rest.body.items.map((a: { action: string }) => a.action), ['token.rotate', 'tenant.create']);
+      assert.equal((await server.admin.get('/v1/admin/audit?cursor=garbage!')).status, 400);
+    });
+  });
+});

@@ -1,0 +1,66 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startApp, type RunningApp } from '../../src/app.factory.js';
+import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
+import { freshDatabase, type TestDatabase } from './database.js';
+import { HttpClient } from './http.js';
+
+export interface TestServer {
+  url: string;
+  home: string;
+  config: AppConfig;
+  adminToken: string;
+  running: RunningApp;
+  /** Plain HTTP client with no credentials. */
+  http: HttpClient;
+  /** HTTP client carrying the admin token. */
+  admin: HttpClient;
+  as(token: string): HttpClient;
+  close(): Promise<void>;
+}
+
+export function tempHome(): string {
+  return mkdtempSync(join(tmpdir(), 'arbiter-test-'));
+}
+
+/**
+ * Starts the real app on a loopback port with its own database and home.
+ * `prepareHome` runs before boot (e.g. to drop agent files in place).
+ */
+export async function startTestServer(
+  opts: { env?: Record<string, string>; prepareHome?: (home: string) => void; home?: string; db?: TestDatabase } = {},
+): Promise<TestServer> {
+  const home = opts.home ?? tempHome();
+  opts.prepareHome?.(home);
+  const db = opts.db ?? (await freshDatabase());
+  const adminToken = `adm_${randomBytes(24).toString('hex')}`;
+  const env: Record<string, string> = {
+    ARBITER_HOME: home,
+    ARBITER_ADMIN_TOKEN: adminToken,
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    PORT: '0',
+    BIND: '127.0.0.1',
+    ...(db.url ? { DATABASE_URL: db.url } : {}),
+    ...opts.env,
+  };
+  const config = loadConfig(env);
+  const running = await startApp(config);
+  const http = new HttpClient(running.url);
+  return {
+    url: running.url,
+    home,
+    config,
+    adminToken: config.adminToken ?? adminToken,
+    running,
+    http,
+    admin: http.withToken(config.adminToken ?? adminToken),
+    as: (token) => http.withToken(token),
+    close: async () => {
+      await running.close();
+      if (!opts.db) await db.drop();
+      if (!opts.home) rmSync(home, { recursive: true, force: true });
+    },
+  };
+}
