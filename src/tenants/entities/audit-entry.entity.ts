@@ -16,7 +16,7 @@ export class AuditEntryEntity {
   @Column({ name: 'tenant_id', type: 'uuid', nullable: true })
   tenantId: string | null;
 
-  @Column({ type: 'jsonb', default: () => "'{}'::jsonb" })
+  @Column({ type: 'jsonb', default: {} })
   detail: Record<string, unknown>;
 
   @Column({ name: 'request_id', type: 'varchar', length: 128, nullable: true })

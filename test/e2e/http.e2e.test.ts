@@ -1,0 +1,99 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { newTenant, type TestTenant } from '../helpers/factories.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+/** Routes that are open on purpose. Anything else must refuse a request without a token. */
+const PUBLIC_ROUTES = new Set(['GET /v1/health', 'GET /v1/health/ready']);
+
+describe('HTTP surface', () => {
+  let server: TestServer;
+  let t: TestTenant;
+  before(async () => {
+    server = await startTestServer({ env: { ARBITER_MAX_BODY_BYTES: '2048' } });
+    t = await newTenant(server);
+  });
+  after(async () => {
+    await server.close();
+  });
+
+  it('health: liveness and readiness', async () => {
+    const live = await server.http.get('/v1/health');
+    assert.equal(live.status, 200);
+    assert.deepEqual(live.body, { status: 'ok' });
+    const ready = await server.http.get('/v1/health/ready');
+    assert.equal(ready.status, 200);
+    assert.deepEqual(ready.body, { status: 'ready', database: 'ok' });
+  });
+
+  it('every route that is not explicitly public refuses a request without a token', async () => {
+    const express = server.running.app.getHttpAdapter().getInstance() as unknown as {
+      router: { stack: { route?: { path: string; methods: Record<string, boolean> } }[] };
+    };
+    const routes = express.router.stack
+      .filter((l) => l.route && l.route.path.startsWith('/v1'))
+      .flatMap((l) => Object.keys(l.route!.methods).map((m) => ({ method: m.toUpperCase(), path: l.route!.path })))
+      .filter((r) => r.method !== 'OPTIONS');
+    assert.ok(routes.length >= 10, `found ${routes.length} routes`);
+    for (const r of routes) {
+      const key = `${r.method} ${r.path}`;
+      const path = r.path.replace(/:(\w+)/g, 'x');
+      const res = await server.http.request(r.method, path);
+      if (PUBLIC_ROUTES.has(key)) assert.notEqual(res.status, 401, key);
+      else {
+        assert.equal(res.status, 401, `${key} is open without a token`);
+        assert.match(res.headers.get('www-authenticate') ?? '', /^Bearer/, key);
+      }
+    }
+  });
+
+  it('invalid JSON → 400 with the error envelope and a request id', async () => {
+    const res = await t.client.request('POST', '/v1/agents', {
+      raw: '{"id": "x",',
+      headers: { 'content-type': 'application/json' },
+    });
+    assert.equal(res.status, 400);
+    assert.equal(res.body.code, 'invalid_json');
+    assert.ok(res.body.request_id);
+    assert.equal(res.headers.get('x-request-id'), res.body.request_id);
+  });
+
+  it('a JSON scalar body is refused', async () => {
+    const res = await t.client.request('POST', '/v1/agents', { raw: '"text"', headers: { 'content-type': 'application/json' } });
+    assert.equal(res.status, 400);
+  });
+
+  it('oversize body → clean 413, nothing stored', async () => {
+    const res = await t.client.post('/v1/agents', { id: 'big', goal: 'x'.repeat(4000) });
+    assert.equal(res.status, 413);
+    assert.equal(res.body.code, 'payload_too_large');
+    assert.equal((await t.client.get('/v1/agents/big')).status, 404);
+  });
+
+  it('a non-JSON body → 415', async () => {
+    const res = await t.client.request('POST', '/v1/agents', { raw: 'id=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    assert.equal(res.status, 415);
+    assert.equal(res.body.code, 'unsupported_media_type');
+  });
+
+  it('unknown route → 404 JSON', async () => {
+    const res = await t.client.get('/v1/nothing-here');
+    assert.equal(res.status, 404);
+    assert.equal(res.body.code, 'not_found');
+  });
+
+  it('echoes a well-formed X-Request-Id and replaces a malformed one', async () => {
+    const good = await server.http.get('/v1/health', { 'x-request-id': 'trace-123.abc' });
+    assert.equal(good.headers.get('x-request-id'), 'trace-123.abc');
+    const bad = await server.http.get('/v1/health', { 'x-request-id': 'bad id with spaces' });
+    assert.match(bad.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
+  });
+
+  it('CORS preflight allows the A2A-Version header', async () => {
+    const res = await server.http.request('OPTIONS', '/v1/agents', {
+      headers: { origin: 'https://example.com', 'access-control-request-method': 'POST', 'access-control-request-headers': 'a2a-version,authorization' },
+    });
+    assert.ok(res.status === 204 || res.status === 200);
+    assert.match(res.headers.get('access-control-allow-headers') ?? '', /A2A-Version/i);
+  });
+});

@@ -1,0 +1,108 @@
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { freshDatabase, type TestDatabase } from '../helpers/database.js';
+import { HttpClient } from '../helpers/http.js';
+import { runToExit, startServerProcess } from '../helpers/process.js';
+import { tempHome } from '../helpers/server.js';
+
+describe('the server process (npm start)', () => {
+  let db: TestDatabase;
+  let home: string;
+  let dbEnv: Record<string, string>;
+  before(async () => {
+    db = await freshDatabase();
+    home = tempHome();
+    dbEnv = db.url ? { DATABASE_URL: db.url } : {};
+  });
+  after(async () => {
+    await db.drop();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  describe('configuration', () => {
+    const cases: [Record<string, string>, string[], RegExp][] = [
+      [{ PORT: 'abc' }, [], /PORT must be an integer/],
+      [{ PORT: '70000' }, [], /PORT must be an integer/],
+      [{}, ['--port', 'x'], /--port must be an integer/],
+      [{ BIND: 'bad host!' }, [], /BIND must be a host name/],
+      [{ ARBITER_ADMIN_TOKEN: 'secret' }, [], /ARBITER_ADMIN_TOKEN must be "adm_"/],
+      [{ DATABASE_URL: 'mysql://x' }, [], /DATABASE_URL must be a postgres/],
+      [{ LOG_LEVEL: 'loud' }, [], /LOG_LEVEL must be one of/],
+      [{ ARBITER_MAX_BODY_BYTES: '1' }, [], /ARBITER_MAX_BODY_BYTES must be an integer/],
+      [{}, ['--verbose'], /Unknown option '--verbose'/],
+    ];
+    for (const [env, args, expected] of cases) {
+      it(`refuses ${JSON.stringify(env)} ${args.join(' ')} naming the variable`, async () => {
+        const res = await runToExit({ ARBITER_HOME: home, ...env }, args);
+        assert.equal(res.code, 2, res.stderr);
+        assert.match(res.stderr, expected);
+        if (env.ARBITER_ADMIN_TOKEN) assert.ok(!res.stderr.includes(env.ARBITER_ADMIN_TOKEN), 'the bad secret is not echoed');
+      });
+    }
+  });
+
+  it('first start creates and prints the admin token once; data survives a restart; SIGTERM exits cleanly', async () => {
+    const agentsDir = join(home, 'agents');
+    mkdirSync(agentsDir, { recursive: true });
+    writeFileSync(join(agentsDir, 'ok.json'), JSON.stringify({ role: 'fine' }));
+    writeFileSync(join(agentsDir, 'mangled.json'), '{nope');
+
+    const first = await startServerProcess({ ARBITER_HOME: home, ...dbEnv });
+    after(() => first.child.kill('SIGKILL'));
+    const tokenFile = join(home, 'admin_token');
+    const adminToken = readFileSync(tokenFile, 'utf8').trim();
+    assert.match(adminToken, /^adm_[0-9a-f]{64}$/);
+    assert.equal(statSync(tokenFile).mode & 0o777, 0o600);
+    assert.ok(first.stdout().includes(adminToken), 'printed on first start');
+    assert.match(first.stdout(), /mangled\.json/, 'the bad agent file is reported by name');
+
+    const http = new HttpClient(first.url);
+    assert.equal((await http.get('/v1/health')).status, 200);
+    const created = await http.withToken(adminToken).post('/v1/admin/tenants', { name: 'persisted' });
+    assert.equal(created.status, 201);
+    const tenant = http.withToken(created.body.token.token);
+    assert.equal((await tenant.post('/v1/agents', { id: 'kept', role: 'r' })).status, 201);
+    const agents = await tenant.get('/v1/agents');
+    assert.deepEqual(agents.body.items.map((a: { id: string }) => a.id), ['index', 'kept', 'ok']);
+
+    // JSON logs, each request line carrying its request id; no token anywhere.
+    for (let i = 0; i < 50 && (first.stdout().match(/request completed/g) ?? []).length < 4; i++) await sleep(50);
+    const lines = first.stdout().split('\n').filter((l) => l.startsWith('{'));
+    const requestLines = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.req);
+    assert.ok(requestLines.length >= 3);
+    assert.ok(requestLines.every((l) => typeof (l.req as { id?: string }).id === 'string'));
+    assert.ok(!lines.join('\n').includes(created.body.token.token));
+
+    assert.equal(await first.stop('SIGTERM'), 0);
+
+    const second = await startServerProcess({ ARBITER_HOME: home, ...dbEnv });
+    after(() => second.child.kill('SIGKILL'));
+    try {
+      assert.ok(!second.stdout().includes(adminToken), 'not printed again');
+      const again = new HttpClient(second.url).withToken(created.body.token.token);
+      const list = await again.get('/v1/agents');
+      assert.equal(list.status, 200);
+      assert.deepEqual(list.body.items.map((a: { id: string }) => a.id), ['index', 'kept', 'ok']);
+      assert.equal((await new HttpClient(second.url).withToken(adminToken).get('/v1/admin/tenants')).status, 200);
+    } finally {
+      assert.equal(await second.stop('SIGTERM'), 0);
+    }
+  });
+
+  it('listens where --port/--bind say, over PORT/BIND', async () => {
+    const proc = await startServerProcess(
+      { ARBITER_HOME: home, PORT: '1', BIND: '0.0.0.0', ...dbEnv },
+      ['--port', '0', '--bind', '127.0.0.1'],
+    );
+    after(() => proc.child.kill('SIGKILL'));
+    try {
+      assert.match(proc.url, /^http:\/\/127\.0\.0\.1:\d+$/);
+      assert.equal((await new HttpClient(proc.url).get('/v1/health/ready')).status, 200);
+    } finally {
+      assert.equal(await proc.stop('SIGINT'), 0);
+    }
+  });
+});

@@ -1,0 +1,80 @@
+import '../helpers/quiet.js';
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import { DataSource } from 'typeorm';
+import { loadConfig } from '../../src/config/app-config.js';
+import { dataSourceOptions } from '../../src/database/data-source-options.js';
+import { runMigrations } from '../../src/database/migrate.js';
+import { MIGRATIONS } from '../../src/database/migrations/index.js';
+import { freshDatabase, REAL_POSTGRES, type TestDatabase } from '../helpers/database.js';
+import { tempHome } from '../helpers/server.js';
+
+const TABLES = ['agents', 'audit_log', 'migrations', 'tenant_tokens', 'tenants'];
+
+describe(`migrations (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'})`, () => {
+  let db: TestDatabase;
+  let home: string;
+  let ds: DataSource;
+  before(async () => {
+    db = await freshDatabase();
+    home = tempHome();
+    const config = loadConfig({ ARBITER_HOME: home, ...(db.url ? { DATABASE_URL: db.url } : {}) });
+    ds = new DataSource(dataSourceOptions(config));
+    await ds.initialize();
+  });
+  after(async () => {
+    await ds.destroy();
+    await db.drop();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  const tables = async (): Promise<string[]> =>
+    (
+      (await ds.query(
+        `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name`,
+      )) as { table_name: string }[]
+    ).map((r) => r.table_name);
+
+  it('runs every migration on an empty database', async () => {
+    assert.deepEqual(await tables(), []);
+    const applied = await runMigrations(ds, !REAL_POSTGRES);
+    assert.deepEqual(
+      applied.map((m) => m.name),
+      MIGRATIONS.map((m) => m.name),
+    );
+    assert.deepEqual(await tables(), TABLES);
+  });
+
+  it('is a no-op the second time', async () => {
+    const applied = await runMigrations(ds, !REAL_POSTGRES);
+    assert.deepEqual(applied, []);
+    assert.equal(await ds.showMigrations(), false);
+  });
+
+  it('leaves a schema that matches the entities exactly', async () => {
+    const pending = await ds.driver.createSchemaBuilder().log();
+    assert.deepEqual(
+      pending.upQueries.map((q) => q.query),
+      [],
+      'entities and migrations disagree; generate a migration',
+    );
+  });
+
+  it('enforces agent ids in the database too', async () => {
+    await ds.query(`INSERT INTO tenants (id, name) VALUES ('00000000-0000-4000-8000-000000000001', 't')`);
+    for (const id of ['index', 'has space', '']) {
+      await assert.rejects(
+        ds.query(`INSERT INTO agents (tenant_id, id, constitution) VALUES ('00000000-0000-4000-8000-000000000001', $1, '{}')`, [id]),
+        id,
+      );
+    }
+  });
+
+  it('reverts with down() and re-applies', async () => {
+    for (let i = 0; i < MIGRATIONS.length; i++) await ds.undoLastMigration({ transaction: 'each' });
+    assert.deepEqual(await tables(), ['migrations']);
+    await runMigrations(ds, !REAL_POSTGRES);
+    assert.deepEqual(await tables(), TABLES);
+  });
+});

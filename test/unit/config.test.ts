@@ -1,0 +1,56 @@
+import assert from 'node:assert/strict';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { ConfigError, loadConfig } from '../../src/config/app-config.js';
+
+describe('configuration', () => {
+  it('defaults: 127.0.0.1:8080, ~/.arbiter, embedded database', () => {
+    const c = loadConfig({});
+    assert.equal(c.port, 8080);
+    assert.equal(c.bind, '127.0.0.1');
+    assert.equal(c.home, join(homedir(), '.arbiter'));
+    assert.equal(c.usesEmbeddedDatabase, true);
+    assert.equal(c.embeddedDataDir, join(homedir(), '.arbiter', 'pgdata'));
+    assert.equal(c.maxBodyBytes, 1024 * 1024);
+  });
+
+  it('reads the environment, flags win over PORT/BIND', () => {
+    const c = loadConfig(
+      { PORT: '9000', BIND: '0.0.0.0', DATABASE_URL: 'postgres://u:pw@db:5432/x', ARBITER_TRUST_PROXY: 'true' },
+      ['--port=9100'],
+    );
+    assert.equal(c.port, 9100);
+    assert.equal(c.bind, '0.0.0.0');
+    assert.equal(c.usesEmbeddedDatabase, false);
+    assert.equal(c.trustProxy, true);
+  });
+
+  it('reports every bad variable at once, by name, without echoing secrets', () => {
+    const secret = 'not-an-admin-token-but-secret';
+    try {
+      loadConfig({ PORT: '-1', ARBITER_ADMIN_TOKEN: secret, ARBITER_DB_POOL_SIZE: 'many', ARBITER_TRUST_PROXY: 'maybe' });
+      assert.fail('should have thrown');
+    } catch (err) {
+      assert.ok(err instanceof ConfigError);
+      const text = err.message;
+      for (const name of ['PORT', 'ARBITER_ADMIN_TOKEN', 'ARBITER_DB_POOL_SIZE', 'ARBITER_TRUST_PROXY']) {
+        assert.ok(text.includes(name), name);
+      }
+      assert.equal(err.problems.length, 4);
+      assert.ok(!text.includes(secret));
+    }
+  });
+
+  it('describe() hides the database password and the admin token', () => {
+    const c = loadConfig({ DATABASE_URL: 'postgres://u:hunter2@db/x', ARBITER_ADMIN_TOKEN: `adm_${'a'.repeat(40)}` });
+    const text = JSON.stringify(c.describe());
+    assert.ok(!text.includes('hunter2'));
+    assert.ok(!text.includes('a'.repeat(40)));
+  });
+
+  it('an empty variable counts as unset', () => {
+    assert.equal(loadConfig({ PORT: '', DATABASE_URL: '' }).port, 8080);
+    assert.equal(loadConfig({ DATABASE_URL: '' }).usesEmbeddedDatabase, true);
+  });
+});
