@@ -25,15 +25,26 @@ export async function startApp(config: AppConfig): Promise<RunningApp> {
   app.disable('x-powered-by');
   app.set('trust proxy', config.trustProxy);
   app.enableCors({
-    allowedHeaders: ['Authorization', 'Content-Type', 'A2A-Version', 'A2A-Extensions', 'X-Request-Id', 'Idempotency-Key', 'If-None-Match', 'Last-Event-ID'],
+    allowedHeaders: [
+      'Authorization',
+      'Content-Type',
+      'A2A-Version',
+      'A2A-Extensions',
+      'X-Request-Id',
+      'Idempotency-Key',
+      'If-None-Match',
+      'Last-Event-ID',
+    ],
     exposedHeaders: ['X-Request-Id', 'ETag', 'WWW-Authenticate'],
     maxAge: 600,
   });
   // Runs before Nest's own middleware, so even a rejected body gets a request id.
-  app.use((req: Parameters<typeof assignRequestId>[0], res: Parameters<typeof assignRequestId>[1], next: () => void) => {
-    assignRequestId(req, res);
-    next();
-  });
+  app.use(
+    (req: Parameters<typeof assignRequestId>[0], res: Parameters<typeof assignRequestId>[1], next: () => void) => {
+      assignRequestId(req, res);
+      next();
+    },
+  );
   app.use(...jsonBodyMiddleware(config.maxBodyBytes));
   await app.listen(config.port, config.bind);
   const addr = app.getHttpServer().address() as AddressInfo;

@@ -17,7 +17,10 @@ async function main(): Promise<void> {
   }
   const running = await startApp(config);
   const logger = new Logger('Main');
-  logger.log({ config: config.describe() }, `listening on ${running.url} (started in ${Math.round(performance.now() - started)} ms)`);
+  logger.log(
+    { config: config.describe() },
+    `listening on ${running.url} (started in ${Math.round(performance.now() - started)} ms)`,
+  );
 
   let stopping = false;
   const stop = (signal: string): void => {
@@ -42,6 +45,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`arbiter: failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.stderr.write(
+    `arbiter: failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
   process.exit(1);
 });

@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
+import { requestIdOf } from './errors.js';
 import { sendError } from './http-exception.filter.js';
 
 const JSON_TYPES = ['application/json', 'application/*+json'];
@@ -19,7 +20,7 @@ export function jsonBodyMiddleware(limit: number): (RequestHandler | ErrorReques
       sendError(res, 415, {
         error: 'request bodies must be JSON (Content-Type: application/json)',
         code: 'unsupported_media_type',
-        request_id: String(req.id ?? ''),
+        request_id: requestIdOf(req),
       });
       return;
     }
@@ -27,10 +28,17 @@ export function jsonBodyMiddleware(limit: number): (RequestHandler | ErrorReques
   };
   const parse = express.json({ limit, strict: true, type: JSON_TYPES });
   const onError: ErrorRequestHandler = (err: { type?: string; status?: number }, req, res, next) => {
-    const requestId = String(req.id ?? '');
-    logger.warn({ request_id: requestId, method: req.method, url: req.originalUrl.split('?')[0], reason: err.type ?? err.status }, 'request body refused');
+    const requestId = requestIdOf(req);
+    logger.warn(
+      { request_id: requestId, method: req.method, url: req.originalUrl.split('?')[0], reason: err.type ?? err.status },
+      'request body refused',
+    );
     if (err.type === 'entity.too.large') {
-      sendError(res, 413, { error: `request body exceeds ${limit} bytes`, code: 'payload_too_large', request_id: requestId });
+      sendError(res, 413, {
+        error: `request body exceeds ${limit} bytes`,
+        code: 'payload_too_large',
+        request_id: requestId,
+      });
     } else if (err.type === 'entity.parse.failed') {
       sendError(res, 400, { error: 'request body is not valid JSON', code: 'invalid_json', request_id: requestId });
     } else if (typeof err.status === 'number' && err.status >= 400 && err.status < 500) {

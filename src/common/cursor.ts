@@ -5,7 +5,10 @@ export function encodeCursor(value: Record<string, string>): string {
   return Buffer.from(JSON.stringify(value), 'utf8').toString('base64url');
 }
 
-export function decodeCursor<K extends string>(cursor: string | undefined, keys: readonly K[]): Record<K, string> | undefined {
+export function decodeCursor<K extends string>(
+  cursor: string | undefined,
+  keys: readonly K[],
+): Record<K, string> | undefined {
   if (cursor === undefined || cursor === '') return undefined;
   const invalid = DomainError.validation([{ field: 'cursor', messages: ['cursor is not one this server issued'] }]);
   if (cursor.length > 512 || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw invalid;

@@ -69,3 +69,8 @@ export function httpStatusOf(code: ErrorCode): number {
     }
   }
 }
+
+/** The request id pino-http assigned (see `assignRequestId`), as a string. */
+export function requestIdOf(req: { id?: unknown }): string {
+  return typeof req.id === 'string' || typeof req.id === 'number' ? String(req.id) : '';
+}

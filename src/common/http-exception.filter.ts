@@ -1,6 +1,6 @@
 import { Catch, HttpException, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { DomainError, httpStatusOf, type ErrorCode, type FieldError } from './errors.js';
+import { DomainError, httpStatusOf, requestIdOf, type ErrorCode, type FieldError } from './errors.js';
 
 export interface ErrorBody {
   error: string;
@@ -77,7 +77,7 @@ export class HttpExceptionFilter implements ExceptionFilter {
     const ctx = host.switchToHttp();
     const req = ctx.getRequest<Request>();
     const res = ctx.getResponse<Response>();
-    const { status, body } = toErrorResponse(err, String(req.id ?? ''));
+    const { status, body } = toErrorResponse(err, requestIdOf(req));
     if (status >= 500) {
       this.logger.error({ err, requestId: req.id }, 'unhandled error');
     }

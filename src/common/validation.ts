@@ -26,11 +26,7 @@ export const VALIDATOR_OPTIONS = {
  * Validates a plain value against a DTO class. Unknown fields are rejected;
  * the error names every failing field (prefixed with `prefix`).
  */
-export async function validateAs<T extends object>(
-  cls: ClassConstructor<T>,
-  plain: unknown,
-  prefix = '',
-): Promise<T> {
+export async function validateAs<T extends object>(cls: ClassConstructor<T>, plain: unknown, prefix = ''): Promise<T> {
   if (plain === null || typeof plain !== 'object' || Array.isArray(plain)) {
     throw DomainError.validation([{ field: prefix || 'body', messages: ['must be a JSON object'] }]);
   }

@@ -175,10 +175,7 @@ export function parseCliFlags(argv: string[]): Partial<Record<'port' | 'bind', s
  * Builds and validates the config. Every problem is reported at once, each
  * naming the environment variable (or flag) that carries the bad value.
  */
-export function loadConfig(
-  env: NodeJS.ProcessEnv = process.env,
-  argv: string[] = [],
-): AppConfig {
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, argv: string[] = []): AppConfig {
   const flags = parseCliFlags(argv);
   const raw: Record<string, unknown> = {};
   const source: Partial<Record<ConfigKey, string>> = {};

@@ -67,7 +67,9 @@ class CapabilityConstraint implements ValidatorConstraintInterface {
 
   defaultMessage(args?: ValidationArguments): string {
     const unknown = Array.isArray(args?.value)
-      ? (args.value as unknown[]).filter((v): v is string => typeof v === 'string' && v.startsWith('/') && !isKnownTool(v))
+      ? (args.value as unknown[]).filter(
+          (v): v is string => typeof v === 'string' && v.startsWith('/') && !isKnownTool(v),
+        )
       : [];
     return `unknown tool ${unknown.map((u) => `"${u}"`).join(', ')} in capabilities; known tools: ${KNOWN_TOOLS.join(', ')} (entries without a leading "/" are descriptive skills)`;
   }
@@ -94,7 +96,9 @@ export class ConstitutionDto {
   @IsOptional()
   @IsString()
   @MaxLength(2000)
-  @Matches(NO_CONTROL_MULTILINE, { message: 'personality must not contain control characters other than newlines and tabs' })
+  @Matches(NO_CONTROL_MULTILINE, {
+    message: 'personality must not contain control characters other than newlines and tabs',
+  })
   personality?: string | null;
 
   @IsOptional()
@@ -106,7 +110,8 @@ export class ConstitutionDto {
   @IsOptional()
   @IsString()
   @Matches(/^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}$/, {
-    message: 'model must be 1-128 characters of letters, digits and ._:/@+- (e.g. "anthropic/claude-sonnet-4-5", "ollama/llama3")',
+    message:
+      'model must be 1-128 characters of letters, digits and ._:/@+- (e.g. "anthropic/claude-sonnet-4-5", "ollama/llama3")',
   })
   model?: string | null;
 
@@ -165,7 +170,7 @@ export const CONSTITUTION_FIELDS: readonly ConstitutionField[] = [
 
 /** Applies `patch` over `base` (nulls reset to defaults) and fills the rest from defaults. */
 export function applyConstitution(id: string, base: Partial<Constitution>, patch: ConstitutionDto): Constitution {
-  const out = { name: id, ...CONSTITUTION_DEFAULTS, ...base } as Constitution;
+  const out: Constitution = { name: id, ...CONSTITUTION_DEFAULTS, ...base };
   for (const field of CONSTITUTION_FIELDS) {
     if (!(field in patch)) continue;
     const value = patch[field];

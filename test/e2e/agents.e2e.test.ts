@@ -121,11 +121,15 @@ describe('agent registry (/v1/agents)', () => {
     });
 
     it('an unknown tool → 400 listing the known ones; descriptive skills are fine', async () => {
-      const res = await a.client.post('/v1/agents', { id: 'tooly', capabilities: ['/fetch', '/search', 'web research'] });
+      const res = await a.client.post('/v1/agents', {
+        id: 'tooly',
+        capabilities: ['/fetch', '/search', 'web research'],
+      });
       assert.equal(res.status, 400);
       const msg = res.body.details.find((d: { field: string }) => d.field === 'capabilities').messages.join(' ');
       assert.match(msg, /"\/search"/);
-      for (const tool of ['/agent', '/parallel', '/write', '/mem', '/fetch', '/a2a']) assert.ok(msg.includes(tool), tool);
+      for (const tool of ['/agent', '/parallel', '/write', '/mem', '/fetch', '/a2a'])
+        assert.ok(msg.includes(tool), tool);
       const ok = await a.client.post('/v1/agents', { id: 'tooly', capabilities: ['/fetch', 'web research'] });
       assert.equal(ok.status, 201);
     });
@@ -157,9 +161,15 @@ describe('agent registry (/v1/agents)', () => {
       assert.deepEqual(seen, ['index', ...[...ids].sort()]);
       assert.equal(pages, 3);
       const one = await t.client.get('/v1/agents?limit=1');
-      assert.deepEqual(one.body.items.map((x: { id: string }) => x.id), ['index']);
+      assert.deepEqual(
+        one.body.items.map((x: { id: string }) => x.id),
+        ['index'],
+      );
       const two = await t.client.get(`/v1/agents?limit=1&cursor=${one.body.next_cursor}`);
-      assert.deepEqual(two.body.items.map((x: { id: string }) => x.id), ['agent-a']);
+      assert.deepEqual(
+        two.body.items.map((x: { id: string }) => x.id),
+        ['agent-a'],
+      );
       const all = await t.client.get('/v1/agents');
       assert.equal(all.body.items.length, 8);
       assert.equal(all.body.next_cursor, null);
@@ -209,7 +219,10 @@ describe('agent registry (/v1/agents)', () => {
         const res = await a.client.patch('/v1/agents/steady', body);
         assert.equal(res.status, 400, JSON.stringify(body));
       }
-      const bad = await a.client.request('PATCH', '/v1/agents/steady', { raw: '{"role":', headers: { 'content-type': 'application/json' } });
+      const bad = await a.client.request('PATCH', '/v1/agents/steady', {
+        raw: '{"role":',
+        headers: { 'content-type': 'application/json' },
+      });
       assert.equal(bad.status, 400);
       assert.equal((await a.client.get('/v1/agents/steady')).body.agent_def.role, 'keep');
     });

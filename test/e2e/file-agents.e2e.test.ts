@@ -14,8 +14,14 @@ describe('file-backed agents (ARBITER_HOME/agents/*.json)', () => {
       prepareHome: (home) => {
         const dir = join(home, 'agents');
         mkdirSync(dir, { recursive: true });
-        writeFileSync(join(dir, 'librarian.json'), JSON.stringify({ role: 'librarian', capabilities: ['/mem', 'cataloguing'] }));
-        writeFileSync(join(dir, 'critic.json'), JSON.stringify({ id: 'critic', agent_def: { role: 'critic', temperature: 0.2 } }));
+        writeFileSync(
+          join(dir, 'librarian.json'),
+          JSON.stringify({ role: 'librarian', capabilities: ['/mem', 'cataloguing'] }),
+        );
+        writeFileSync(
+          join(dir, 'critic.json'),
+          JSON.stringify({ id: 'critic', agent_def: { role: 'critic', temperature: 0.2 } }),
+        );
         writeFileSync(join(dir, 'broken.json'), '{ "role": ');
         writeFileSync(join(dir, 'badfield.json'), JSON.stringify({ temperature: 9 }));
         writeFileSync(join(dir, 'badtool.json'), JSON.stringify({ capabilities: ['/teleport'] }));
@@ -46,7 +52,8 @@ describe('file-backed agents (ARBITER_HOME/agents/*.json)', () => {
     assert.deepEqual(lib.body.agent_def.capabilities, ['/mem', 'cataloguing']);
     assert.equal((await a.client.get('/v1/agents/critic')).body.agent_def.temperature, 0.2);
     assert.equal((await a.client.get('/v1/agents/index')).body.agent_def.role, 'master orchestrator');
-    for (const id of ['broken', 'badfield', 'badtool']) assert.equal((await a.client.get(`/v1/agents/${id}`)).status, 404);
+    for (const id of ['broken', 'badfield', 'badtool'])
+      assert.equal((await a.client.get(`/v1/agents/${id}`)).status, 404);
   });
 
   it('file agents are read-only through the API and their ids are taken', async () => {
@@ -59,9 +66,15 @@ describe('file-backed agents (ARBITER_HOME/agents/*.json)', () => {
   it('stored agents sort in among file agents', async () => {
     assert.equal((await a.client.post('/v1/agents', { id: 'dreamer' })).status, 201);
     const list = await a.client.get('/v1/agents?limit=2');
-    assert.deepEqual(list.body.items.map((x: { id: string }) => x.id), ['index', 'critic']);
+    assert.deepEqual(
+      list.body.items.map((x: { id: string }) => x.id),
+      ['index', 'critic'],
+    );
     const next = await a.client.get(`/v1/agents?limit=2&cursor=${list.body.next_cursor}`);
-    assert.deepEqual(next.body.items.map((x: { id: string }) => x.id), ['dreamer', 'librarian']);
+    assert.deepEqual(
+      next.body.items.map((x: { id: string }) => x.id),
+      ['dreamer', 'librarian'],
+    );
     assert.equal(next.body.next_cursor, null);
     // Tenant b does not see a's stored agent.
     const bl = await b.client.get('/v1/agents');

@@ -59,7 +59,10 @@ describe('HTTP surface', () => {
   });
 
   it('a JSON scalar body is refused', async () => {
-    const res = await t.client.request('POST', '/v1/agents', { raw: '"text"', headers: { 'content-type': 'application/json' } });
+    const res = await t.client.request('POST', '/v1/agents', {
+      raw: '"text"',
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(res.status, 400);
   });
 
@@ -71,7 +74,10 @@ describe('HTTP surface', () => {
   });
 
   it('a non-JSON body → 415', async () => {
-    const res = await t.client.request('POST', '/v1/agents', { raw: 'id=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const res = await t.client.request('POST', '/v1/agents', {
+      raw: 'id=x',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     assert.equal(res.status, 415);
     assert.equal(res.body.code, 'unsupported_media_type');
   });
@@ -91,7 +97,11 @@ describe('HTTP surface', () => {
 
   it('CORS preflight allows the A2A-Version header', async () => {
     const res = await server.http.request('OPTIONS', '/v1/agents', {
-      headers: { origin: 'https://example.com', 'access-control-request-method': 'POST', 'access-control-request-headers': 'a2a-version,authorization' },
+      headers: {
+        origin: 'https://example.com',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'a2a-version,authorization',
+      },
     });
     assert.ok(res.status === 204 || res.status === 200);
     assert.match(res.headers.get('access-control-allow-headers') ?? '', /A2A-Version/i);

@@ -39,7 +39,8 @@ describe('the server process (npm start)', () => {
         const res = await runToExit({ ARBITER_HOME: home, ...env }, args);
         assert.equal(res.code, 2, res.stderr);
         assert.match(res.stderr, expected);
-        if (env.ARBITER_ADMIN_TOKEN) assert.ok(!res.stderr.includes(env.ARBITER_ADMIN_TOKEN), 'the bad secret is not echoed');
+        if (env.ARBITER_ADMIN_TOKEN)
+          assert.ok(!res.stderr.includes(env.ARBITER_ADMIN_TOKEN), 'the bad secret is not echoed');
       });
     }
   });
@@ -66,11 +67,17 @@ describe('the server process (npm start)', () => {
     const tenant = http.withToken(created.body.token.token);
     assert.equal((await tenant.post('/v1/agents', { id: 'kept', role: 'r' })).status, 201);
     const agents = await tenant.get('/v1/agents');
-    assert.deepEqual(agents.body.items.map((a: { id: string }) => a.id), ['index', 'kept', 'ok']);
+    assert.deepEqual(
+      agents.body.items.map((a: { id: string }) => a.id),
+      ['index', 'kept', 'ok'],
+    );
 
     // JSON logs, each request line carrying its request id; no token anywhere.
     for (let i = 0; i < 50 && (first.stdout().match(/request completed/g) ?? []).length < 4; i++) await sleep(50);
-    const lines = first.stdout().split('\n').filter((l) => l.startsWith('{'));
+    const lines = first
+      .stdout()
+      .split('\n')
+      .filter((l) => l.startsWith('{'));
     const requestLines = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.req);
     assert.ok(requestLines.length >= 3);
     assert.ok(requestLines.every((l) => typeof (l.req as { id?: string }).id === 'string'));
@@ -85,7 +92,10 @@ describe('the server process (npm start)', () => {
       const again = new HttpClient(second.url).withToken(created.body.token.token);
       const list = await again.get('/v1/agents');
       assert.equal(list.status, 200);
-      assert.deepEqual(list.body.items.map((a: { id: string }) => a.id), ['index', 'kept', 'ok']);
+      assert.deepEqual(
+        list.body.items.map((a: { id: string }) => a.id),
+        ['index', 'kept', 'ok'],
+      );
       assert.equal((await new HttpClient(second.url).withToken(adminToken).get('/v1/admin/tenants')).status, 200);
     } finally {
       assert.equal(await second.stop('SIGTERM'), 0);
@@ -93,10 +103,12 @@ describe('the server process (npm start)', () => {
   });
 
   it('listens where --port/--bind say, over PORT/BIND', async () => {
-    const proc = await startServerProcess(
-      { ARBITER_HOME: home, PORT: '1', BIND: '0.0.0.0', ...dbEnv },
-      ['--port', '0', '--bind', '127.0.0.1'],
-    );
+    const proc = await startServerProcess({ ARBITER_HOME: home, PORT: '1', BIND: '0.0.0.0', ...dbEnv }, [
+      '--port',
+      '0',
+      '--bind',
+      '127.0.0.1',
+    ]);
     after(() => proc.child.kill('SIGKILL'));
     try {
       assert.match(proc.url, /^http:\/\/127\.0\.0\.1:\d+$/);

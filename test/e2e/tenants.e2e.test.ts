@@ -145,7 +145,10 @@ describe('tenants and bearer auth (/v1/admin/*)', () => {
         const res = await server.admin.post('/v1/admin/tenants', body);
         assert.equal(res.status, 400, JSON.stringify(body));
         assert.equal(res.body.code, 'validation_failed');
-        assert.ok(res.body.details.some((d: { field: string }) => d.field === field), `${JSON.stringify(body)} → ${res.text}`);
+        assert.ok(
+          res.body.details.some((d: { field: string }) => d.field === field),
+          `${JSON.stringify(body)} → ${res.text}`,
+        );
       }
       const t = await newTenant(server);
       for (const body of [{}, { disabled: 'yes' }, { disabled: true, name: 'x' }]) {
@@ -183,11 +186,18 @@ describe('tenants and bearer auth (/v1/admin/*)', () => {
         assert.ok(!res.text.includes(secret), 'no secret in the audit log');
         assert.ok(!res.text.includes(secret.slice(12)), 'not even the secret part');
       }
-      assert.ok(res.body.items.every((a: { request_id: string }) => typeof a.request_id === 'string' && a.request_id.length > 0));
+      assert.ok(
+        res.body.items.every(
+          (a: { request_id: string }) => typeof a.request_id === 'string' && a.request_id.length > 0,
+        ),
+      );
       const page = await server.admin.get(`/v1/admin/audit?tenant_id=${t.id}&limit=4`);
       assert.equal(page.body.items.length, 4);
       const rest = await server.admin.get(`/v1/admin/audit?tenant_id=${t.id}&cursor=${page.body.next_cursor}`);
-      assert.deepEqual(rest.body.items.map((a: { action: string }) => a.action), ['token.rotate', 'tenant.create']);
+      assert.deepEqual(
+        rest.body.items.map((a: { action: string }) => a.action),
+        ['token.rotate', 'tenant.create'],
+      );
       assert.equal((await server.admin.get('/v1/admin/audit?cursor=garbage!')).status, 400);
     });
   });

@@ -16,7 +16,7 @@ export const REAL_POSTGRES = Boolean(process.env.DATABASE_URL);
 
 export async function freshDatabase(): Promise<TestDatabase> {
   const base = process.env.DATABASE_URL;
-  if (!base) return { url: undefined, drop: async () => undefined };
+  if (!base) return { url: undefined, drop: () => Promise.resolve() };
   const name = `arbiter_t_${process.pid}_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: base });
   await admin.connect();

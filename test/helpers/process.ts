@@ -14,7 +14,10 @@ const MAIN = 'dist/src/main.js';
 
 /** Runs `node dist/src/main.js` as a child process until it exits; resolves with code and output. */
 export async function runToExit(env: Record<string, string>, args: string[] = [], timeoutMs = 30_000) {
-  const child = spawn(process.execPath, [MAIN, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: 'pipe' });
+  const child = spawn(process.execPath, [MAIN, ...args], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: 'pipe',
+  });
   let out = '';
   let err = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));

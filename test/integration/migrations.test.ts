@@ -31,9 +31,9 @@ describe(`migrations (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
 
   const tables = async (): Promise<string[]> =>
     (
-      (await ds.query(
+      await ds.query<{ table_name: string }[]>(
         `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name`,
-      )) as { table_name: string }[]
+      )
     ).map((r) => r.table_name);
 
   it('runs every migration on an empty database', async () => {
@@ -65,7 +65,10 @@ describe(`migrations (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
     await ds.query(`INSERT INTO tenants (id, name) VALUES ('00000000-0000-4000-8000-000000000001', 't')`);
     for (const id of ['index', 'has space', '']) {
       await assert.rejects(
-        ds.query(`INSERT INTO agents (tenant_id, id, constitution) VALUES ('00000000-0000-4000-8000-000000000001', $1, '{}')`, [id]),
+        ds.query(
+          `INSERT INTO agents (tenant_id, id, constitution) VALUES ('00000000-0000-4000-8000-000000000001', $1, '{}')`,
+          [id],
+        ),
         id,
       );
     }

@@ -8,7 +8,12 @@ import { pgliteDriver } from '../../src/database/pglite-pool.js';
 describe('embedded PGlite pool', () => {
   let ds: DataSource;
   before(async () => {
-    ds = new DataSource({ type: 'postgres', driver: pgliteDriver(undefined), database: 'postgres', username: 'postgres' });
+    ds = new DataSource({
+      type: 'postgres',
+      driver: pgliteDriver(undefined),
+      database: 'postgres',
+      username: 'postgres',
+    });
     await ds.initialize();
     await ds.query('CREATE TABLE t (id int PRIMARY KEY, v text)');
   });
@@ -33,7 +38,7 @@ describe('embedded PGlite pool', () => {
       results.map((r) => r.status),
       ['fulfilled', 'rejected', 'fulfilled'],
     );
-    const rows = (await ds.query('SELECT id FROM t ORDER BY id')) as { id: number }[];
+    const rows = await ds.query<{ id: number }[]>('SELECT id FROM t ORDER BY id');
     assert.deepEqual(
       rows.map((r) => r.id),
       [1, 2, 4],
@@ -50,7 +55,7 @@ describe('embedded PGlite pool', () => {
   });
 
   it('returns int8 as a string, like node-postgres', async () => {
-    const [row] = (await ds.query('SELECT 9007199254740993::bigint AS n')) as { n: unknown }[];
+    const [row] = await ds.query<{ n: unknown }[]>('SELECT 9007199254740993::bigint AS n');
     assert.equal(row?.n, '9007199254740993');
   });
 

@@ -29,7 +29,12 @@ describe('configuration', () => {
   it('reports every bad variable at once, by name, without echoing secrets', () => {
     const secret = 'not-an-admin-token-but-secret';
     try {
-      loadConfig({ PORT: '-1', ARBITER_ADMIN_TOKEN: secret, ARBITER_DB_POOL_SIZE: 'many', ARBITER_TRUST_PROXY: 'maybe' });
+      loadConfig({
+        PORT: '-1',
+        ARBITER_ADMIN_TOKEN: secret,
+        ARBITER_DB_POOL_SIZE: 'many',
+        ARBITER_TRUST_PROXY: 'maybe',
+      });
       assert.fail('should have thrown');
     } catch (err) {
       assert.ok(err instanceof ConfigError);

@@ -48,7 +48,12 @@ describe('cursors', () => {
     const c = encodeCursor({ after: 'abc' });
     assert.deepEqual(decodeCursor(c, ['after']), { after: 'abc' });
     assert.equal(decodeCursor(undefined, ['after']), undefined);
-    for (const bad of ['%%%', encodeCursor({ other: 'x' }), Buffer.from('[1]').toString('base64url'), 'a'.repeat(600)]) {
+    for (const bad of [
+      '%%%',
+      encodeCursor({ other: 'x' }),
+      Buffer.from('[1]').toString('base64url'),
+      'a'.repeat(600),
+    ]) {
       assert.throws(() => decodeCursor(bad, ['after']), DomainError);
     }
   });

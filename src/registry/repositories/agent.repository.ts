@@ -40,11 +40,7 @@ export class AgentRepository {
   }
 
   /** Row-locked read-modify-write, so concurrent PATCHes never lose a field. */
-  update(
-    tenantId: string,
-    id: string,
-    change: (current: Constitution) => Constitution,
-  ): Promise<AgentEntity | null> {
+  update(tenantId: string, id: string, change: (current: Constitution) => Constitution): Promise<AgentEntity | null> {
     return this.ds.transaction(async (em) => {
       const row = await em
         .getRepository(AgentEntity)

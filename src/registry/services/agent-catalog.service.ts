@@ -41,8 +41,7 @@ export const MASTER_CONSTITUTION: Constitution = {
   ...CONSTITUTION_DEFAULTS,
   name: 'index',
   role: 'master orchestrator',
-  goal:
-    'Answer directly when you can; otherwise delegate each part of the request to the agent best suited to it and combine the results.',
+  goal: 'Answer directly when you can; otherwise delegate each part of the request to the agent best suited to it and combine the results.',
 };
 
 const MASTER: ResolvedAgent = {
@@ -69,7 +68,13 @@ export function agentView(a: ResolvedAgent): AgentView {
 }
 
 function fromRow(row: AgentEntity): ResolvedAgent {
-  return { id: row.id, source: 'stored', constitution: row.constitution, createdAt: row.createdAt, updatedAt: row.updatedAt };
+  return {
+    id: row.id,
+    source: 'stored',
+    constitution: row.constitution,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+  };
 }
 
 function fromFile(f: FileAgent): ResolvedAgent {
@@ -92,7 +97,9 @@ function splitBody(body: unknown): { id: unknown; def: unknown; prefix: string }
     const { id, agent_def: def, ...rest } = body;
     const extra = Object.keys(rest);
     if (extra.length) {
-      throw DomainError.validation(extra.map((f) => ({ field: f, messages: [`${f} should not exist beside agent_def`] })));
+      throw DomainError.validation(
+        extra.map((f) => ({ field: f, messages: [`${f} should not exist beside agent_def`] })),
+      );
     }
     return { id, def, prefix: 'agent_def' };
   }
@@ -180,7 +187,10 @@ export class AgentCatalog implements OnModuleInit {
     const more = candidates.length > want;
     const last = items[items.length - 1];
     const nextAfter = last?.id === MASTER_AGENT_ID && after === undefined ? '' : last?.id;
-    return { items: items.map(agentView), next_cursor: more && nextAfter !== undefined ? encodeCursor({ after: nextAfter }) : null };
+    return {
+      items: items.map(agentView),
+      next_cursor: more && nextAfter !== undefined ? encodeCursor({ after: nextAfter }) : null,
+    };
   }
 
   async create(tenantId: string, body: unknown): Promise<AgentView> {
@@ -236,7 +246,9 @@ export class AgentCatalog implements OnModuleInit {
         const skills = descriptiveSkills(c);
         const role = c.role ? ` [${c.role}]` : '';
         const goal = c.goal ? ` — ${c.goal.replace(/\s+/g, ' ').slice(0, 160)}` : '';
-        lines.push(`  ${a.id}${role} ${c.model ?? 'default'}${goal}${skills.length ? ` (skills: ${skills.join(', ')})` : ''}`);
+        lines.push(
+          `  ${a.id}${role} ${c.model ?? 'default'}${goal}${skills.length ? ` (skills: ${skills.join(', ')})` : ''}`,
+        );
       }
       cursor = page.next_cursor ?? undefined;
     } while (cursor);

@@ -3,7 +3,13 @@ import { basename, join } from 'node:path';
 import { validateSync } from 'class-validator';
 import { plainToInstance } from 'class-transformer';
 import { flattenValidationErrors, VALIDATOR_OPTIONS } from '../../common/validation.js';
-import { AGENT_ID_PATTERN, applyConstitution, ConstitutionDto, MASTER_AGENT_ID, type Constitution } from '../constitution.js';
+import {
+  AGENT_ID_PATTERN,
+  applyConstitution,
+  ConstitutionDto,
+  MASTER_AGENT_ID,
+  type Constitution,
+} from '../constitution.js';
 
 export interface FileAgent {
   id: string;
@@ -29,7 +35,9 @@ export function loadFileAgents(dir: string): { agents: FileAgent[]; problems: Fi
   const problems: FileAgentProblem[] = [];
   let names: string[];
   try {
-    names = readdirSync(dir).filter((n) => n.endsWith('.json')).sort();
+    names = readdirSync(dir)
+      .filter((n) => n.endsWith('.json'))
+      .sort();
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { agents, problems };
     return { agents, problems: [{ file: dir, problem: `cannot read directory: ${(err as Error).message}` }] };
@@ -38,7 +46,8 @@ export function loadFileAgents(dir: string): { agents: FileAgent[]; problems: Fi
     const file = join(dir, name);
     const id = basename(name, '.json');
     try {
-      if (!AGENT_ID_PATTERN.test(id)) throw new Error('file name must be <id>.json with id matching [A-Za-z0-9_-]{1,64}');
+      if (!AGENT_ID_PATTERN.test(id))
+        throw new Error('file name must be <id>.json with id matching [A-Za-z0-9_-]{1,64}');
       if (id === MASTER_AGENT_ID) throw new Error('"index" is the built-in master agent and cannot be redefined');
       const stat = statSync(file);
       if (!stat.isFile()) throw new Error('not a regular file');
@@ -49,17 +58,20 @@ export function loadFileAgents(dir: string): { agents: FileAgent[]; problems: Fi
       } catch (err) {
         throw new Error(`invalid JSON: ${(err as Error).message}`);
       }
-      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('must hold a JSON object');
+      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+        throw new Error('must hold a JSON object');
       let body = parsed as Record<string, unknown>;
       if ('agent_def' in body) {
         const { agent_def: def, ...rest } = body;
         const extra = Object.keys(rest).filter((k) => k !== 'id');
         if (extra.length) throw new Error(`unknown field(s) beside agent_def: ${extra.join(', ')}`);
-        if (rest.id !== undefined && rest.id !== id) throw new Error(`id "${String(rest.id)}" does not match the file name`);
-        if (def === null || typeof def !== 'object' || Array.isArray(def)) throw new Error('agent_def must be a JSON object');
+        if (rest.id !== undefined && rest.id !== id)
+          throw new Error(`id ${JSON.stringify(rest.id)} does not match the file name`);
+        if (def === null || typeof def !== 'object' || Array.isArray(def))
+          throw new Error('agent_def must be a JSON object');
         body = def as Record<string, unknown>;
       } else if ('id' in body) {
-        if (body.id !== id) throw new Error(`id "${String(body.id)}" does not match the file name`);
+        if (body.id !== id) throw new Error(`id ${JSON.stringify(body.id)} does not match the file name`);
         const { id: _ignored, ...rest } = body;
         body = rest;
       }

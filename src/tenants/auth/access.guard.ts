@@ -8,16 +8,21 @@ import { ADMIN_STRATEGY, BearerRefusalError, TENANT_STRATEGY } from './bearer.st
 
 const BEARER_HEADER = /^Bearer [A-Za-z0-9._~+/-]+=*$/;
 
-function refusal(err: unknown, user: unknown): DomainError | undefined {
+/**
+ * Turns passport's outcome into the principal or a 401. A strategy refusal
+ * becomes its reason; any other error (the database is down …) propagates.
+ */
+function principalOrThrow<T>(err: unknown, user: T): T {
   if (err instanceof BearerRefusalError) {
-    return new DomainError(
+    throw new DomainError(
       'unauthorized',
       err.reason === 'tenant_disabled' ? 'tenant is disabled' : 'invalid or revoked token',
     );
   }
-  if (err) return err instanceof DomainError ? err : undefined;
-  if (!user) return new DomainError('unauthorized', 'invalid or revoked token');
-  return undefined;
+  if (err instanceof Error) throw err;
+  if (err) throw new Error('authentication failed unexpectedly');
+  if (!user) throw new DomainError('unauthorized', 'invalid or revoked token');
+  return user;
 }
 
 /**
@@ -29,7 +34,8 @@ function requireBearerHeader(ctx: ExecutionContext): void {
   const req = ctx.switchToHttp().getRequest<Request>();
   const header = req.headers.authorization;
   if (!header) throw new DomainError('unauthorized', 'missing bearer token');
-  if (!BEARER_HEADER.test(header)) throw new DomainError('unauthorized', 'malformed Authorization header; expected "Bearer <token>"');
+  if (!BEARER_HEADER.test(header))
+    throw new DomainError('unauthorized', 'malformed Authorization header; expected "Bearer <token>"');
 }
 
 /** Tenant routes: an active `atr_…` token of an enabled tenant. */
@@ -41,10 +47,7 @@ export class TenantGuard extends AuthGuard(TENANT_STRATEGY) {
   }
 
   override handleRequest<T>(err: unknown, user: T): T {
-    const problem = refusal(err, user);
-    if (problem) throw problem;
-    if (err) throw err;
-    return user;
+    return principalOrThrow(err, user);
   }
 }
 
@@ -57,10 +60,7 @@ export class AdminGuard extends AuthGuard(ADMIN_STRATEGY) {
   }
 
   override handleRequest<T>(err: unknown, user: T): T {
-    const problem = refusal(err, user);
-    if (problem) throw problem;
-    if (err) throw err;
-    return user;
+    return principalOrThrow(err, user);
   }
 }
 

@@ -1,12 +1,13 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Req } from '@nestjs/common';
 import type { Request } from 'express';
 import { AdminOnly } from '../../common/auth.decorators.js';
+import { requestIdOf } from '../../common/errors.js';
 import { validateAs } from '../../common/validation.js';
 import { DEFAULT_PAGE_SIZE, PageQueryDto } from '../../common/pagination.dto.js';
 import { AuditQueryDto, CreateTenantDto, UpdateTenantDto } from '../dto/tenant.dto.js';
 import { TenantsService } from '../services/tenants.service.js';
 
-const rid = (req: Request): string => String(req.id ?? '');
+const rid = (req: Request): string => requestIdOf(req);
 
 /** `/v1/admin/*`: tenant lifecycle and tokens, for the operator's admin token only. */
 @AdminOnly()

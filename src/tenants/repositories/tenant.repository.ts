@@ -50,7 +50,10 @@ export class TenantRepository {
     return em.findOneBy(TenantEntity, { id });
   }
 
-  async insertToken(em: EntityManager, token: Pick<TenantTokenEntity, 'id' | 'tenantId' | 'tokenHash' | 'prefix'>): Promise<TenantTokenEntity> {
+  async insertToken(
+    em: EntityManager,
+    token: Pick<TenantTokenEntity, 'id' | 'tenantId' | 'tokenHash' | 'prefix'>,
+  ): Promise<TenantTokenEntity> {
     await em.insert(TenantTokenEntity, token);
     return em.findOneByOrFail(TenantTokenEntity, { id: token.id });
   }

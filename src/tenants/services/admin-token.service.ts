@@ -33,7 +33,9 @@ export class AdminTokenService {
     }
     if (existing !== undefined) {
       if (!ADMIN_TOKEN_PATTERN.test(existing)) {
-        throw new Error(`${file} does not hold a valid admin token ("adm_" + at least 28 characters); fix or delete it`);
+        throw new Error(
+          `${file} does not hold a valid admin token ("adm_" + at least 28 characters); fix or delete it`,
+        );
       }
       const mode = statSync(file).mode & 0o777;
       if (mode & 0o077) {
@@ -52,9 +54,7 @@ export class AdminTokenService {
       throw err;
     }
     // Printed once, straight to the terminal rather than through the JSON logger.
-    process.stdout.write(
-      `\nArbiter admin token (shown once, saved to ${file} with mode 0600):\n\n    ${token}\n\n`,
-    );
+    process.stdout.write(`\nArbiter admin token (shown once, saved to ${file} with mode 0600):\n\n    ${token}\n\n`);
     this.logger.log(`created a new admin token in ${file}`);
     return token;
   }

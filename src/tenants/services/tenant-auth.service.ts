@@ -4,8 +4,7 @@ import { TenantRepository } from '../repositories/tenant.repository.js';
 import { sha256Hex, TENANT_TOKEN_PATTERN } from './token-crypto.js';
 
 export type TenantAuthResult =
-  | { ok: true; principal: TenantPrincipal }
-  | { ok: false; reason: 'invalid_token' | 'tenant_disabled' };
+  { ok: true; principal: TenantPrincipal } | { ok: false; reason: 'invalid_token' | 'tenant_disabled' };
 
 /**
  * Resolves a presented bearer token to its tenant. No cache: a rotation,
