@@ -45,7 +45,7 @@ export async function startApp(config: AppConfig): Promise<RunningApp> {
       next();
     },
   );
-  app.use(...jsonBodyMiddleware(config.maxBodyBytes));
+  app.use(...jsonBodyMiddleware(config.maxBodyBytes, /^\/v1\/a2a\/agents\/[^/]+\/?$/));
   await app.listen(config.port, config.bind);
   const addr = app.getHttpServer().address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;

@@ -8,7 +8,9 @@ import { ConfigModule } from './config/config.module.js';
 import { HttpExceptionFilter } from './common/http-exception.filter.js';
 import { DatabaseModule } from './database/database.module.js';
 import { HealthModule } from './health/health.module.js';
+import { A2aInboundModule } from './a2a-inbound/a2a-inbound.module.js';
 import { RegistryModule } from './registry/registry.module.js';
+import { TasksModule } from './tasks/tasks.module.js';
 import { TenantsModule } from './tenants/tenants.module.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -55,6 +57,8 @@ export class AppModule {
         HealthModule,
         TenantsModule,
         RegistryModule,
+        TasksModule,
+        A2aInboundModule,
       ],
       providers: [{ provide: APP_FILTER, useClass: HttpExceptionFilter }],
     };

@@ -10,9 +10,16 @@ const JSON_TYPES = ['application/json', 'application/*+json'];
  * malformed JSON a 400 and an oversize body a 413, each in the usual error
  * envelope (Express would answer these with an HTML page).
  */
-export function jsonBodyMiddleware(limit: number): (RequestHandler | ErrorRequestHandler)[] {
+export function jsonBodyMiddleware(limit: number, rawPaths?: RegExp): (RequestHandler | ErrorRequestHandler)[] {
   const logger = new Logger('BodyParser');
+  // JSON-RPC endpoints parse their own bodies, after authentication, so a
+  // malformed body becomes a JSON-RPC parse error rather than an HTTP 400.
+  const raw = express.text({ limit, type: () => true });
   const requireJson: RequestHandler = (req, res, next) => {
+    if (rawPaths && req.method === 'POST' && rawPaths.test(req.path)) {
+      raw(req, res, next);
+      return;
+    }
     const hasBody =
       req.headers['transfer-encoding'] !== undefined ||
       (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');

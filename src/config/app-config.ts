@@ -28,6 +28,10 @@ export const CONFIG_ENV = {
   dbPoolSize: 'ARBITER_DB_POOL_SIZE',
   shutdownGraceMs: 'ARBITER_SHUTDOWN_GRACE_MS',
   trustProxy: 'ARBITER_TRUST_PROXY',
+  echoChunks: 'ARBITER_ECHO_CHUNKS',
+  echoDelayMs: 'ARBITER_ECHO_DELAY_MS',
+  sseHeartbeatMs: 'ARBITER_SSE_HEARTBEAT_MS',
+  maxTextFileBytes: 'ARBITER_MAX_TEXT_FILE_BYTES',
 } as const satisfies Record<string, string>;
 
 export type ConfigKey = keyof typeof CONFIG_ENV;
@@ -105,6 +109,30 @@ export class AppConfig {
   @Transform(toBool)
   @IsBoolean({ message: 'must be true or false' })
   trustProxy = false;
+
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 1 and 64' })
+  @Min(1, { message: 'must be an integer between 1 and 64' })
+  @Max(64, { message: 'must be an integer between 1 and 64' })
+  echoChunks = 4;
+
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 0 and 10000' })
+  @Min(0, { message: 'must be an integer between 0 and 10000' })
+  @Max(10_000, { message: 'must be an integer between 0 and 10000' })
+  echoDelayMs = 15;
+
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 100 and 300000' })
+  @Min(100, { message: 'must be an integer between 100 and 300000' })
+  @Max(300_000, { message: 'must be an integer between 100 and 300000' })
+  sseHeartbeatMs = 15_000;
+
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 0 and 16777216' })
+  @Min(0, { message: 'must be an integer between 0 and 16777216' })
+  @Max(16 * 1024 * 1024, { message: 'must be an integer between 0 and 16777216' })
+  maxTextFileBytes = 256 * 1024;
 
   /** Directory of operator-provided, read-only agent files (`*.json`). */
   get agentsDir(): string {

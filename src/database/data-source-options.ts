@@ -1,6 +1,8 @@
 import type { DataSourceOptions } from 'typeorm';
 import type { AppConfig } from '../config/app-config.js';
 import { AgentEntity } from '../registry/entities/agent.entity.js';
+import { TaskEventEntity } from '../tasks/entities/task-event.entity.js';
+import { TaskEntity } from '../tasks/entities/task.entity.js';
 import { AuditEntryEntity } from '../tenants/entities/audit-entry.entity.js';
 import { TenantTokenEntity } from '../tenants/entities/tenant-token.entity.js';
 import { TenantEntity } from '../tenants/entities/tenant.entity.js';
@@ -8,7 +10,7 @@ import { MIGRATIONS } from './migrations/index.js';
 import { pgliteDriver } from './pglite-pool.js';
 import { TypeOrmLogger } from './typeorm-logger.js';
 
-export const ENTITIES = [TenantEntity, TenantTokenEntity, AuditEntryEntity, AgentEntity];
+export const ENTITIES = [TenantEntity, TenantTokenEntity, AuditEntryEntity, AgentEntity, TaskEntity, TaskEventEntity];
 
 /**
  * The one DataSource definition, shared by the app and the TypeORM CLI

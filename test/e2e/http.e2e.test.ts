@@ -4,7 +4,7 @@ import { newTenant, type TestTenant } from '../helpers/factories.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /** Routes that are open on purpose. Anything else must refuse a request without a token. */
-const PUBLIC_ROUTES = new Set(['GET /v1/health', 'GET /v1/health/ready']);
+const PUBLIC_ROUTES = new Set(['GET /v1/health', 'GET /v1/health/ready', 'GET /.well-known/agent-card.json']);
 
 describe('HTTP surface', () => {
   let server: TestServer;
@@ -31,9 +31,9 @@ describe('HTTP surface', () => {
       router: { stack: { route?: { path: string; methods: Record<string, boolean> } }[] };
     };
     const routes = express.router.stack
-      .filter((l) => l.route && l.route.path.startsWith('/v1'))
+      .filter((l) => l.route && /^\/(v1|\.well-known)\//.test(l.route.path))
       .flatMap((l) => Object.keys(l.route!.methods).map((m) => ({ method: m.toUpperCase(), path: l.route!.path })))
-      .filter((r) => r.method !== 'OPTIONS');
+      .filter((r) => !['OPTIONS', 'CONNECT', 'TRACE', '_ALL', 'ALL'].includes(r.method));
     assert.ok(routes.length >= 10, `found ${routes.length} routes`);
     for (const r of routes) {
       const key = `${r.method} ${r.path}`;

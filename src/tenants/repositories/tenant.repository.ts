@@ -34,9 +34,14 @@ export class TenantRepository {
   async listTenants(limit: number, after?: { createdAt: string; id: string }): Promise<TenantEntity[]> {
     const qb = this.ds.getRepository(TenantEntity).createQueryBuilder('t');
     if (after) {
-      qb.where('(t.created_at, t.id) < (:createdAt::timestamptz, :id::uuid)', after);
+      // Cursors carry milliseconds; compare at that precision so no row falls between pages.
+      qb.where("(date_trunc('milliseconds', t.created_at), t.id) < (:createdAt::timestamptz, :id::uuid)", after);
     }
-    return qb.orderBy('t.created_at', 'DESC').addOrderBy('t.id', 'DESC').limit(limit).getMany();
+    return qb
+      .orderBy("date_trunc('milliseconds', t.created_at)", 'DESC')
+      .addOrderBy('t.id', 'DESC')
+      .limit(limit)
+      .getMany();
   }
 
   /** Sets or clears `disabled_at`; returns the tenant or null when it does not exist. */

@@ -1,0 +1,60 @@
+import { Controller, Get, Param, Req, Res } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { CurrentTenant, Public, type TenantPrincipal } from '../../common/auth.decorators.js';
+import { DomainError } from '../../common/errors.js';
+import { AGENT_ID_PATTERN } from '../../registry/constitution.js';
+import { AgentCatalog } from '../../registry/services/agent-catalog.service.js';
+import { negotiateVersion } from '../version.js';
+import { AgentCardService } from '../services/agent-card.service.js';
+
+function send(req: Request, res: Response, card: unknown, cacheControl: string): void {
+  const body = JSON.stringify(card);
+  const etag = AgentCardService.etag(body);
+  res.setHeader('ETag', etag);
+  res.setHeader('Cache-Control', cacheControl);
+  res.append('Vary', 'A2A-Version');
+  const match = req.headers['if-none-match'];
+  if (match && match.split(',').some((t) => t.trim() === etag || t.trim() === `W/${etag}`)) {
+    res.status(304).end();
+    return;
+  }
+  res.status(200).type('application/json').send(body);
+}
+
+@Controller()
+export class AgentCardController {
+  constructor(
+    private readonly cards: AgentCardService,
+    private readonly catalog: AgentCatalog,
+  ) {}
+
+  /** Unauthenticated discovery stub (seed 000): lists no agents. */
+  @Public()
+  @Get('.well-known/agent-card.json')
+  wellKnown(@Req() req: Request, @Res() res: Response): void {
+    send(req, res, this.cards.wellKnown(req), 'public, max-age=300');
+  }
+
+  /** The agent's card: v1.0 with `A2A-Version: 1.0`, else the v0.3-readable compatible card. */
+  @Get('v1/a2a/agents/:id/agent-card.json')
+  async card(
+    @CurrentTenant() t: TenantPrincipal,
+    @Param('id') id: string,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const agent = AGENT_ID_PATTERN.test(id) ? await this.catalog.resolve(t.tenantId, id) : null;
+    if (!agent) throw DomainError.notFound(`agent '${id.slice(0, 64)}'`);
+    const version = negotiateVersion(req.headers['a2a-version'], req.query['A2A-Version']);
+    if (typeof version === 'object') {
+      throw new DomainError(
+        'validation_failed',
+        `A2A-Version '${version.unsupported}' is not supported; use 1.0 or 0.3`,
+        [{ field: 'A2A-Version', messages: ['must be 1.0 or 0.3'] }],
+      );
+    }
+    const explicit = Boolean(req.headers['a2a-version'] ?? req.query['A2A-Version']);
+    const card = version === '1.0' && explicit ? this.cards.v1Card(agent, req) : this.cards.compatCard(agent, req);
+    send(req, res, card, 'private, max-age=60');
+  }
+}

@@ -1,0 +1,105 @@
+import type { Dialect } from '../a2a-errors.js';
+import type { TaskSnapshot } from '../../tasks/services/task.service.js';
+import type { MessageJson, StoredTaskEvent } from '../../tasks/task-events.js';
+import type { TaskStateName } from '../../tasks/task-state.js';
+
+/** The operations, by meaning; both dialects' method names map onto these. */
+export type Operation =
+  | 'send'
+  | 'stream'
+  | 'get'
+  | 'list'
+  | 'cancel'
+  | 'subscribe'
+  | 'push_set'
+  | 'push_get'
+  | 'push_list'
+  | 'push_delete'
+  | 'extended_card';
+
+export interface SendParams {
+  message: MessageJson;
+  returnImmediately: boolean;
+  historyLength?: number;
+  acceptedOutputModes?: string[];
+  pushConfigRequested: boolean;
+}
+
+export interface GetParams {
+  id: string;
+  historyLength?: number;
+}
+
+export interface ListParams {
+  contextId?: string;
+  state?: TaskStateName;
+  pageSize: number;
+  pageToken?: string;
+  historyLength?: number;
+  statusTimestampAfter?: Date;
+  includeArtifacts: boolean;
+}
+
+export interface IdParams {
+  id: string;
+}
+
+export type ParsedParams =
+  | { op: 'send' | 'stream'; params: SendParams }
+  | { op: 'get'; params: GetParams }
+  | { op: 'list'; params: ListParams }
+  | { op: 'cancel' | 'subscribe'; params: IdParams }
+  | { op: 'push_set' | 'push_get' | 'push_list' | 'push_delete' | 'extended_card'; params: Record<string, unknown> };
+
+export interface TaskView {
+  historyLength?: number;
+  includeArtifacts?: boolean;
+}
+
+export interface ListResult {
+  tasks: TaskSnapshot[];
+  nextPageToken: string;
+  pageSize: number;
+  totalSize: number;
+  view: TaskView;
+}
+
+/** One item of a stream: the task as it stands, or an event from its log. */
+export type StreamItem = { type: 'task'; task: TaskSnapshot } | { type: 'event'; event: StoredTaskEvent };
+
+/**
+ * A wire dialect: parses a method's params into the internal form and
+ * renders internal results in its own shapes. No business logic here.
+ */
+export interface WireDialect {
+  readonly version: Dialect;
+  /** Method name → operation, for this dialect's names. */
+  readonly methods: Readonly<Record<string, Operation>>;
+  parse(op: Operation, params: Record<string, unknown>): ParsedParams;
+  task(task: TaskSnapshot, view: TaskView): unknown;
+  /** SendMessage's result (v1.0 wraps the task; v0.3 returns it bare). */
+  sendResult(task: TaskSnapshot, view: TaskView): unknown;
+  list(result: ListResult): unknown;
+  /** A stream frame's `result`, or undefined when the item has no frame in this dialect. */
+  streamItem(item: StreamItem, task: { id: string; contextId: string }): unknown;
+}
+
+export const DEFAULT_PAGE_SIZE = 50;
+export const MAX_PAGE_SIZE = 100;
+
+/** Trims history per spec §3.2.4: unset → all, 0 → none, n → the last n. */
+export function trimHistory(history: MessageJson[], historyLength: number | undefined): MessageJson[] | undefined {
+  if (historyLength === undefined) return history;
+  if (historyLength === 0) return undefined;
+  return history.slice(-historyLength);
+}
+
+export function arbiterMetadata(t: TaskSnapshot): Record<string, unknown> {
+  return {
+    ...t.metadata,
+    'x-arbiter.agent_id': t.agentId,
+    'x-arbiter.input_tokens': t.inputTokens,
+    'x-arbiter.output_tokens': t.outputTokens,
+    ...(t.errorMessage ? { 'x-arbiter.error': t.errorMessage } : {}),
+  };
+}

@@ -1,0 +1,68 @@
+import { A2aError } from '../a2a-errors.js';
+import type { MessageJson, PartJson } from '../../tasks/task-events.js';
+
+/** What Arbiter answers in; a request whose accepted modes miss all of these is refused (-32005). */
+export const OUTPUT_MODES = ['text/plain', 'application/json'];
+export const INPUT_MODES = ['text/plain', 'application/json'];
+
+export function checkAcceptedOutputModes(modes: string[] | undefined, field: string): void {
+  if (!modes || modes.length === 0) return;
+  const ok = modes.some((m) => {
+    const mode = (m.toLowerCase().split(';')[0] ?? '').trim();
+    return mode === '*/*' || mode === 'text/*' || mode === 'application/*' || OUTPUT_MODES.includes(mode);
+  });
+  if (!ok) {
+    throw new A2aError(
+      'content_type_not_supported',
+      `none of ${field} (${modes.join(', ')}) is an output mode of this agent (${OUTPUT_MODES.join(', ')})`,
+    );
+  }
+}
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/**
+ * Checks a message's parts and renders them into the text the model sees:
+ * text as is, data as JSON, `text/*` files (inline bytes, up to the limit)
+ * with a header line. Anything else is ContentTypeNotSupported.
+ */
+export function renderParts(parts: PartJson[], field: string, maxFileBytes: number): string {
+  const out: string[] = [];
+  parts.forEach((p, i) => {
+    const at = `${field}[${i}]`;
+    if (typeof p.text === 'string') {
+      out.push(p.text);
+    } else if (p.data !== undefined) {
+      out.push(JSON.stringify(p.data));
+    } else if (typeof p.raw === 'string') {
+      const media = (p.mediaType ?? '').toLowerCase();
+      if (!media.startsWith('text/')) {
+        throw new A2aError(
+          'content_type_not_supported',
+          `${at}: files of media type '${p.mediaType || 'unspecified'}' are not supported; only text/* files`,
+        );
+      }
+      if (!BASE64.test(p.raw.replace(/\s+/g, ''))) throw A2aError.invalidParams(`${at}.raw`, 'must be base64');
+      const bytes = Buffer.from(p.raw, 'base64');
+      if (bytes.length > maxFileBytes) {
+        throw new A2aError('content_type_not_supported', `${at}: file is larger than ${maxFileBytes} bytes`);
+      }
+      out.push(`[file ${p.filename || 'unnamed'} (${p.mediaType})]\n${bytes.toString('utf8')}`);
+    } else if (typeof p.url === 'string') {
+      throw new A2aError(
+        'content_type_not_supported',
+        `${at}: file references by URL are not supported; send the bytes inline`,
+      );
+    } else {
+      throw A2aError.invalidParams(at, 'must carry text, data, or a file');
+    }
+  });
+  return out.join('\n');
+}
+
+/** Common checks of a user message, after a dialect has put it in v1.0 form. */
+export function checkUserMessage(m: MessageJson, field: string): void {
+  if (m.role !== 'ROLE_USER') throw A2aError.invalidParams(`${field}.role`, 'must be the user role');
+  if (m.parts.length === 0) throw A2aError.invalidParams(`${field}.parts`, 'must contain at least one part');
+  if (m.parts.length > 64) throw A2aError.invalidParams(`${field}.parts`, 'must contain at most 64 parts');
+}

@@ -1,0 +1,300 @@
+import { A2aError } from '../a2a-errors.js';
+import type { TaskSnapshot } from '../../tasks/services/task.service.js';
+import type { ArtifactJson, MessageJson, PartJson } from '../../tasks/task-events.js';
+import { isSettled, type TaskStateName } from '../../tasks/task-state.js';
+import {
+  arbiterMetadata,
+  DEFAULT_PAGE_SIZE,
+  MAX_PAGE_SIZE,
+  trimHistory,
+  type ListResult,
+  type Operation,
+  type ParsedParams,
+  type StreamItem,
+  type TaskView,
+  type WireDialect,
+} from './dialect.js';
+import { checkAcceptedOutputModes, checkUserMessage } from './message-input.js';
+import { obj, onlyKeys, optBool, optInt, optObj, optStr, optStrArray, optTimestamp, str, type Json } from './params.js';
+
+const STATE_TO_V03: Record<TaskStateName, string> = {
+  TASK_STATE_SUBMITTED: 'submitted',
+  TASK_STATE_WORKING: 'working',
+  TASK_STATE_INPUT_REQUIRED: 'input-required',
+  TASK_STATE_AUTH_REQUIRED: 'auth-required',
+  TASK_STATE_COMPLETED: 'completed',
+  TASK_STATE_FAILED: 'failed',
+  TASK_STATE_CANCELED: 'canceled',
+  TASK_STATE_REJECTED: 'rejected',
+};
+const STATE_FROM_V03 = Object.fromEntries(Object.entries(STATE_TO_V03).map(([k, v]) => [v, k])) as Record<
+  string,
+  TaskStateName
+>;
+
+function parsePart(v: unknown, field: string): PartJson {
+  const p = obj(v, field);
+  const metadata = optObj(p.metadata, `${field}.metadata`);
+  const withMeta = (part: PartJson): PartJson => (metadata ? { ...part, metadata } : part);
+  switch (p.kind) {
+    case 'text':
+      onlyKeys(p, ['kind', 'text', 'metadata'], field);
+      if (typeof p.text !== 'string') throw A2aError.invalidParams(`${field}.text`, 'is required and must be a string');
+      return withMeta({ text: p.text });
+    case 'data':
+      onlyKeys(p, ['kind', 'data', 'metadata'], field);
+      if (p.data === undefined) throw A2aError.invalidParams(`${field}.data`, 'is required');
+      return withMeta({ data: p.data });
+    case 'file': {
+      onlyKeys(p, ['kind', 'file', 'metadata'], field);
+      const f = obj(p.file, `${field}.file`);
+      onlyKeys(f, ['bytes', 'uri', 'mimeType', 'name'], `${field}.file`);
+      const part: PartJson = {};
+      if (typeof f.bytes === 'string') part.raw = f.bytes;
+      else if (typeof f.uri === 'string') part.url = str(f.uri, `${field}.file.uri`, 4096);
+      else throw A2aError.invalidParams(`${field}.file`, 'must have bytes or uri');
+      const mediaType = optStr(f.mimeType, `${field}.file.mimeType`, 128);
+      if (mediaType) part.mediaType = mediaType;
+      const filename = optStr(f.name, `${field}.file.name`);
+      if (filename) part.filename = filename;
+      return withMeta(part);
+    }
+    default:
+      throw A2aError.invalidParams(`${field}.kind`, 'must be "text", "data" or "file"');
+  }
+}
+
+function parseMessage(v: unknown, field: string): MessageJson {
+  const m = obj(v, field);
+  onlyKeys(
+    m,
+    ['kind', 'messageId', 'contextId', 'taskId', 'role', 'parts', 'metadata', 'extensions', 'referenceTaskIds'],
+    field,
+  );
+  if (m.kind !== undefined && m.kind !== 'message') throw A2aError.invalidParams(`${field}.kind`, 'must be "message"');
+  if (m.role !== 'user' && m.role !== 'agent') throw A2aError.invalidParams(`${field}.role`, 'must be "user"');
+  if (!Array.isArray(m.parts)) throw A2aError.invalidParams(`${field}.parts`, 'is required and must be an array');
+  const message: MessageJson = {
+    messageId: str(m.messageId, `${field}.messageId`),
+    role: m.role === 'user' ? 'ROLE_USER' : 'ROLE_AGENT',
+    parts: m.parts.map((p, i) => parsePart(p, `${field}.parts[${i}]`)),
+  };
+  const contextId = optStr(m.contextId, `${field}.contextId`);
+  if (contextId) message.contextId = contextId;
+  const taskId = optStr(m.taskId, `${field}.taskId`, 64);
+  if (taskId) message.taskId = taskId;
+  const metadata = optObj(m.metadata, `${field}.metadata`);
+  if (metadata) message.metadata = metadata;
+  const extensions = optStrArray(m.extensions, `${field}.extensions`);
+  if (extensions?.length) message.extensions = extensions;
+  const refs = optStrArray(m.referenceTaskIds, `${field}.referenceTaskIds`);
+  if (refs?.length) message.referenceTaskIds = refs;
+  checkUserMessage(message, field);
+  return message;
+}
+
+function partToV03(p: PartJson): Json {
+  const meta = p.metadata ? { metadata: p.metadata } : {};
+  if (typeof p.text === 'string') return { kind: 'text', text: p.text, ...meta };
+  if (p.data !== undefined) return { kind: 'data', data: p.data, ...meta };
+  const file: Json = {};
+  if (typeof p.raw === 'string') file.bytes = p.raw;
+  if (typeof p.url === 'string') file.uri = p.url;
+  if (p.mediaType) file.mimeType = p.mediaType;
+  if (p.filename) file.name = p.filename;
+  return { kind: 'file', file, ...meta };
+}
+
+export function messageToV03(m: MessageJson): Json {
+  return {
+    kind: 'message',
+    messageId: m.messageId,
+    role: m.role === 'ROLE_USER' ? 'user' : 'agent',
+    parts: m.parts.map(partToV03),
+    ...(m.contextId ? { contextId: m.contextId } : {}),
+    ...(m.taskId ? { taskId: m.taskId } : {}),
+    ...(m.metadata ? { metadata: m.metadata } : {}),
+    ...(m.extensions?.length ? { extensions: m.extensions } : {}),
+    ...(m.referenceTaskIds?.length ? { referenceTaskIds: m.referenceTaskIds } : {}),
+  };
+}
+
+function artifactToV03(a: ArtifactJson): Json {
+  return {
+    artifactId: a.artifactId,
+    ...(a.name ? { name: a.name } : {}),
+    ...(a.description ? { description: a.description } : {}),
+    parts: a.parts.map(partToV03),
+    ...(a.metadata ? { metadata: a.metadata } : {}),
+  };
+}
+
+/** v0.3 (the seeds' dialect): `kind` discriminators, lowercase states, `final` on the last status. */
+export class V03Dialect implements WireDialect {
+  readonly version = '0.3' as const;
+  readonly methods: Readonly<Record<string, Operation>> = {
+    'message/send': 'send',
+    'message/stream': 'stream',
+    'tasks/get': 'get',
+    'tasks/list': 'list',
+    'tasks/cancel': 'cancel',
+    'tasks/resubscribe': 'subscribe',
+    'tasks/pushNotificationConfig/set': 'push_set',
+    'tasks/pushNotificationConfig/get': 'push_get',
+    'tasks/pushNotificationConfig/list': 'push_list',
+    'tasks/pushNotificationConfig/delete': 'push_delete',
+    'agent/getAuthenticatedExtendedCard': 'extended_card',
+  };
+
+  parse(op: Operation, p: Json): ParsedParams {
+    switch (op) {
+      case 'send':
+      case 'stream': {
+        onlyKeys(p, ['message', 'configuration', 'metadata'], 'params');
+        const message = parseMessage(p.message, 'params.message');
+        const cfg = optObj(p.configuration, 'params.configuration') ?? {};
+        onlyKeys(
+          cfg,
+          ['acceptedOutputModes', 'blocking', 'historyLength', 'pushNotificationConfig'],
+          'params.configuration',
+        );
+        const acceptedOutputModes = optStrArray(cfg.acceptedOutputModes, 'params.configuration.acceptedOutputModes');
+        checkAcceptedOutputModes(acceptedOutputModes, 'params.configuration.acceptedOutputModes');
+        optObj(p.metadata, 'params.metadata');
+        return {
+          op,
+          params: {
+            message,
+            returnImmediately: optBool(cfg.blocking, 'params.configuration.blocking') === false,
+            historyLength: optInt(cfg.historyLength, 'params.configuration.historyLength', 0, 2 ** 31 - 1),
+            acceptedOutputModes,
+            pushConfigRequested: cfg.pushNotificationConfig !== undefined && cfg.pushNotificationConfig !== null,
+          },
+        };
+      }
+      case 'get':
+        onlyKeys(p, ['id', 'historyLength', 'metadata'], 'params');
+        return {
+          op,
+          params: {
+            id: str(p.id, 'params.id'),
+            historyLength: optInt(p.historyLength, 'params.historyLength', 0, 2 ** 31 - 1),
+          },
+        };
+      case 'list': {
+        onlyKeys(
+          p,
+          [
+            'contextId',
+            'status',
+            'pageSize',
+            'pageToken',
+            'historyLength',
+            'statusTimestampAfter',
+            'includeArtifacts',
+            'metadata',
+          ],
+          'params',
+        );
+        const status = optStr(p.status, 'params.status', 32);
+        if (status !== undefined && !STATE_FROM_V03[status]) {
+          throw A2aError.invalidParams('params.status', `must be one of ${Object.keys(STATE_FROM_V03).join(', ')}`);
+        }
+        return {
+          op,
+          params: {
+            contextId: optStr(p.contextId, 'params.contextId'),
+            state: status ? STATE_FROM_V03[status] : undefined,
+            pageSize: optInt(p.pageSize, 'params.pageSize', 1, MAX_PAGE_SIZE) ?? DEFAULT_PAGE_SIZE,
+            pageToken: optStr(p.pageToken, 'params.pageToken', 512),
+            historyLength: optInt(p.historyLength, 'params.historyLength', 0, 2 ** 31 - 1),
+            statusTimestampAfter: optTimestamp(p.statusTimestampAfter, 'params.statusTimestampAfter'),
+            includeArtifacts: optBool(p.includeArtifacts, 'params.includeArtifacts') ?? false,
+          },
+        };
+      }
+      case 'cancel':
+      case 'subscribe':
+        onlyKeys(p, ['id', 'metadata'], 'params');
+        return { op, params: { id: str(p.id, 'params.id') } };
+      case 'push_set':
+      case 'push_get':
+      case 'push_list':
+      case 'push_delete':
+      case 'extended_card':
+        return { op, params: p };
+      default: {
+        const unreachable: never = op;
+        return unreachable;
+      }
+    }
+  }
+
+  task(t: TaskSnapshot, view: TaskView): Json {
+    const out: Json = {
+      kind: 'task',
+      id: t.id,
+      contextId: t.contextId,
+      status: {
+        state: STATE_TO_V03[t.state],
+        ...(t.statusMessage ? { message: messageToV03(t.statusMessage) } : {}),
+        timestamp: t.timestamp,
+      },
+    };
+    const history = trimHistory(t.history, view.historyLength);
+    if (history) out.history = history.map(messageToV03);
+    if (view.includeArtifacts !== false) out.artifacts = t.artifacts.map(artifactToV03);
+    out.metadata = arbiterMetadata(t);
+    return out;
+  }
+
+  sendResult(t: TaskSnapshot, view: TaskView): unknown {
+    return this.task(t, view);
+  }
+
+  list(r: ListResult): unknown {
+    return {
+      tasks: r.tasks.map((t) => this.task(t, r.view)),
+      nextPageToken: r.nextPageToken,
+      pageSize: r.pageSize,
+      totalSize: r.totalSize,
+    };
+  }
+
+  streamItem(item: StreamItem, task: { id: string; contextId: string }): unknown {
+    if (item.type === 'task') return this.task(item.task, {});
+    const e = item.event;
+    switch (e.kind) {
+      case 'status':
+        return {
+          kind: 'status-update',
+          taskId: task.id,
+          contextId: task.contextId,
+          status: {
+            state: STATE_TO_V03[e.payload.state],
+            ...(e.payload.message ? { message: messageToV03(e.payload.message) } : {}),
+            timestamp: e.payload.timestamp,
+          },
+          final: isSettled(e.payload.state),
+          ...(e.payload.error ? { metadata: { 'x-arbiter.error': e.payload.error } } : {}),
+        };
+      case 'artifact':
+        return {
+          kind: 'artifact-update',
+          taskId: task.id,
+          contextId: task.contextId,
+          artifact: artifactToV03(e.payload.artifact),
+          append: e.payload.append,
+          lastChunk: e.payload.lastChunk,
+        };
+      case 'usage':
+      case 'message':
+        // Token counts reach clients in the task's x-arbiter.* metadata; user messages in its history.
+        return undefined;
+      default: {
+        const unreachable: never = e;
+        return unreachable;
+      }
+    }
+  }
+}

@@ -1,0 +1,278 @@
+import { StreamResponse, Task } from '@a2a-js/sdk';
+import { A2aError } from '../a2a-errors.js';
+import type { TaskSnapshot } from '../../tasks/services/task.service.js';
+import type { MessageJson, PartJson } from '../../tasks/task-events.js';
+import { isSettled, isTaskState } from '../../tasks/task-state.js';
+import {
+  arbiterMetadata,
+  DEFAULT_PAGE_SIZE,
+  MAX_PAGE_SIZE,
+  trimHistory,
+  type ListResult,
+  type Operation,
+  type ParsedParams,
+  type StreamItem,
+  type TaskView,
+  type WireDialect,
+} from './dialect.js';
+import { checkAcceptedOutputModes, checkUserMessage } from './message-input.js';
+import {
+  isObject,
+  obj,
+  onlyKeys,
+  optBool,
+  optInt,
+  optObj,
+  optStr,
+  optStrArray,
+  optTimestamp,
+  str,
+  type Json,
+} from './params.js';
+
+const PART_KEYS = ['text', 'raw', 'url', 'data', 'mediaType', 'filename', 'metadata'];
+const MESSAGE_KEYS = [
+  'messageId',
+  'contextId',
+  'taskId',
+  'role',
+  'parts',
+  'metadata',
+  'extensions',
+  'referenceTaskIds',
+];
+
+function parsePart(v: unknown, field: string): PartJson {
+  const p = obj(v, field);
+  onlyKeys(p, PART_KEYS, field);
+  const content = ['text', 'raw', 'url', 'data'].filter((k) => p[k] !== undefined);
+  if (content.length !== 1) throw A2aError.invalidParams(field, 'must have exactly one of text, raw, url, data');
+  const part: PartJson = {};
+  if (p.text !== undefined) {
+    if (typeof p.text !== 'string') throw A2aError.invalidParams(`${field}.text`, 'must be a string');
+    part.text = p.text;
+  }
+  if (p.raw !== undefined) {
+    if (typeof p.raw !== 'string') throw A2aError.invalidParams(`${field}.raw`, 'must be base64 text');
+    part.raw = p.raw;
+  }
+  if (p.url !== undefined) part.url = str(p.url, `${field}.url`, 4096);
+  if (p.data !== undefined) part.data = p.data;
+  const mediaType = optStr(p.mediaType, `${field}.mediaType`, 128);
+  if (mediaType) part.mediaType = mediaType;
+  const filename = optStr(p.filename, `${field}.filename`, 256);
+  if (filename) part.filename = filename;
+  const metadata = optObj(p.metadata, `${field}.metadata`);
+  if (metadata) part.metadata = metadata;
+  return part;
+}
+
+export function parseV1Message(v: unknown, field: string): MessageJson {
+  const m = obj(v, field);
+  onlyKeys(m, MESSAGE_KEYS, field);
+  const role =
+    m.role === 'ROLE_USER' || m.role === 1
+      ? 'ROLE_USER'
+      : m.role === 'ROLE_AGENT' || m.role === 2
+        ? 'ROLE_AGENT'
+        : undefined;
+  if (!role) throw A2aError.invalidParams(`${field}.role`, 'must be ROLE_USER');
+  if (!Array.isArray(m.parts)) throw A2aError.invalidParams(`${field}.parts`, 'is required and must be an array');
+  const message: MessageJson = {
+    messageId: str(m.messageId, `${field}.messageId`),
+    role,
+    parts: m.parts.map((p, i) => parsePart(p, `${field}.parts[${i}]`)),
+  };
+  const contextId = optStr(m.contextId, `${field}.contextId`);
+  if (contextId) message.contextId = contextId;
+  const taskId = optStr(m.taskId, `${field}.taskId`, 64);
+  if (taskId) message.taskId = taskId;
+  const metadata = optObj(m.metadata, `${field}.metadata`);
+  if (metadata) message.metadata = metadata;
+  const extensions = optStrArray(m.extensions, `${field}.extensions`);
+  if (extensions?.length) message.extensions = extensions;
+  const refs = optStrArray(m.referenceTaskIds, `${field}.referenceTaskIds`);
+  if (refs?.length) message.referenceTaskIds = refs;
+  checkUserMessage(message, field);
+  return message;
+}
+
+/** v1.0 (spec §9, ProtoJSON as `a2a.proto` defines it). */
+export class V1Dialect implements WireDialect {
+  readonly version = '1.0' as const;
+  readonly methods: Readonly<Record<string, Operation>> = {
+    SendMessage: 'send',
+    SendStreamingMessage: 'stream',
+    GetTask: 'get',
+    ListTasks: 'list',
+    CancelTask: 'cancel',
+    SubscribeToTask: 'subscribe',
+    CreateTaskPushNotificationConfig: 'push_set',
+    GetTaskPushNotificationConfig: 'push_get',
+    ListTaskPushNotificationConfigs: 'push_list',
+    DeleteTaskPushNotificationConfig: 'push_delete',
+    GetExtendedAgentCard: 'extended_card',
+  };
+
+  parse(op: Operation, p: Json): ParsedParams {
+    switch (op) {
+      case 'send':
+      case 'stream': {
+        onlyKeys(p, ['tenant', 'message', 'configuration', 'metadata'], 'params');
+        const message = parseV1Message(p.message, 'params.message');
+        const cfg = optObj(p.configuration, 'params.configuration') ?? {};
+        onlyKeys(
+          cfg,
+          ['acceptedOutputModes', 'taskPushNotificationConfig', 'historyLength', 'returnImmediately'],
+          'params.configuration',
+        );
+        const acceptedOutputModes = optStrArray(cfg.acceptedOutputModes, 'params.configuration.acceptedOutputModes');
+        checkAcceptedOutputModes(acceptedOutputModes, 'params.configuration.acceptedOutputModes');
+        optObj(p.metadata, 'params.metadata');
+        return {
+          op,
+          params: {
+            message,
+            returnImmediately: optBool(cfg.returnImmediately, 'params.configuration.returnImmediately') ?? false,
+            historyLength: optInt(cfg.historyLength, 'params.configuration.historyLength', 0, 2 ** 31 - 1),
+            acceptedOutputModes,
+            pushConfigRequested:
+              cfg.taskPushNotificationConfig !== undefined && cfg.taskPushNotificationConfig !== null,
+          },
+        };
+      }
+      case 'get':
+        onlyKeys(p, ['tenant', 'id', 'historyLength'], 'params');
+        return {
+          op,
+          params: {
+            id: str(p.id, 'params.id'),
+            historyLength: optInt(p.historyLength, 'params.historyLength', 0, 2 ** 31 - 1),
+          },
+        };
+      case 'list': {
+        onlyKeys(
+          p,
+          [
+            'tenant',
+            'contextId',
+            'status',
+            'pageSize',
+            'pageToken',
+            'historyLength',
+            'statusTimestampAfter',
+            'includeArtifacts',
+          ],
+          'params',
+        );
+        const status = optStr(p.status, 'params.status', 32);
+        if (status !== undefined && status !== 'TASK_STATE_UNSPECIFIED' && !isTaskState(status)) {
+          throw A2aError.invalidParams('params.status', 'must be a TASK_STATE_* value');
+        }
+        return {
+          op,
+          params: {
+            contextId: optStr(p.contextId, 'params.contextId'),
+            state: status && isTaskState(status) ? status : undefined,
+            pageSize: optInt(p.pageSize, 'params.pageSize', 1, MAX_PAGE_SIZE) ?? DEFAULT_PAGE_SIZE,
+            pageToken: optStr(p.pageToken, 'params.pageToken', 512),
+            historyLength: optInt(p.historyLength, 'params.historyLength', 0, 2 ** 31 - 1),
+            statusTimestampAfter: optTimestamp(p.statusTimestampAfter, 'params.statusTimestampAfter'),
+            includeArtifacts: optBool(p.includeArtifacts, 'params.includeArtifacts') ?? false,
+          },
+        };
+      }
+      case 'cancel':
+        onlyKeys(p, ['tenant', 'id', 'metadata'], 'params');
+        return { op, params: { id: str(p.id, 'params.id') } };
+      case 'subscribe':
+        onlyKeys(p, ['tenant', 'id'], 'params');
+        return { op, params: { id: str(p.id, 'params.id') } };
+      case 'push_set':
+      case 'push_get':
+      case 'push_list':
+      case 'push_delete':
+      case 'extended_card':
+        return { op, params: p };
+      default: {
+        const unreachable: never = op;
+        return unreachable;
+      }
+    }
+  }
+
+  task(t: TaskSnapshot, view: TaskView): unknown {
+    const json: Json = {
+      id: t.id,
+      contextId: t.contextId,
+      status: { state: t.state, ...(t.statusMessage ? { message: t.statusMessage } : {}), timestamp: t.timestamp },
+      metadata: arbiterMetadata(t),
+    };
+    if (view.includeArtifacts !== false) json.artifacts = t.artifacts;
+    const history = trimHistory(t.history, view.historyLength);
+    if (history) json.history = history;
+    // Round-trip through the SDK's generated codec: exact ProtoJSON (defaults omitted, enum names).
+    const out = Task.toJSON(Task.fromJSON(json)) as Json;
+    if (view.includeArtifacts === false) delete out.artifacts;
+    else if (view.includeArtifacts === true) out.artifacts ??= [];
+    return out;
+  }
+
+  sendResult(t: TaskSnapshot, view: TaskView): unknown {
+    return { task: this.task(t, view) };
+  }
+
+  list(r: ListResult): unknown {
+    return {
+      tasks: r.tasks.map((t) => this.task(t, r.view)),
+      nextPageToken: r.nextPageToken,
+      pageSize: r.pageSize,
+      totalSize: r.totalSize,
+    };
+  }
+
+  streamItem(item: StreamItem, task: { id: string; contextId: string }): unknown {
+    if (item.type === 'task') return { task: this.task(item.task, {}) };
+    const e = item.event;
+    switch (e.kind) {
+      case 'status': {
+        const p = e.payload;
+        return StreamResponse.toJSON(
+          StreamResponse.fromJSON({
+            statusUpdate: {
+              taskId: task.id,
+              contextId: task.contextId,
+              status: { state: p.state, ...(p.message ? { message: p.message } : {}), timestamp: p.timestamp },
+              ...(p.error ? { metadata: { 'x-arbiter.error': p.error } } : {}),
+            },
+          }),
+        );
+      }
+      case 'artifact':
+        return StreamResponse.toJSON(
+          StreamResponse.fromJSON({
+            artifactUpdate: {
+              taskId: task.id,
+              contextId: task.contextId,
+              artifact: e.payload.artifact,
+              append: e.payload.append,
+              lastChunk: e.payload.lastChunk,
+            },
+          }),
+        );
+      case 'message':
+      case 'usage':
+        return undefined;
+      default: {
+        const unreachable: never = e;
+        return unreachable;
+      }
+    }
+  }
+}
+
+export function isFinalStatus(item: StreamItem): boolean {
+  return item.type === 'event' && item.event.kind === 'status' && isSettled(item.event.payload.state);
+}
+
+export { isObject };

@@ -1,0 +1,70 @@
+import { once } from 'node:events';
+import type { Response } from 'express';
+
+export interface SseFrame {
+  id?: number | string;
+  event?: string;
+  data: unknown;
+}
+
+/**
+ * Writes an SSE response from `frames`: an `id:` line when the frame has
+ * one, heartbeat comments while idle, and backpressure from the socket.
+ * Returns when the frames end or the client goes away (then `abort` fires,
+ * so the producer can stop).
+ */
+export async function writeSse(
+  res: Response,
+  frames: AsyncIterable<SseFrame>,
+  opts: { heartbeatMs: number; abort?: AbortController; onError?: (err: unknown) => SseFrame | undefined },
+): Promise<void> {
+  res.status(200);
+  res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
+  res.setHeader('Cache-Control', 'no-cache, no-transform');
+  res.setHeader('Connection', 'keep-alive');
+  res.setHeader('X-Accel-Buffering', 'no');
+  res.flushHeaders();
+  res.socket?.setNoDelay(true);
+
+  let closed = false;
+  const onClose = (): void => {
+    closed = true;
+    opts.abort?.abort(new Error('client disconnected'));
+  };
+  res.on('close', onClose);
+  let lastWrite = Date.now();
+  const heartbeat = setInterval(
+    () => {
+      if (!closed && Date.now() - lastWrite >= opts.heartbeatMs) {
+        res.write(': keep-alive\n\n');
+        lastWrite = Date.now();
+      }
+    },
+    Math.max(50, Math.floor(opts.heartbeatMs / 2)),
+  );
+
+  const write = async (frame: SseFrame): Promise<void> => {
+    let chunk = '';
+    if (frame.id !== undefined) chunk += `id: ${frame.id}\n`;
+    if (frame.event) chunk += `event: ${frame.event}\n`;
+    chunk += `data: ${JSON.stringify(frame.data)}\n\n`;
+    lastWrite = Date.now();
+    if (!res.write(chunk) && !closed) {
+      await Promise.race([once(res, 'drain'), once(res, 'close')]);
+    }
+  };
+
+  try {
+    for await (const frame of frames) {
+      if (closed) break;
+      await write(frame);
+    }
+  } catch (err) {
+    const last = opts.onError?.(err);
+    if (last && !closed) await write(last);
+  } finally {
+    clearInterval(heartbeat);
+    res.off('close', onClose);
+    if (!closed) res.end();
+  }
+}

@@ -1,0 +1,66 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { RunEvent, RunInput } from '../run-event.js';
+
+/** Splits text into about `n` chunks on word boundaries (at least one chunk). */
+export function chunkText(text: string, n: number): string[] {
+  if (text.length === 0) return [''];
+  const words = text.match(/\S+\s*|\s+/g) ?? [text];
+  const per = Math.max(1, Math.ceil(words.length / n));
+  const chunks: string[] = [];
+  for (let i = 0; i < words.length; i += per) chunks.push(words.slice(i, i + per).join(''));
+  return chunks;
+}
+
+export interface EchoOptions {
+  chunks: number;
+  delayMs: number;
+}
+
+/**
+ * The offline `echo` model: a placeholder for a real model that streams the
+ * input back in several chunks. Two control words exist for tests and demos:
+ * `hold` keeps the turn working until it is canceled or continued (the
+ * continuation is then echoed), and `ask` ends the turn in input-required.
+ */
+export async function* echoTurn(
+  inputs: AsyncIterator<RunInput>,
+  first: RunInput,
+  signal: AbortSignal,
+  opts: EchoOptions,
+): AsyncGenerator<RunEvent> {
+  let input = first;
+  let inputTokens = 0;
+  for (;;) {
+    const text = input.text.trim();
+    inputTokens += Math.ceil(input.text.length / 4);
+    if (text === 'hold') {
+      // Wait for a continuation or for cancellation, whichever comes first.
+      const next = await Promise.race([
+        inputs.next(),
+        new Promise<never>((_, reject) => {
+          const fail = (): void => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+          if (signal.aborted) fail();
+          signal.addEventListener('abort', fail, { once: true });
+        }),
+      ]);
+      if (next.done) throw new Error('input stream ended while holding');
+      input = next.value;
+      continue;
+    }
+    if (text === 'ask') {
+      yield { type: 'usage', inputTokens, outputTokens: 0 };
+      yield { type: 'input_required', prompt: 'What should I echo? Send it as the next message of this task.' };
+      return;
+    }
+    let out = '';
+    for (const chunk of chunkText(input.text, opts.chunks)) {
+      if (opts.delayMs > 0) await sleep(opts.delayMs, undefined, { signal });
+      signal.throwIfAborted();
+      out += chunk;
+      yield { type: 'text', delta: chunk };
+    }
+    yield { type: 'usage', inputTokens, outputTokens: Math.ceil(out.length / 4) };
+    yield { type: 'done', content: out };
+    return;
+  }
+}

@@ -1,0 +1,44 @@
+import type { ResolvedAgent } from '../registry/services/agent-catalog.service.js';
+
+/** One part of a user's input, already validated and rendered for the model. */
+export interface RunInput {
+  /** The text the model sees (data parts rendered as JSON, text files inlined). */
+  text: string;
+  messageId: string;
+}
+
+/** Who is running what: everything a run may depend on besides its input. */
+export interface RunContext {
+  tenantId: string;
+  agent: ResolvedAgent;
+  taskId: string;
+  contextId: string;
+}
+
+/**
+ * What a run emits, in order. The task store persists each as an event; the
+ * A2A dialects and the native API are projections of the same sequence.
+ */
+export type RunEvent =
+  /** A chunk of the agent's reply, forwarded as soon as the model produces it. */
+  | { type: 'text'; delta: string }
+  /** Token counts so far for this turn. */
+  | { type: 'usage'; inputTokens: number; outputTokens: number }
+  /** The turn needs more input from the user (task goes to input-required). */
+  | { type: 'input_required'; prompt: string }
+  /** The turn finished; `content` is the full reply. */
+  | { type: 'done'; content: string }
+  /** The turn failed; `code` is stable, `message` safe to show. */
+  | { type: 'error'; code: string; message: string };
+
+/**
+ * The boundary every task runs behind (A2A or native): an agent turn as a
+ * stream of events. `inputs` yields the first message and then any message
+ * that continues the task while it runs; cancellation arrives through
+ * `signal`, and the iterator ends after `done`, `input_required` or `error`.
+ */
+export interface Orchestrator {
+  run(ctx: RunContext, inputs: AsyncIterable<RunInput>, signal: AbortSignal): AsyncIterable<RunEvent>;
+}
+
+export const ORCHESTRATOR = Symbol('ORCHESTRATOR');

@@ -1,0 +1,25 @@
+import { Column, CreateDateColumn, Entity, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
+import { TaskEntity } from './task.entity.js';
+
+/** The append-only event log: gap-free `seq` per task, starting at 1. */
+@Entity({ name: 'task_events' })
+export class TaskEventEntity {
+  @PrimaryColumn({ name: 'task_id', type: 'varchar', length: 64 })
+  taskId: string;
+
+  @PrimaryColumn({ type: 'integer' })
+  seq: number;
+
+  @ManyToOne(() => TaskEntity, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'task_id', foreignKeyConstraintName: 'fk_task_events_task' })
+  task?: TaskEntity;
+
+  @Column({ type: 'varchar', length: 32 })
+  kind: string;
+
+  @Column({ type: 'jsonb' })
+  payload: Record<string, unknown>;
+
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
+  createdAt: Date;
+}

@@ -1,0 +1,71 @@
+import { Column, CreateDateColumn, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
+import { TenantEntity } from '../../tenants/entities/tenant.entity.js';
+
+/**
+ * One A2A task (== one native request). `history`, `artifacts` and
+ * `status_message` hold v1.0 ProtoJSON, the wire form the v1.0 dialect
+ * serves as is. While a task runs, its artifacts live in the event log;
+ * they are folded into `artifacts` when it stops.
+ */
+@Entity({ name: 'a2a_tasks' })
+@Index('idx_a2a_tasks_list', ['tenantId', 'agentId', 'updatedAt', 'taskId'])
+@Index('idx_a2a_tasks_context', ['tenantId', 'contextId'])
+export class TaskEntity {
+  @PrimaryColumn({ name: 'task_id', type: 'varchar', length: 64 })
+  taskId: string;
+
+  @Column({ name: 'tenant_id', type: 'uuid' })
+  tenantId: string;
+
+  @ManyToOne(() => TenantEntity, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'tenant_id', foreignKeyConstraintName: 'fk_a2a_tasks_tenant' })
+  tenant?: TenantEntity;
+
+  @Column({ name: 'agent_id', type: 'varchar', length: 64 })
+  agentId: string;
+
+  @Column({ name: 'context_id', type: 'varchar', length: 256 })
+  contextId: string;
+
+  /** `TASK_STATE_*` (ProtoJSON enum name). */
+  @Column({ type: 'varchar', length: 32 })
+  state: string;
+
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
+  createdAt: Date;
+
+  /** The status timestamp: when the state (or status message) last changed. */
+  @Column({ name: 'updated_at', type: 'timestamptz' })
+  updatedAt: Date;
+
+  @Column({ name: 'status_message', type: 'jsonb', nullable: true })
+  statusMessage: Record<string, unknown> | null;
+
+  @Column({ name: 'error_message', type: 'text', default: '' })
+  errorMessage: string;
+
+  @Column({ type: 'jsonb', default: [] })
+  history: Record<string, unknown>[];
+
+  @Column({ type: 'jsonb', default: [] })
+  artifacts: Record<string, unknown>[];
+
+  @Column({ type: 'jsonb', default: {} })
+  metadata: Record<string, unknown>;
+
+  @Column({ name: 'input_tokens', type: 'integer', default: 0 })
+  inputTokens: number;
+
+  @Column({ name: 'output_tokens', type: 'integer', default: 0 })
+  outputTokens: number;
+
+  /** Seq of the last event written for this task; the next one is last_seq + 1. */
+  @Column({ name: 'last_seq', type: 'integer', default: 0 })
+  lastSeq: number;
+
+  @Column({ name: 'owner_instance', type: 'varchar', length: 64, nullable: true })
+  ownerInstance: string | null;
+
+  @Column({ name: 'lease_expires_at', type: 'timestamptz', nullable: true })
+  leaseExpiresAt: Date | null;
+}

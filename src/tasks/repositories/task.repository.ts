@@ -1,0 +1,190 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+import { TaskEntity } from '../entities/task.entity.js';
+import type { ArtifactJson, MessageJson, StoredTaskEvent, TaskEventBody } from '../task-events.js';
+import { allowedFrom, NON_TERMINAL_STATES, type TaskStateName } from '../task-state.js';
+
+export interface NewTask {
+  taskId: string;
+  tenantId: string;
+  agentId: string;
+  contextId: string;
+  metadata: Record<string, unknown>;
+}
+
+/** Row changes that go with an append, applied in the same statement. */
+export interface TaskRowChange {
+  state?: TaskStateName;
+  statusMessage?: MessageJson | null;
+  errorMessage?: string;
+  historyAppend?: MessageJson[];
+  artifacts?: ArtifactJson[];
+  tokens?: { input: number; output: number };
+}
+
+export interface TaskListQuery {
+  tenantId: string;
+  agentId?: string;
+  contextId?: string;
+  state?: TaskStateName;
+  updatedAfter?: Date;
+  limit: number;
+  before?: { updatedAt: string; taskId: string };
+}
+
+interface EventRow {
+  task_id: string;
+  seq: number;
+  kind: string;
+  payload: unknown;
+  created_at: Date;
+}
+
+export function toStoredEvent(r: EventRow): StoredTaskEvent {
+  return {
+    taskId: r.task_id,
+    seq: r.seq,
+    kind: r.kind,
+    payload: r.payload,
+    createdAt: r.created_at.toISOString(),
+  } as StoredTaskEvent;
+}
+
+/**
+ * Tasks and their event log. Every write is one statement: the task row is
+ * updated (its `last_seq` advanced, its state moved along the state machine)
+ * and the events inserted with the next gap-free seqs, or nothing happens.
+ */
+@Injectable()
+export class TaskRepository {
+  constructor(@InjectDataSource() private readonly ds: DataSource) {}
+
+  /** Inserts the task (`submitted`) and its first events in one transaction. */
+  async create(task: NewTask, first: TaskEventBody[], historyFirst: MessageJson[]): Promise<StoredTaskEvent[]> {
+    return this.ds.transaction(async (em) => {
+      await em.query(
+        `INSERT INTO a2a_tasks (task_id, tenant_id, agent_id, context_id, state, updated_at, history, metadata, last_seq)
+         VALUES ($1, $2, $3, $4, 'TASK_STATE_SUBMITTED', date_trunc('milliseconds', now()), $5::jsonb, $6::jsonb, $7)`,
+        [
+          task.taskId,
+          task.tenantId,
+          task.agentId,
+          task.contextId,
+          JSON.stringify(historyFirst),
+          JSON.stringify(task.metadata),
+          first.length,
+        ],
+      );
+      const rows = await em.query<EventRow[]>(
+        `INSERT INTO task_events (task_id, seq, kind, payload)
+         SELECT $1, e.ord::int, e.value->>'kind', e.value->'payload'
+           FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(value, ord)
+         RETURNING task_id, seq, kind, payload, created_at`,
+        [task.taskId, JSON.stringify(first)],
+      );
+      return rows.map(toStoredEvent).sort((a, b) => a.seq - b.seq);
+    });
+  }
+
+  /**
+   * Appends events and applies `change` atomically. Returns null when the
+   * task is not in a state that allows it (terminal, or a transition the
+   * state machine forbids) — then nothing was written.
+   */
+  async append(taskId: string, events: TaskEventBody[], change: TaskRowChange = {}): Promise<StoredTaskEvent[] | null> {
+    if (events.length === 0) return [];
+    const from = change.state ? allowedFrom(change.state) : NON_TERMINAL_STATES;
+    const rows = await this.ds.query<EventRow[]>(
+      `WITH t AS (
+         UPDATE a2a_tasks SET
+           last_seq = last_seq + $3::int,
+           state = COALESCE($4::varchar, state),
+           updated_at = CASE WHEN $4::text IS NOT NULL THEN date_trunc('milliseconds', clock_timestamp()) ELSE updated_at END,
+           status_message = CASE WHEN $5::boolean THEN $6::jsonb ELSE status_message END,
+           error_message = COALESCE($7::text, error_message),
+           history = history || $8::jsonb,
+           artifacts = COALESCE($9::jsonb, artifacts),
+           input_tokens = COALESCE($10::int, input_tokens),
+           output_tokens = COALESCE($11::int, output_tokens)
+         WHERE task_id = $1 AND state = ANY($12::text[])
+         RETURNING last_seq
+       )
+       INSERT INTO task_events (task_id, seq, kind, payload)
+       SELECT $1, t.last_seq - $3::int + e.ord::int, e.value->>'kind', e.value->'payload'
+         FROM t, jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(value, ord)
+       RETURNING task_id, seq, kind, payload, created_at`,
+      [
+        taskId,
+        JSON.stringify(events),
+        events.length,
+        change.state ?? null,
+        change.statusMessage !== undefined,
+        change.statusMessage ? JSON.stringify(change.statusMessage) : null,
+        change.errorMessage ?? null,
+        JSON.stringify(change.historyAppend ?? []),
+        change.artifacts ? JSON.stringify(change.artifacts) : null,
+        change.tokens?.input ?? null,
+        change.tokens?.output ?? null,
+        from,
+      ],
+    );
+    if (rows.length === 0) return null;
+    return rows.map(toStoredEvent).sort((a, b) => a.seq - b.seq);
+  }
+
+  findForTenant(tenantId: string, taskId: string): Promise<TaskEntity | null> {
+    return this.ds.manager.findOneBy(TaskEntity, { tenantId, taskId });
+  }
+
+  async events(taskId: string, afterSeq: number, uptoSeq?: number): Promise<StoredTaskEvent[]> {
+    const rows = await this.ds.query<EventRow[]>(
+      `SELECT task_id, seq, kind, payload, created_at FROM task_events
+        WHERE task_id = $1 AND seq > $2 AND ($3::int IS NULL OR seq <= $3)
+        ORDER BY seq`,
+      [taskId, afterSeq, uptoSeq ?? null],
+    );
+    return rows.map(toStoredEvent);
+  }
+
+  /** Artifact events up to `uptoSeq`, for folding a running task's artifacts. */
+  async artifactEvents(taskId: string, uptoSeq: number): Promise<StoredTaskEvent[]> {
+    const rows = await this.ds.query<EventRow[]>(
+      `SELECT task_id, seq, kind, payload, created_at FROM task_events
+        WHERE task_id = $1 AND kind = 'artifact' AND seq <= $2 ORDER BY seq`,
+      [taskId, uptoSeq],
+    );
+    return rows.map(toStoredEvent);
+  }
+
+  /** Newest status first; keyset on (updated_at, task_id). */
+  list(q: TaskListQuery): Promise<TaskEntity[]> {
+    const qb = this.ds
+      .getRepository(TaskEntity)
+      .createQueryBuilder('t')
+      .where('t.tenant_id = :tenantId', { tenantId: q.tenantId });
+    if (q.agentId) qb.andWhere('t.agent_id = :agentId', { agentId: q.agentId });
+    if (q.contextId) qb.andWhere('t.context_id = :contextId', { contextId: q.contextId });
+    if (q.state) qb.andWhere('t.state = :state', { state: q.state });
+    if (q.updatedAfter) qb.andWhere('t.updated_at > :after', { after: q.updatedAfter });
+    if (q.before) {
+      qb.andWhere('(t.updated_at, t.task_id) < (:bu::timestamptz, :bt)', {
+        bu: q.before.updatedAt,
+        bt: q.before.taskId,
+      });
+    }
+    return qb.orderBy('t.updated_at', 'DESC').addOrderBy('t.task_id', 'DESC').limit(q.limit).getMany();
+  }
+
+  async count(q: Omit<TaskListQuery, 'limit' | 'before'>): Promise<number> {
+    const qb = this.ds
+      .getRepository(TaskEntity)
+      .createQueryBuilder('t')
+      .where('t.tenant_id = :tenantId', { tenantId: q.tenantId });
+    if (q.agentId) qb.andWhere('t.agent_id = :agentId', { agentId: q.agentId });
+    if (q.contextId) qb.andWhere('t.context_id = :contextId', { contextId: q.contextId });
+    if (q.state) qb.andWhere('t.state = :state', { state: q.state });
+    if (q.updatedAfter) qb.andWhere('t.updated_at > :after', { after: q.updatedAfter });
+    return qb.getCount();
+  }
+}

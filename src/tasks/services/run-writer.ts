@@ -1,0 +1,108 @@
+import type { TaskRepository, TaskRowChange } from '../repositories/task.repository.js';
+import type { StoredTaskEvent, TaskEventBody } from '../task-events.js';
+import type { TaskEventBus } from './event-bus.service.js';
+
+/**
+ * Writes one run's events in order. Text chunks are queued and written by a
+ * background loop; chunks that pile up while a write is in flight go out
+ * together in the next statement (merged where they extend the same
+ * artifact), so a fast model costs one write per batch, not per token, and a
+ * slow one still reaches subscribers chunk by chunk.
+ */
+export class RunWriter {
+  private pending: TaskEventBody[] = [];
+  private loop: Promise<void> | undefined;
+  private failure: unknown;
+  /** Set once a conditional append was refused: the task moved on without us (canceled …). */
+  rejected = false;
+
+  constructor(
+    private readonly taskId: string,
+    private readonly repo: TaskRepository,
+    private readonly bus: TaskEventBus,
+  ) {}
+
+  /** Queues an event that changes nothing on the task row (text chunks, usage). */
+  enqueue(event: TaskEventBody): void {
+    if (this.failure || this.rejected) return;
+    this.pending.push(event);
+    this.loop ??= this.run();
+  }
+
+  /** Writes queued events, then `events` with `change`, all in order. */
+  async write(events: TaskEventBody[], change: TaskRowChange = {}): Promise<StoredTaskEvent[] | null> {
+    // If queued chunks could not be written, the final write still records the
+    // outcome (and the folded artifacts on the row carry the full text).
+    await this.flush();
+    if (this.rejected) return null;
+    const stored = await this.repo.append(this.taskId, events, change);
+    if (!stored) {
+      this.rejected = true;
+      return null;
+    }
+    this.bus.publish(this.taskId, stored);
+    return stored;
+  }
+
+  /** Waits for queued events to be written (or dropped after a write error). */
+  async flush(): Promise<void> {
+    while (this.loop) await this.loop;
+  }
+
+  get writeError(): unknown {
+    return this.failure;
+  }
+
+  private async run(): Promise<void> {
+    try {
+      while (this.pending.length > 0 && !this.rejected) {
+        const batch = mergeChunks(this.pending.splice(0));
+        const stored = await this.repo.append(this.taskId, batch);
+        if (!stored) {
+          this.rejected = true;
+          this.pending = [];
+          break;
+        }
+        this.bus.publish(this.taskId, stored);
+      }
+    } catch (err) {
+      this.failure = err;
+      this.pending = [];
+    } finally {
+      this.loop = undefined;
+    }
+  }
+}
+
+/** Merges consecutive appends of text to the same artifact into one event. */
+export function mergeChunks(events: TaskEventBody[]): TaskEventBody[] {
+  const out: TaskEventBody[] = [];
+  for (const e of events) {
+    const prev = out[out.length - 1];
+    if (
+      prev?.kind === 'artifact' &&
+      e.kind === 'artifact' &&
+      e.payload.append &&
+      !prev.payload.lastChunk &&
+      !e.payload.lastChunk &&
+      prev.payload.artifact.artifactId === e.payload.artifact.artifactId &&
+      prev.payload.artifact.parts.length === 1 &&
+      e.payload.artifact.parts.length === 1 &&
+      typeof prev.payload.artifact.parts[0]?.text === 'string' &&
+      typeof e.payload.artifact.parts[0]?.text === 'string'
+    ) {
+      const text = prev.payload.artifact.parts[0].text + e.payload.artifact.parts[0].text;
+      out[out.length - 1] = {
+        kind: 'artifact',
+        payload: { ...prev.payload, artifact: { ...prev.payload.artifact, parts: [{ text }] } },
+      };
+      continue;
+    }
+    if (prev?.kind === 'usage' && e.kind === 'usage') {
+      out[out.length - 1] = e;
+      continue;
+    }
+    out.push(e);
+  }
+  return out;
+}

@@ -1,0 +1,212 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { AsyncQueue } from '../../common/async-queue.js';
+import { ORCHESTRATOR, type Orchestrator, type RunContext, type RunInput } from '../../orchestrator/run-event.js';
+import { TaskRepository } from '../repositories/task.repository.js';
+import { foldArtifacts, type ArtifactJson, type MessageJson, type TaskEventBody } from '../task-events.js';
+import { TaskEventBus } from './event-bus.service.js';
+import { InFlightRegistry, type InFlightRun } from './in-flight.registry.js';
+import { RunWriter } from './run-writer.js';
+
+/** Why a run was aborted; becomes the task's error text. */
+export class CancelReason extends Error {
+  constructor(message = 'canceled by client') {
+    super(message);
+    this.name = 'CancelReason';
+  }
+}
+
+export interface RunStart {
+  ctx: RunContext;
+  first: RunInput;
+  /** Artifacts of earlier turns of this task. */
+  artifacts: ArtifactJson[];
+  tokens: { input: number; output: number };
+}
+
+const now = (): string => new Date().toISOString();
+
+function agentMessage(ctx: RunContext, messageId: string, text: string): MessageJson {
+  return { messageId, role: 'ROLE_AGENT', parts: [{ text }], contextId: ctx.contextId, taskId: ctx.taskId };
+}
+
+/**
+ * Runs the orchestrator for a task and writes what it emits to the event
+ * log: `working`, text chunks as appends to the turn's `response` artifact,
+ * usage, and exactly one final state — completed, input-required, failed or
+ * canceled. Every run ends with such an event, including runs that fail
+ * before the model starts.
+ */
+@Injectable()
+export class TaskRunner {
+  private readonly logger = new Logger('TaskRunner');
+
+  constructor(
+    private readonly repo: TaskRepository,
+    private readonly bus: TaskEventBus,
+    private readonly inflight: InFlightRegistry,
+    @Inject(ORCHESTRATOR) private readonly orchestrator: Orchestrator,
+  ) {}
+
+  /** Starts the run in the background and registers it; returns at once. */
+  start(start: RunStart): InFlightRun {
+    const inbox = new AsyncQueue<RunInput>();
+    inbox.push(start.first);
+    const abort = new AbortController();
+    let done!: () => void;
+    const run: InFlightRun = { abort, inbox, finished: new Promise<void>((r) => (done = r)) };
+    this.inflight.set(start.ctx.taskId, run);
+    this.execute(start, run)
+      .catch((err: unknown) => this.logger.error({ err, taskId: start.ctx.taskId }, 'run crashed'))
+      .finally(() => {
+        inbox.close();
+        this.inflight.delete(start.ctx.taskId, run);
+        done();
+      });
+    return run;
+  }
+
+  private async execute(start: RunStart, run: InFlightRun): Promise<void> {
+    const { ctx } = start;
+    const writer = new RunWriter(ctx.taskId, this.repo, this.bus);
+    let artifacts = start.artifacts;
+    const tokens = { ...start.tokens };
+    const base = { ...start.tokens };
+    let turn = artifacts.filter((a) => a.artifactId.startsWith(`${ctx.taskId}-text-`)).length;
+    const signal = run.abort.signal;
+
+    const emit = (event: TaskEventBody): void => {
+      artifacts = foldArtifacts(artifacts, [event]);
+      writer.enqueue(event);
+    };
+    const finish = async (events: TaskEventBody[], change: Parameters<RunWriter['write']>[1]): Promise<void> => {
+      for (const e of events) artifacts = foldArtifacts(artifacts, [e]);
+      await writer.write(events, { ...change, artifacts, tokens: { ...tokens } });
+    };
+
+    try {
+      const started = await writer.write(
+        [{ kind: 'status', payload: { state: 'TASK_STATE_WORKING', timestamp: now() } }],
+        {
+          state: 'TASK_STATE_WORKING',
+          statusMessage: null,
+        },
+      );
+      if (!started) return; // canceled before it began
+      for (;;) {
+        const artifactId = `${ctx.taskId}-text-${turn}`;
+        let chunks = 0;
+        let outcome: 'done' | 'input' | 'error' | 'none' = 'none';
+        for await (const ev of this.orchestrator.run(ctx, run.inbox, signal)) {
+          if (writer.rejected) return;
+          switch (ev.type) {
+            case 'text':
+              if (ev.delta.length === 0) break;
+              emit({
+                kind: 'artifact',
+                payload: {
+                  artifact: { artifactId, name: 'response', parts: [{ text: ev.delta }] },
+                  append: chunks > 0,
+                  lastChunk: false,
+                },
+              });
+              chunks++;
+              break;
+            case 'usage':
+              tokens.input = base.input + ev.inputTokens;
+              tokens.output = base.output + ev.outputTokens;
+              emit({ kind: 'usage', payload: { inputTokens: tokens.input, outputTokens: tokens.output } });
+              break;
+            case 'done': {
+              outcome = 'done';
+              const reply = agentMessage(ctx, `${ctx.taskId}-r${turn}`, ev.content);
+              const closing: TaskEventBody[] = chunks
+                ? [
+                    {
+                      kind: 'artifact',
+                      payload: {
+                        artifact: { artifactId, name: 'response', parts: [{ text: '' }] },
+                        append: true,
+                        lastChunk: true,
+                      },
+                    },
+                  ]
+                : [];
+              if (run.inbox.size > 0) {
+                // More input arrived during the turn: record this reply and take the next turn.
+                await finish(closing, { historyAppend: [reply] });
+                break;
+              }
+              await finish(
+                [
+                  ...closing,
+                  { kind: 'status', payload: { state: 'TASK_STATE_COMPLETED', message: reply, timestamp: now() } },
+                ],
+                { state: 'TASK_STATE_COMPLETED', statusMessage: reply, historyAppend: [reply] },
+              );
+              return;
+            }
+            case 'input_required': {
+              outcome = 'input';
+              const ask = agentMessage(ctx, `${ctx.taskId}-q${turn}`, ev.prompt);
+              await finish(
+                [{ kind: 'status', payload: { state: 'TASK_STATE_INPUT_REQUIRED', message: ask, timestamp: now() } }],
+                { state: 'TASK_STATE_INPUT_REQUIRED', statusMessage: ask, historyAppend: [ask] },
+              );
+              return;
+            }
+            case 'error':
+              outcome = 'error';
+              await this.fail(writer, ctx, `${ev.code}: ${ev.message}`, finish);
+              return;
+            default: {
+              const unreachable: never = ev;
+              throw new Error(`unknown run event ${JSON.stringify(unreachable)}`);
+            }
+          }
+          if (outcome === 'done') break;
+        }
+        if (outcome === 'done' && run.inbox.size > 0) {
+          turn++;
+          continue;
+        }
+        if (outcome === 'none') {
+          signal.throwIfAborted();
+          await this.fail(writer, ctx, 'agent_error: the run ended without an answer', finish);
+        }
+        return;
+      }
+    } catch (err) {
+      if (signal.aborted) {
+        const reason = signal.reason instanceof Error ? signal.reason.message : 'canceled';
+        await writer
+          .write([{ kind: 'status', payload: { state: 'TASK_STATE_CANCELED', error: reason, timestamp: now() } }], {
+            state: 'TASK_STATE_CANCELED',
+            errorMessage: reason,
+            artifacts,
+            tokens: { ...tokens },
+          })
+          .catch((e: unknown) => this.logger.error({ err: e, taskId: ctx.taskId }, 'could not record cancellation'));
+        return;
+      }
+      this.logger.error({ err, taskId: ctx.taskId }, 'run failed');
+      await this.fail(writer, ctx, 'internal_error: the run failed unexpectedly', finish).catch((e: unknown) =>
+        this.logger.error({ err: e, taskId: ctx.taskId }, 'could not record failure'),
+      );
+    }
+  }
+
+  private async fail(
+    writer: RunWriter,
+    ctx: RunContext,
+    error: string,
+    finish: (events: TaskEventBody[], change: Parameters<RunWriter['write']>[1]) => Promise<void>,
+  ): Promise<void> {
+    const message = agentMessage(ctx, `${ctx.taskId}-err`, error);
+    void writer;
+    await finish([{ kind: 'status', payload: { state: 'TASK_STATE_FAILED', message, error, timestamp: now() } }], {
+      state: 'TASK_STATE_FAILED',
+      statusMessage: message,
+      errorMessage: error,
+    });
+  }
+}

@@ -1,0 +1,246 @@
+import { randomUUID } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import { AsyncQueue } from '../../common/async-queue.js';
+import type { RunInput } from '../../orchestrator/run-event.js';
+import type { ResolvedAgent } from '../../registry/services/agent-catalog.service.js';
+import type { TaskEntity } from '../entities/task.entity.js';
+import { TaskRepository, type TaskListQuery } from '../repositories/task.repository.js';
+import { TaskError } from '../task-errors.js';
+import {
+  foldArtifacts,
+  type ArtifactJson,
+  type MessageJson,
+  type StoredTaskEvent,
+  type TaskEventBody,
+} from '../task-events.js';
+import { isSettled, isTerminal, type TaskStateName } from '../task-state.js';
+import { TaskEventBus } from './event-bus.service.js';
+import { InFlightRegistry } from './in-flight.registry.js';
+import { CancelReason, TaskRunner } from './task-runner.service.js';
+
+/** A task as read back: the row plus artifacts folded from the log while it runs. */
+export interface TaskSnapshot {
+  id: string;
+  contextId: string;
+  agentId: string;
+  state: TaskStateName;
+  statusMessage: MessageJson | null;
+  timestamp: string;
+  errorMessage: string;
+  history: MessageJson[];
+  artifacts: ArtifactJson[];
+  metadata: Record<string, unknown>;
+  inputTokens: number;
+  outputTokens: number;
+  createdAt: string;
+  lastSeq: number;
+}
+
+export interface SendInput {
+  tenantId: string;
+  agent: ResolvedAgent;
+  /** The validated user message (role user); ids are filled in here. */
+  message: MessageJson;
+  /** What the model sees for this message. */
+  text: string;
+}
+
+const now = (): string => new Date().toISOString();
+
+/**
+ * Tasks: create and run, continue, cancel, read, list and tail. Every
+ * method is scoped by tenant (and agent where given); another tenant's task
+ * is indistinguishable from a missing one.
+ */
+@Injectable()
+export class TaskService {
+  constructor(
+    private readonly repo: TaskRepository,
+    private readonly bus: TaskEventBus,
+    private readonly inflight: InFlightRegistry,
+    private readonly runner: TaskRunner,
+  ) {}
+
+  /** Creates a task for a new message and starts its run. */
+  async create(input: SendInput): Promise<{ taskId: string; events: StoredTaskEvent[] }> {
+    const taskId = randomUUID();
+    const contextId = input.message.contextId || randomUUID();
+    const message: MessageJson = { ...input.message, taskId, contextId };
+    const events: TaskEventBody[] = [
+      { kind: 'status', payload: { state: 'TASK_STATE_SUBMITTED', timestamp: now() } },
+      { kind: 'message', payload: { message } },
+    ];
+    const stored = await this.repo.create(
+      { taskId, tenantId: input.tenantId, agentId: input.agent.id, contextId, metadata: {} },
+      events,
+      [message],
+    );
+    this.runner.start({
+      ctx: { tenantId: input.tenantId, agent: input.agent, taskId, contextId },
+      first: { text: input.text, messageId: message.messageId },
+      artifacts: [],
+      tokens: { input: 0, output: 0 },
+    });
+    return { taskId, events: stored };
+  }
+
+  /**
+   * Adds a message to a task that is not terminal: it goes to the running
+   * turn, or starts a new turn of an interrupted task.
+   */
+  async continue(input: SendInput & { taskId: string }): Promise<{ taskId: string; seq: number }> {
+    const row = await this.findRow(input.tenantId, input.taskId, input.agent.id);
+    if (isTerminal(row.state)) throw TaskError.terminal(row.taskId, row.state);
+    if (input.message.contextId && input.message.contextId !== row.contextId) {
+      throw TaskError.invalidParams('message.contextId', 'does not match the context of the task');
+    }
+    const message: MessageJson = { ...input.message, taskId: row.taskId, contextId: row.contextId };
+    const stored = await this.repo.append(row.taskId, [{ kind: 'message', payload: { message } }], {
+      historyAppend: [message],
+    });
+    if (!stored) throw TaskError.terminal(row.taskId, 'a terminal state');
+    this.bus.publish(row.taskId, stored);
+    const seq = stored[stored.length - 1]?.seq ?? 0;
+    const runInput: RunInput = { text: input.text, messageId: message.messageId };
+    const running = this.inflight.get(row.taskId);
+    if (running && running.inbox.push(runInput)) return { taskId: row.taskId, seq };
+    // No turn running here (interrupted, or the run just ended): start one.
+    const current = await this.findRow(input.tenantId, input.taskId, input.agent.id);
+    if (isTerminal(current.state)) throw TaskError.terminal(current.taskId, current.state);
+    const snapshot = await this.snapshotOf(current);
+    this.runner.start({
+      ctx: { tenantId: input.tenantId, agent: input.agent, taskId: row.taskId, contextId: row.contextId },
+      first: runInput,
+      artifacts: snapshot.artifacts,
+      tokens: { input: current.inputTokens, output: current.outputTokens },
+    });
+    return { taskId: row.taskId, seq };
+  }
+
+  /** Cancels a task that is not terminal; the task ends `canceled` exactly once. */
+  async cancel(tenantId: string, taskId: string, agentId?: string): Promise<TaskSnapshot> {
+    const row = await this.findRow(tenantId, taskId, agentId);
+    if (isTerminal(row.state)) throw TaskError.notCancelable(row.taskId, row.state);
+    const running = this.inflight.get(row.taskId);
+    if (running) {
+      running.abort.abort(new CancelReason());
+      await running.finished;
+    } else {
+      const snap = await this.snapshotOf(row);
+      const stored = await this.repo.append(
+        row.taskId,
+        [{ kind: 'status', payload: { state: 'TASK_STATE_CANCELED', error: 'canceled by client', timestamp: now() } }],
+        { state: 'TASK_STATE_CANCELED', errorMessage: 'canceled by client', artifacts: snap.artifacts },
+      );
+      if (stored) this.bus.publish(row.taskId, stored);
+    }
+    const after = await this.findRow(tenantId, taskId, agentId);
+    if (after.state !== 'TASK_STATE_CANCELED' && isTerminal(after.state)) {
+      // It finished on its own first.
+      throw TaskError.notCancelable(after.taskId, after.state);
+    }
+    return this.snapshotOf(after);
+  }
+
+  async get(tenantId: string, taskId: string, agentId?: string): Promise<TaskSnapshot> {
+    return this.snapshotOf(await this.findRow(tenantId, taskId, agentId));
+  }
+
+  async list(q: TaskListQuery): Promise<{ tasks: TaskSnapshot[]; total: number; more: boolean }> {
+    const rows = await this.repo.list({ ...q, limit: q.limit + 1 });
+    const page = rows.slice(0, q.limit);
+    const { limit: _l, before: _b, ...filter } = q;
+    const [tasks, total] = await Promise.all([
+      Promise.all(page.map((r) => this.snapshotOf(r))),
+      this.repo.count(filter),
+    ]);
+    return { tasks, total, more: rows.length > q.limit };
+  }
+
+  /**
+   * The task's events after `afterSeq`: the stored backlog, then live ones,
+   * until (and including) the terminal event. Subscribes before reading the
+   * backlog and drops duplicates by seq, so nothing is lost or repeated at
+   * the boundary. Stops early when `signal` aborts.
+   */
+  async *tail(taskId: string, afterSeq: number, signal?: AbortSignal): AsyncGenerator<StoredTaskEvent> {
+    const live = new AsyncQueue<StoredTaskEvent>(10_000);
+    const unsubscribe = this.bus.subscribe(taskId, (events) => {
+      for (const e of events) live.push(e);
+    });
+    const onAbort = (): void => live.close();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      let last = afterSeq;
+      for (const e of await this.repo.events(taskId, afterSeq)) {
+        last = e.seq;
+        yield e;
+        if (e.kind === 'status' && isTerminal(e.payload.state)) return;
+      }
+      for await (const e of live) {
+        if (e.seq <= last) continue;
+        if (e.seq > last + 1) {
+          // A gap (events committed before we subscribed but after the backlog read): fill it from the log.
+          for (const missed of await this.repo.events(taskId, last, e.seq - 1)) {
+            last = missed.seq;
+            yield missed;
+            if (missed.kind === 'status' && isTerminal(missed.payload.state)) return;
+          }
+        }
+        last = e.seq;
+        yield e;
+        if (e.kind === 'status' && isTerminal(e.payload.state)) return;
+      }
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      unsubscribe();
+      live.close();
+    }
+  }
+
+  /**
+   * Waits until the task is terminal or interrupted by a status written
+   * after `afterSeq` (a continuation passes its message's seq, so an
+   * earlier input-required does not count), then returns it.
+   */
+  async settled(tenantId: string, taskId: string, afterSeq = 0): Promise<TaskSnapshot> {
+    const row = await this.findRow(tenantId, taskId);
+    if (!isTerminal(row.state) && !(afterSeq === 0 && isSettled(row.state))) {
+      for await (const e of this.tail(taskId, afterSeq)) {
+        if (e.kind === 'status' && isSettled(e.payload.state)) break;
+      }
+    }
+    return this.get(tenantId, taskId);
+  }
+
+  private async findRow(tenantId: string, taskId: string, agentId?: string): Promise<TaskEntity> {
+    const row = taskId.length <= 64 ? await this.repo.findForTenant(tenantId, taskId) : null;
+    if (!row || (agentId !== undefined && row.agentId !== agentId)) throw TaskError.notFound(taskId);
+    return row;
+  }
+
+  async snapshotOf(row: TaskEntity): Promise<TaskSnapshot> {
+    let artifacts = row.artifacts as ArtifactJson[];
+    if (!isTerminal(row.state)) {
+      // A running task's artifacts live in the log until it stops.
+      const events = await this.repo.artifactEvents(row.taskId, row.lastSeq);
+      artifacts = foldArtifacts(artifacts, events);
+    }
+    return {
+      id: row.taskId,
+      contextId: row.contextId,
+      agentId: row.agentId,
+      state: row.state as TaskStateName,
+      statusMessage: row.statusMessage as MessageJson | null,
+      timestamp: row.updatedAt.toISOString(),
+      errorMessage: row.errorMessage,
+      history: row.history as MessageJson[],
+      artifacts,
+      metadata: row.metadata,
+      inputTokens: row.inputTokens,
+      outputTokens: row.outputTokens,
+      createdAt: row.createdAt.toISOString(),
+      lastSeq: row.lastSeq,
+    };
+  }
+}

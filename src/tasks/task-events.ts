@@ -1,0 +1,78 @@
+import type { TaskStateName } from './task-state.js';
+
+/** v1.0 ProtoJSON objects as stored (Message, Artifact). */
+export type MessageJson = {
+  messageId: string;
+  role: 'ROLE_USER' | 'ROLE_AGENT';
+  parts: PartJson[];
+  contextId?: string;
+  taskId?: string;
+  metadata?: Record<string, unknown>;
+  extensions?: string[];
+  referenceTaskIds?: string[];
+};
+
+export type PartJson = {
+  text?: string;
+  raw?: string;
+  url?: string;
+  data?: unknown;
+  mediaType?: string;
+  filename?: string;
+  metadata?: Record<string, unknown>;
+};
+
+export type ArtifactJson = {
+  artifactId: string;
+  name?: string;
+  description?: string;
+  parts: PartJson[];
+  metadata?: Record<string, unknown>;
+  extensions?: string[];
+};
+
+/**
+ * The event log's vocabulary. Every run (A2A or native) writes these; each
+ * wire dialect is a projection of them.
+ */
+export type TaskEventBody =
+  /** A state change, with the status message and the error text of a failure. */
+  | { kind: 'status'; payload: { state: TaskStateName; message?: MessageJson; error?: string; timestamp: string } }
+  /** A user message added to the task (the first one, or a continuation). */
+  | { kind: 'message'; payload: { message: MessageJson } }
+  /** Artifact content; text deltas are `append` chunks of the turn's response artifact. */
+  | { kind: 'artifact'; payload: { artifact: ArtifactJson; append: boolean; lastChunk: boolean } }
+  /** Token counts of the task so far. */
+  | { kind: 'usage'; payload: { inputTokens: number; outputTokens: number } };
+
+export type TaskEventKind = TaskEventBody['kind'];
+
+export type StoredTaskEvent = TaskEventBody & { taskId: string; seq: number; createdAt: string };
+
+export function isTerminalEvent(e: StoredTaskEvent, isTerminal: (s: string) => boolean): boolean {
+  return e.kind === 'status' && isTerminal(e.payload.state);
+}
+
+/** Folds artifact events into artifacts, in first-seen order (spec §4.2.2 append semantics). */
+export function foldArtifacts(base: ArtifactJson[], events: Iterable<TaskEventBody>): ArtifactJson[] {
+  const byId = new Map<string, ArtifactJson>(base.map((a) => [a.artifactId, { ...a, parts: [...a.parts] }]));
+  for (const e of events) {
+    if (e.kind !== 'artifact') continue;
+    const { artifact, append } = e.payload;
+    const existing = byId.get(artifact.artifactId);
+    if (!existing || !append) {
+      byId.set(artifact.artifactId, { ...artifact, parts: [...artifact.parts] });
+      continue;
+    }
+    for (const part of artifact.parts) {
+      const last = existing.parts[existing.parts.length - 1];
+      // Consecutive text chunks merge into one text part.
+      if (last && typeof last.text === 'string' && typeof part.text === 'string' && !part.metadata) {
+        existing.parts[existing.parts.length - 1] = { ...last, text: last.text + part.text };
+      } else if (!(typeof part.text === 'string' && part.text === '')) {
+        existing.parts.push(part);
+      }
+    }
+  }
+  return [...byId.values()];
+}
