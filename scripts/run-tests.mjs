@@ -2,7 +2,7 @@
 // Compiles the project and its tests with tsc, then runs every *.test.js
 // under dist/test with Node's built-in test runner.
 import { spawnSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 const tsc = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json'], {
@@ -19,7 +19,9 @@ function find(dir) {
 }
 
 const filters = process.argv.slice(2);
+// Only compiled tests whose source still exists (a deleted test's output may linger in dist/).
 const files = find('dist/test')
+  .filter((f) => existsSync(f.replace(/^dist\//, '').replace(/\.js$/, '.ts')))
   .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
   .sort();
 if (files.length === 0) {

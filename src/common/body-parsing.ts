@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
 import { requestIdOf } from './errors.js';
+import { findJsonProblem } from './json-guard.js';
 import { sendError } from './http-exception.filter.js';
 
 const JSON_TYPES = ['application/json', 'application/*+json'];
@@ -54,5 +55,18 @@ export function jsonBodyMiddleware(limit: number, rawPaths?: RegExp): (RequestHa
       next(err);
     }
   };
-  return [requireJson, parse, onError];
+  const guard: RequestHandler = (req, res, next) => {
+    const problem = typeof req.body === 'object' ? findJsonProblem(req.body) : undefined;
+    if (problem) {
+      sendError(res, 400, {
+        error: `${problem.path} ${problem.problem}`,
+        code: 'validation_failed',
+        details: [{ field: problem.path.replace(/^body\.?/, '') || 'body', messages: [problem.problem] }],
+        request_id: requestIdOf(req),
+      });
+      return;
+    }
+    next();
+  };
+  return [requireJson, parse, onError, guard];
 }

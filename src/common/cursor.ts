@@ -5,9 +5,19 @@ export function encodeCursor(value: Record<string, string>): string {
   return Buffer.from(JSON.stringify(value), 'utf8').toString('base64url');
 }
 
+/** What each cursor field may hold, so a crafted cursor is a 400, never a failed query. */
+export const CURSOR_FIELDS = {
+  timestamp: /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/,
+  uuid: /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i,
+  bigint: /^[1-9]\d{0,17}$/,
+  agentIdOrEmpty: /^[A-Za-z0-9_-]{0,64}$/,
+  taskId: /^[\x21-\x7e]{1,64}$/,
+} as const;
+
 export function decodeCursor<K extends string>(
   cursor: string | undefined,
   keys: readonly K[],
+  shapes?: Partial<Record<K, RegExp>>,
 ): Record<K, string> | undefined {
   if (cursor === undefined || cursor === '') return undefined;
   const invalid = DomainError.validation([{ field: 'cursor', messages: ['cursor is not one this server issued'] }]);
@@ -23,6 +33,8 @@ export function decodeCursor<K extends string>(
   for (const k of keys) {
     const v = (parsed as Record<string, unknown>)[k];
     if (typeof v !== 'string' || v.length > 200) throw invalid;
+    const shape = shapes?.[k];
+    if (shape && !shape.test(v)) throw invalid;
     out[k] = v;
   }
   return out;

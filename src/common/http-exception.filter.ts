@@ -1,5 +1,6 @@
 import { Catch, HttpException, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import type { Request, Response } from 'express';
+import { safeError } from './safe-error.js';
 import { DomainError, httpStatusOf, requestIdOf, type ErrorCode, type FieldError } from './errors.js';
 
 export interface ErrorBody {
@@ -79,7 +80,7 @@ export class HttpExceptionFilter implements ExceptionFilter {
     const res = ctx.getResponse<Response>();
     const { status, body } = toErrorResponse(err, requestIdOf(req));
     if (status >= 500) {
-      this.logger.error({ err, requestId: req.id }, 'unhandled error');
+      this.logger.error({ err: safeError(err), request_id: requestIdOf(req) }, 'unhandled error');
     }
     sendError(res, status, body);
   }

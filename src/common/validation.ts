@@ -1,6 +1,19 @@
 import { plainToInstance, type ClassConstructor } from 'class-transformer';
-import { validate, type ValidationError } from 'class-validator';
+import { getMetadataStorage, validate, type ValidationError } from 'class-validator';
 import { DomainError, type FieldError } from './errors.js';
+
+const declared = new WeakMap<object, Set<string>>();
+
+/** The properties a DTO class declares validators for. */
+function declaredProperties(cls: ClassConstructor<object>): Set<string> {
+  let set = declared.get(cls);
+  if (!set) {
+    const metas = getMetadataStorage().getTargetValidationMetadatas(cls, '', true, false);
+    set = new Set(metas.map((m) => m.propertyName));
+    declared.set(cls, set);
+  }
+  return set;
+}
 
 /** Flattens class-validator's tree into `{field, messages}` with dotted paths. */
 export function flattenValidationErrors(errors: ValidationError[], prefix = ''): FieldError[] {
@@ -29,6 +42,15 @@ export const VALIDATOR_OPTIONS = {
 export async function validateAs<T extends object>(cls: ClassConstructor<T>, plain: unknown, prefix = ''): Promise<T> {
   if (plain === null || typeof plain !== 'object' || Array.isArray(plain)) {
     throw DomainError.validation([{ field: prefix || 'body', messages: ['must be a JSON object'] }]);
+  }
+  // class-transformer silently drops keys such as `__proto__` and `constructor`,
+  // so the whitelist would never see them: check the raw keys first.
+  const known = declaredProperties(cls);
+  const unknown = Object.keys(plain).filter((k) => !known.has(k));
+  if (unknown.length > 0) {
+    throw DomainError.validation(
+      unknown.map((k) => ({ field: prefix ? `${prefix}.${k}` : k, messages: [`${k} should not exist`] })),
+    );
   }
   const instance = plainToInstance(cls, plain, { enableImplicitConversion: false });
   const errors = await validate(instance, VALIDATOR_OPTIONS);

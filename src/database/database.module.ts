@@ -10,14 +10,25 @@ import { runMigrations } from './migrate.js';
   imports: [
     TypeOrmModule.forRootAsync({
       inject: [AppConfig],
-      useFactory: (config: AppConfig) => dataSourceOptions(config),
+      useFactory: (config: AppConfig) => ({
+        ...dataSourceOptions(config),
+        // Fail fast with a clear message; a supervisor restarts the process.
+        retryAttempts: config.usesEmbeddedDatabase ? 0 : 2,
+        retryDelay: 1_000,
+      }),
       dataSourceFactory: async (options) => {
         if (!options) throw new Error('no data source options');
         const logger = new Logger('Database');
         const embedded = !('url' in options && options.url);
         const ds = new DataSource(options);
         await ds.initialize();
-        const applied = await runMigrations(ds, embedded);
+        let applied;
+        try {
+          applied = await runMigrations(ds, embedded);
+        } catch (err) {
+          await ds.destroy().catch(() => undefined);
+          throw err;
+        }
         logger.log(
           applied.length
             ? `applied ${applied.length} migration(s): ${applied.map((m) => m.name).join(', ')}`

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { PGlite, types } from '@electric-sql/pglite';
 
 type Callback<T> = (err: Error | null, value?: T) => void;
@@ -21,11 +21,62 @@ export interface PGlitePoolOptions {
  */
 const instances = new Map<string, { db: Promise<PGlite>; refs: number }>();
 
+/** Thrown when another live process holds the embedded database. */
+export class EmbeddedDatabaseLockedError extends Error {}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * PGlite keeps the database in this process's memory and writes it back to
+ * the directory; two processes on one directory would overwrite each other.
+ * A lock file beside the directory (`<dataDir>.lock`, holding the owner's
+ * pid) makes a second process refuse to start; a lock left by a dead
+ * process is taken over.
+ */
+function lockDataDir(dataDir: string): void {
+  const lock = `${dataDir}.lock`;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(lock, String(process.pid), { flag: 'wx', mode: 0o600 });
+      return;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    const owner = Number.parseInt(readFileSync(lock, 'utf8'), 10);
+    if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && processAlive(owner)) {
+      throw new EmbeddedDatabaseLockedError(
+        `the embedded database ${dataDir} is in use by process ${owner}; stop that process, use another ARBITER_HOME, ` +
+          'or set DATABASE_URL to share a PostgreSQL server between processes',
+      );
+    }
+    unlinkSync(lock); // stale: its owner is gone
+  }
+  throw new EmbeddedDatabaseLockedError(`could not lock the embedded database ${dataDir}`);
+}
+
+function unlockDataDir(dataDir: string): void {
+  try {
+    if (readFileSync(`${dataDir}.lock`, 'utf8') === String(process.pid)) unlinkSync(`${dataDir}.lock`);
+  } catch {
+    // already gone
+  }
+}
+
 function acquireInstance(dataDir: string | undefined): Promise<PGlite> {
   const key = dataDir ?? ':memory:';
   let entry = instances.get(key);
   if (!entry) {
-    if (dataDir) mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    if (dataDir) {
+      mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+      lockDataDir(dataDir);
+    }
     entry = {
       db: PGlite.create({
         dataDir,
@@ -48,8 +99,12 @@ async function releaseInstance(dataDir: string | undefined): Promise<void> {
   entry.refs -= 1;
   if (entry.refs > 0) return;
   instances.delete(key);
-  const db = await entry.db;
-  if (!db.closed) await db.close();
+  try {
+    const db = await entry.db;
+    if (!db.closed) await db.close();
+  } finally {
+    if (dataDir) unlockDataDir(dataDir);
+  }
 }
 
 /** A node-postgres-shaped client over the single PGlite session. */
@@ -101,7 +156,11 @@ export class PGlitePool extends EventEmitter {
   constructor(options: PGlitePoolOptions = {}) {
     super();
     this.dataDir = options.dataDir;
-    this.db = acquireInstance(this.dataDir);
+    try {
+      this.db = acquireInstance(this.dataDir);
+    } catch (err) {
+      this.db = Promise.reject(err as Error);
+    }
     // Surface a failed start through connect() rather than an unhandled rejection.
     this.db.catch(() => undefined);
   }

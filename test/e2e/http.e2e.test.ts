@@ -66,6 +66,63 @@ describe('HTTP surface', () => {
     assert.equal(res.status, 400);
   });
 
+  it('deeply nested JSON and unpaired surrogates → 400, never a 500', async () => {
+    let deep = '1';
+    for (let i = 0; i < 900; i++) deep = `[${deep}]`;
+    for (const raw of [
+      `{"id":"deep","rules":${deep}}`,
+      '{"id":"s1","role":"\\ud800"}',
+      '{"id":"s2","rules":["ok","x\\udc00y"]}',
+    ]) {
+      const res = await t.client.request('POST', '/v1/agents', { raw, headers: { 'content-type': 'application/json' } });
+      assert.equal(res.status, 400, raw.slice(0, 40));
+      assert.equal(res.body.code, 'validation_failed');
+    }
+    const tenant = await server.admin.request('POST', '/v1/admin/tenants', {
+      raw: '{"name":"x\\udc00y"}',
+      headers: { 'content-type': 'application/json' },
+    });
+    assert.equal(tenant.status, 400);
+    assert.equal((await t.client.get('/v1/agents/deep')).status, 404);
+  });
+
+  it('__proto__ and constructor keys are unknown fields, and change nothing', async () => {
+    for (const raw of ['{"id":"p1","__proto__":{"role":"x"}}', '{"id":"p2","constructor":{"role":"x"}}']) {
+      const res = await t.client.request('POST', '/v1/agents', { raw, headers: { 'content-type': 'application/json' } });
+      assert.equal(res.status, 400, raw);
+    }
+    assert.equal((await t.client.post('/v1/agents', { id: 'proto-target', role: 'kept' })).status, 201);
+    const before = (await t.client.get('/v1/agents/proto-target')).body;
+    const patch = await t.client.request('PATCH', '/v1/agents/proto-target', {
+      raw: '{"__proto__":{"role":"x"}}',
+      headers: { 'content-type': 'application/json' },
+    });
+    assert.equal(patch.status, 400);
+    assert.deepEqual((await t.client.get('/v1/agents/proto-target')).body, before);
+    const tenantPatch = await server.admin.request('PATCH', `/v1/admin/tenants/${t.id}`, {
+      raw: '{"disabled":false,"constructor":1}',
+      headers: { 'content-type': 'application/json' },
+    });
+    assert.equal(tenantPatch.status, 400);
+  });
+
+  it('crafted cursors → 400, never a failed query', async () => {
+    const enc = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
+    const cases: [string, string][] = [
+      ['/v1/admin/tenants', enc({ createdAt: 'garbage', id: '00000000-0000-4000-8000-000000000000' })],
+      ['/v1/admin/tenants', enc({ createdAt: '2026-01-01T00:00:00.000Z', id: 'nope' })],
+      ['/v1/admin/audit', enc({ id: '9999999999999999999' })],
+      ['/v1/admin/audit', enc({ id: '-1' })],
+      ['/v1/agents', enc({ after: 'a\u0000b' })],
+      ['/v1/requests', enc({ u: 'x', t: 'y' })],
+    ];
+    for (const [path, cursor] of cases) {
+      const client = path.startsWith('/v1/admin') ? server.admin : t.client;
+      const res = await client.get(`${path}?cursor=${cursor}`);
+      assert.equal(res.status, 400, `${path} ${Buffer.from(cursor, 'base64url').toString()}`);
+    }
+  });
+
   it('oversize body → clean 413, nothing stored', async () => {
     const res = await t.client.post('/v1/agents', { id: 'big', goal: 'x'.repeat(4000) });
     assert.equal(res.status, 413);

@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:f
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freshDatabase, type TestDatabase } from '../helpers/database.js';
+import { freshDatabase, REAL_POSTGRES, type TestDatabase } from '../helpers/database.js';
 import { HttpClient } from '../helpers/http.js';
 import { runToExit, startServerProcess } from '../helpers/process.js';
 import { tempHome } from '../helpers/server.js';
@@ -100,6 +100,22 @@ describe('the server process (npm start)', () => {
     } finally {
       assert.equal(await second.stop('SIGTERM'), 0);
     }
+  });
+
+  it('a second process on the same embedded database is refused', { skip: REAL_POSTGRES && 'embedded only' }, async () => {
+    const lockHome = tempHome();
+    const first = await startServerProcess({ ARBITER_HOME: lockHome });
+    after(() => first.child.kill('SIGKILL'));
+    const second = await runToExit({ ARBITER_HOME: lockHome, PORT: '0' }, [], 20_000);
+    assert.notEqual(second.code, 0);
+    assert.match(second.stderr + second.stdout, /in use by process \d+/);
+    assert.equal(await first.stop('SIGTERM'), 0);
+    // A lock left by a killed process is taken over.
+    const killed = await startServerProcess({ ARBITER_HOME: lockHome });
+    await killed.stop('SIGKILL');
+    const third = await startServerProcess({ ARBITER_HOME: lockHome });
+    assert.equal(await third.stop('SIGTERM'), 0);
+    rmSync(lockHome, { recursive: true, force: true });
   });
 
   it('listens where --port/--bind say, over PORT/BIND', async () => {

@@ -17,7 +17,9 @@ export const REAL_POSTGRES = Boolean(process.env.DATABASE_URL);
 export async function freshDatabase(): Promise<TestDatabase> {
   const base = process.env.DATABASE_URL;
   if (!base) return { url: undefined, drop: () => Promise.resolve() };
-  const name = `arbiter_t_${process.pid}_${randomBytes(4).toString('hex')}`;
+  // CI sets a per-run prefix so its clean-up never touches another run's databases.
+  const prefix = process.env.TEST_DB_PREFIX ?? 'arbiter_t';
+  const name = `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: base });
   await admin.connect();
   try {

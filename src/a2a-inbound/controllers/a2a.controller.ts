@@ -1,8 +1,10 @@
 import { All, Controller, HttpCode, Logger, Param, Post, Req, Res } from '@nestjs/common';
+import { safeError } from '../../common/safe-error.js';
 import type { Request, Response } from 'express';
 import { AppConfig } from '../../config/app-config.js';
 import { CurrentTenant, type TenantPrincipal } from '../../common/auth.decorators.js';
 import { DomainError } from '../../common/errors.js';
+import { findJsonProblem, MAX_JSON_DEPTH } from '../../common/json-guard.js';
 import { writeSse } from '../../common/sse.js';
 import { AGENT_ID_PATTERN } from '../../registry/constitution.js';
 import { AgentCatalog } from '../../registry/services/agent-catalog.service.js';
@@ -74,6 +76,8 @@ export class A2aController {
       } catch {
         throw new A2aError('parse_error', 'invalid JSON payload');
       }
+      const problem = findJsonProblem(body, MAX_JSON_DEPTH, 'request');
+      if (problem) throw new A2aError('invalid_request', `${problem.path} ${problem.problem}`);
       if (Array.isArray(body)) throw new A2aError('invalid_request', 'batch requests are not supported');
       if (!isObject(body)) throw new A2aError('invalid_request', 'the request must be a JSON-RPC 2.0 request object');
       if (typeof body.id === 'string' || (typeof body.id === 'number' && Number.isFinite(body.id))) id = body.id;
@@ -148,7 +152,7 @@ export class A2aController {
   private errorObject(err: unknown, dialect: Dialect): JsonRpcErrorObject {
     const known = A2aError.from(err);
     if (known) return toJsonRpcError(known, dialect);
-    this.logger.error({ err }, 'JSON-RPC request failed');
+    this.logger.error({ err: safeError(err) }, 'JSON-RPC request failed');
     return toJsonRpcError(new A2aError('internal', 'internal error'), dialect);
   }
 

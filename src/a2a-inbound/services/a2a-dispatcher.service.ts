@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { decodeCursor, encodeCursor } from '../../common/cursor.js';
+import { CURSOR_FIELDS, decodeCursor, encodeCursor } from '../../common/cursor.js';
 import { DomainError } from '../../common/errors.js';
 import type { ResolvedAgent } from '../../registry/services/agent-catalog.service.js';
 import { TaskService, type TaskSnapshot } from '../../tasks/services/task.service.js';
@@ -147,7 +147,7 @@ export class A2aDispatcher {
   private async list(p: ParsedParams & { op: 'list' } extends { params: infer P } ? P : never, ctx: CallContext) {
     let before: { updatedAt: string; taskId: string } | undefined;
     try {
-      const c = decodeCursor(p.pageToken, ['u', 't'] as const);
+      const c = decodeCursor(p.pageToken, ['u', 't'] as const, { u: CURSOR_FIELDS.timestamp, t: CURSOR_FIELDS.taskId });
       before = c ? { updatedAt: c.u, taskId: c.t } : undefined;
     } catch (err) {
       if (err instanceof DomainError)

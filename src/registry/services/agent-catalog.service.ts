@@ -1,6 +1,6 @@
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
-import { decodeCursor, encodeCursor } from '../../common/cursor.js';
+import { CURSOR_FIELDS, decodeCursor, encodeCursor } from '../../common/cursor.js';
 import { DomainError, type FieldError } from '../../common/errors.js';
 import { validateAs } from '../../common/validation.js';
 import { DEFAULT_PAGE_SIZE, type Page } from '../../common/pagination.dto.js';
@@ -101,6 +101,9 @@ function splitBody(body: unknown): { id: unknown; def: unknown; prefix: string }
         extra.map((f) => ({ field: f, messages: [`${f} should not exist beside agent_def`] })),
       );
     }
+    if (def === null || typeof def !== 'object' || Array.isArray(def)) {
+      throw DomainError.validation([{ field: 'agent_def', messages: ['agent_def must be a JSON object'] }]);
+    }
     return { id, def, prefix: 'agent_def' };
   }
   const { id, ...def } = body;
@@ -172,7 +175,7 @@ export class AgentCatalog implements OnModuleInit {
 
   /** `index` first, then file and stored agents in id order; keyset cursor on id. */
   async list(tenantId: string, limit = DEFAULT_PAGE_SIZE, cursor?: string): Promise<Page<AgentView>> {
-    const after = decodeCursor(cursor, ['after'] as const)?.after;
+    const after = decodeCursor(cursor, ['after'] as const, { after: CURSOR_FIELDS.agentIdOrEmpty })?.after;
     const items: ResolvedAgent[] = [];
     if (after === undefined) items.push(MASTER);
     const want = limit - items.length;

@@ -4,7 +4,7 @@ import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 
 import { Type } from 'class-transformer';
 import { AppConfig } from '../../config/app-config.js';
 import { CurrentTenant, type TenantPrincipal } from '../../common/auth.decorators.js';
-import { decodeCursor, encodeCursor } from '../../common/cursor.js';
+import { CURSOR_FIELDS, decodeCursor, encodeCursor } from '../../common/cursor.js';
 import { DomainError } from '../../common/errors.js';
 import { PageQueryDto, DEFAULT_PAGE_SIZE } from '../../common/pagination.dto.js';
 import { writeSse } from '../../common/sse.js';
@@ -93,7 +93,7 @@ export class RequestsController {
   @Get()
   async list(@CurrentTenant() t: TenantPrincipal, @Query() query: unknown) {
     const q = await validateAs(RequestListQuery, query);
-    const c = decodeCursor(q.cursor, ['u', 't'] as const);
+    const c = decodeCursor(q.cursor, ['u', 't'] as const, { u: CURSOR_FIELDS.timestamp, t: CURSOR_FIELDS.taskId });
     const limit = q.limit ?? DEFAULT_PAGE_SIZE;
     const { tasks, more } = await this.tasks.list({
       tenantId: t.tenantId,

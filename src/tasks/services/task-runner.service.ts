@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { safeError } from '../../common/safe-error.js';
 import { AsyncQueue } from '../../common/async-queue.js';
 import { ORCHESTRATOR, type Orchestrator, type RunContext, type RunInput } from '../../orchestrator/run-event.js';
 import { TaskRepository } from '../repositories/task.repository.js';
@@ -56,7 +57,7 @@ export class TaskRunner {
     const run: InFlightRun = { abort, inbox, finished: new Promise<void>((r) => (done = r)) };
     this.inflight.set(start.ctx.taskId, run);
     this.execute(start, run)
-      .catch((err: unknown) => this.logger.error({ err, taskId: start.ctx.taskId }, 'run crashed'))
+      .catch((err: unknown) => this.logger.error({ err: safeError(err), taskId: start.ctx.taskId }, 'run crashed'))
       .finally(() => {
         inbox.close();
         this.inflight.delete(start.ctx.taskId, run);
@@ -185,12 +186,12 @@ export class TaskRunner {
             artifacts,
             tokens: { ...tokens },
           })
-          .catch((e: unknown) => this.logger.error({ err: e, taskId: ctx.taskId }, 'could not record cancellation'));
+          .catch((e: unknown) => this.logger.error({ err: safeError(e), taskId: ctx.taskId }, 'could not record cancellation'));
         return;
       }
-      this.logger.error({ err, taskId: ctx.taskId }, 'run failed');
+      this.logger.error({ err: safeError(err), taskId: ctx.taskId }, 'run failed');
       await this.fail(writer, ctx, 'internal_error: the run failed unexpectedly', finish).catch((e: unknown) =>
-        this.logger.error({ err: e, taskId: ctx.taskId }, 'could not record failure'),
+        this.logger.error({ err: safeError(e), taskId: ctx.taskId }, 'could not record failure'),
       );
     }
   }

@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { safeError } from '../../common/safe-error.js';
 import type { TenantPrincipal } from '../../common/auth.decorators.js';
 import { TenantRepository } from '../repositories/tenant.repository.js';
 import { sha256Hex, TENANT_TOKEN_PATTERN } from './token-crypto.js';
@@ -24,7 +25,7 @@ export class TenantAuthService {
     if (hit.tenantDisabledAt) return { ok: false, reason: 'tenant_disabled' };
     if (!hit.lastUsedAt || Date.now() - hit.lastUsedAt.getTime() > 60_000) {
       this.tenants.touchToken(hit.tokenId).catch((err: unknown) => {
-        this.logger.warn({ err }, 'could not record token use');
+        this.logger.warn({ err: safeError(err) }, 'could not record token use');
       });
     }
     return { ok: true, principal: { tenantId: hit.tenantId, tenantName: hit.tenantName, tokenId: hit.tokenId } };

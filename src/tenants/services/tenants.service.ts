@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { decodeCursor, encodeCursor } from '../../common/cursor.js';
+import { CURSOR_FIELDS, decodeCursor, encodeCursor } from '../../common/cursor.js';
 import { DomainError } from '../../common/errors.js';
 import { DEFAULT_PAGE_SIZE, type Page } from '../../common/pagination.dto.js';
 import type { AuditEntryEntity } from '../entities/audit-entry.entity.js';
@@ -90,7 +90,10 @@ export class TenantsService {
   }
 
   async list(limit = DEFAULT_PAGE_SIZE, cursor?: string): Promise<Page<TenantView>> {
-    const after = decodeCursor(cursor, ['createdAt', 'id'] as const);
+    const after = decodeCursor(cursor, ['createdAt', 'id'] as const, {
+      createdAt: CURSOR_FIELDS.timestamp,
+      id: CURSOR_FIELDS.uuid,
+    });
     const rows = await this.tenants.listTenants(limit + 1, after);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
@@ -167,10 +170,7 @@ export class TenantsService {
   }
 
   async auditLog(limit: number, cursor: string | undefined, tenantId?: string): Promise<Page<AuditView>> {
-    const before = decodeCursor(cursor, ['id'] as const);
-    if (before && !/^\d{1,19}$/.test(before.id)) {
-      throw DomainError.validation([{ field: 'cursor', messages: ['cursor is not one this server issued'] }]);
-    }
+    const before = decodeCursor(cursor, ['id'] as const, { id: CURSOR_FIELDS.bigint });
     const rows = await this.audit.list(limit + 1, { tenantId, beforeId: before?.id });
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
