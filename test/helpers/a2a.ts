@@ -1,0 +1,119 @@
+import { AgentCard, SendMessageRequest } from '@a2a-js/sdk';
+import {
+  Client,
+  ClientFactory,
+  ClientFactoryOptions,
+  DefaultAgentCardResolver,
+  JsonRpcTransportFactory,
+} from '@a2a-js/sdk/client';
+import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
+import { randomUUID } from 'node:crypto';
+
+/** A fetch that adds the tenant's bearer token, as an A2A client's auth hook would. */
+export function authFetch(token: string): typeof fetch {
+  return (input, init) => {
+    const headers = new Headers(init?.headers);
+    headers.set('authorization', `Bearer ${token}`);
+    return fetch(input, { ...init, headers });
+  };
+}
+
+export function cardUrl(baseUrl: string, agentId: string): string {
+  return `${baseUrl}/v1/a2a/agents/${agentId}/agent-card.json`;
+}
+
+/** The official v1.0 client, built the documented way: card resolution through `ClientFactory`. */
+export async function v1Client(baseUrl: string, token: string, agentId = 'index'): Promise<Client> {
+  const factory = new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      transports: [new JsonRpcTransportFactory({ fetchImpl: authFetch(token) })],
+      cardResolver: new DefaultAgentCardResolver({ fetchImpl: authFetch(token) }),
+    }),
+  );
+  return factory.createFromUrl(cardUrl(baseUrl, agentId), '');
+}
+
+/** The SDK's v0.3 compat client: the same `Client` API over the v0.3 JSON-RPC wire. */
+export async function v03Client(baseUrl: string, token: string, agentId = 'index'): Promise<Client> {
+  const resolver = new DefaultAgentCardResolver({ fetchImpl: authFetch(token) });
+  const card: AgentCard = await resolver.resolve(cardUrl(baseUrl, agentId), '');
+  const transport = new LegacyJsonRpcTransport({
+    endpoint: `${baseUrl}/v1/a2a/agents/${agentId}`,
+    fetchImpl: authFetch(token),
+  });
+  return new Client(transport, card);
+}
+
+export function textMessage(
+  text: string,
+  opts: { taskId?: string; contextId?: string; returnImmediately?: boolean; historyLength?: number } = {},
+): SendMessageRequest {
+  return SendMessageRequest.fromJSON({
+    message: {
+      messageId: randomUUID(),
+      role: 'ROLE_USER',
+      parts: [{ text }],
+      ...(opts.taskId ? { taskId: opts.taskId } : {}),
+      ...(opts.contextId ? { contextId: opts.contextId } : {}),
+    },
+    configuration: {
+      ...(opts.returnImmediately ? { returnImmediately: true } : {}),
+      ...(opts.historyLength !== undefined ? { historyLength: opts.historyLength } : {}),
+    },
+  });
+}
+
+export interface SseEvent {
+  id?: string;
+  event?: string;
+  data: any;
+}
+
+/** Reads a whole SSE response (it must end) into events; comments are counted separately. */
+export async function readSse(res: Response): Promise<{ events: SseEvent[]; comments: number }> {
+  const text = await res.text();
+  const events: SseEvent[] = [];
+  let comments = 0;
+  for (const block of text.split('\n\n')) {
+    if (!block.trim()) continue;
+    const ev: Partial<SseEvent> = {};
+    const data: string[] = [];
+    for (const line of block.split('\n')) {
+      if (line.startsWith(':')) comments++;
+      else if (line.startsWith('id: ')) ev.id = line.slice(4);
+      else if (line.startsWith('event: ')) ev.event = line.slice(7);
+      else if (line.startsWith('data: ')) data.push(line.slice(6));
+    }
+    if (data.length) events.push({ ...ev, data: JSON.parse(data.join('\n')) });
+  }
+  return { events, comments };
+}
+
+/** POSTs one JSON-RPC request. */
+export async function rpc(
+  baseUrl: string,
+  token: string | undefined,
+  agentId: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  return fetch(`${baseUrl}/v1/a2a/agents/${agentId}`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...headers,
+    },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+export async function waitFor<T>(fn: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
