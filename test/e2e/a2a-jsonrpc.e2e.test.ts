@@ -1,0 +1,392 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { readSse, rpc, waitFor } from '../helpers/a2a.js';
+
+const V1 = { 'a2a-version': '1.0' };
+
+function send(method: string, text: string, extra: Record<string, unknown> = {}, id: unknown = 1) {
+  const v03 = method.includes('/');
+  return {
+    jsonrpc: '2.0',
+    id,
+    method,
+    params: {
+      message: v03
+        ? { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text }], ...extra }
+        : { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }], ...extra },
+    },
+  };
+}
+
+describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
+  let server: TestServer;
+  let t: TestTenant;
+  let url: string;
+  before(async () => {
+    server = await startTestServer({
+      env: { ARBITER_SSE_HEARTBEAT_MS: '150', ARBITER_MAX_TEXT_FILE_BYTES: '64', ARBITER_MAX_BODY_BYTES: '65536' },
+    });
+    t = await newTenant(server, 'rpc');
+    await newAgent(t, { id: 'helper', role: 'helper' });
+    url = server.url;
+  });
+  after(async () => {
+    await server.close();
+  });
+
+  const call = async (body: unknown, headers: Record<string, string> = V1, agent = 'helper') => {
+    const res = await rpc(url, t.token, agent, body, headers);
+    assert.equal(res.status, 200);
+    return (await res.json()) as { id: unknown; result?: any; error?: { code: number; message: string; data?: any } };
+  };
+
+  describe('HTTP layer', () => {
+    it('401 before any JSON-RPC without a valid bearer', async () => {
+      for (const token of [undefined, 'atr_' + '0'.repeat(64)]) {
+        const res = await rpc(url, token, 'helper', '{not json');
+        assert.equal(res.status, 401);
+        assert.match(res.headers.get('www-authenticate') ?? '', /^Bearer/);
+      }
+    });
+
+    it('GET on the dispatch URL → 405; a bad URL shape → 404', async () => {
+      const get = await fetch(`${url}/v1/a2a/agents/helper`, { headers: { authorization: `Bearer ${t.token}` } });
+      assert.equal(get.status, 405);
+      assert.equal(get.headers.get('allow'), 'POST');
+      const bad = await fetch(`${url}/v1/a2a/foo`, { method: 'POST', headers: { authorization: `Bearer ${t.token}` } });
+      assert.equal(bad.status, 404);
+      const badId = await rpc(url, t.token, 'bad%20id!', send('SendMessage', 'x'));
+      assert.equal(badId.status, 404);
+    });
+
+    it('a body over the limit is refused cleanly', async () => {
+      const res = await rpc(url, t.token, 'helper', send('SendMessage', 'x'.repeat(70_000)), V1);
+      assert.equal(res.status, 413);
+    });
+  });
+
+  describe('version negotiation (§3.6)', () => {
+    it('accepts 1.0, 1, 0.3, empty and absent', async () => {
+      const headers: Record<string, string>[] = [{ 'a2a-version': '1.0' }, { 'a2a-version': '1' }, { 'a2a-version': '0.3' }, { 'a2a-version': '' }, {}];
+      for (const h of headers) {
+        const r = await call(send('SendMessage', 'v'), h);
+        assert.ok(r.result, JSON.stringify(h));
+      }
+      const q = await rpc(`${url}`, t.token, 'helper?A2A-Version=1.0', send('SendMessage', 'q'), {});
+      assert.equal(q.status, 200);
+    });
+
+    it('anything else → VersionNotSupportedError -32009 with id null', async () => {
+      for (const v of ['2.0', '0.2', 'latest', '1.1']) {
+        const r = await call(send('SendMessage', 'v', {}, 77), { 'a2a-version': v });
+        assert.equal(r.error?.code, -32009, v);
+        assert.equal(r.id, null);
+      }
+      const q = await rpc(url, t.token, 'helper?A2A-Version=9.9', send('SendMessage', 'q'), {});
+      assert.equal(((await q.json()) as { error: { code: number } }).error.code, -32009);
+    });
+  });
+
+  describe('error table', () => {
+    it('-32700 parse error, id null', async () => {
+      const r = await call('{"jsonrpc": "2.0", "id": 1, "method": ');
+      assert.equal(r.error?.code, -32700);
+      assert.equal(r.id, null);
+    });
+
+    it('-32600 invalid request', async () => {
+      for (const body of [
+        [],
+        [send('SendMessage', 'x')],
+        '"text"',
+        { id: 1, method: 'SendMessage', params: {} },
+        { jsonrpc: '1.0', id: 1, method: 'SendMessage', params: {} },
+        { jsonrpc: '2.0', id: 1, params: {} },
+        { jsonrpc: '2.0', id: { x: 1 }, method: 'GetTask', params: {} },
+        { jsonrpc: '2.0', id: 1, method: 'GetTask', params: {}, extra: true },
+      ]) {
+        const r = await call(body);
+        assert.equal(r.error?.code, -32600, JSON.stringify(body));
+      }
+    });
+
+    it('-32601 method not found (also for prototype names)', async () => {
+      for (const method of ['tasks/nope', 'toString', '__proto__', 'constructor', 'sendMessage']) {
+        const r = await call({ jsonrpc: '2.0', id: 'm', method, params: {} });
+        assert.equal(r.error?.code, -32601, method);
+        assert.equal(r.id, 'm');
+      }
+    });
+
+    it('-32602 invalid params, naming the field (v1.0: google.rpc.BadRequest)', async () => {
+      const cases: [unknown, string][] = [
+        [{ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: [] }, 'params'],
+        [{ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: {} }, 'params.message'],
+        [send('SendMessage', 'x', { messageId: '' }), 'params.message.messageId'],
+        [send('SendMessage', 'x', { role: 'ROLE_AGENT' }), 'params.message.role'],
+        [send('SendMessage', 'x', { parts: [] }), 'params.message.parts'],
+        [send('SendMessage', 'x', { parts: [{ text: 'a', data: {} }] }), 'params.message.parts[0]'],
+        [send('SendMessage', 'x', { parts: [{ text: 5 }] }), 'params.message.parts[0].text'],
+        [send('SendMessage', 'x', { bogus: 1 }), 'params.message.bogus'],
+        [{ ...send('SendMessage', 'x'), params: { ...send('SendMessage', 'x').params, configuration: { historyLength: -1 } } }, 'params.configuration.historyLength'],
+        [{ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 5 } }, 'params.id'],
+        [{ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: { pageSize: 0 } }, 'params.pageSize'],
+        [{ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: { status: 'DONE' } }, 'params.status'],
+        [{ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: { pageToken: 'garbage!' } }, 'params.pageToken'],
+        [{ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: { statusTimestampAfter: 'yesterday' } }, 'params.statusTimestampAfter'],
+      ];
+      for (const [body, field] of cases) {
+        const r = await call(body);
+        assert.equal(r.error?.code, -32602, `${field}: ${JSON.stringify(r)}`);
+        const bad = (r.error?.data as any[]).find((d) => d['@type'] === 'type.googleapis.com/google.rpc.BadRequest');
+        assert.equal(bad?.fieldViolations?.[0]?.field, field);
+      }
+      const v03 = await call(send('message/send', 'x', { messageId: 7 }));
+      assert.equal(v03.error?.code, -32602);
+      assert.equal(v03.error?.data?.field, 'params.message.messageId');
+    });
+
+    it('-32001 unknown task, and an unknown agent', async () => {
+      assert.equal((await call({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'nope' } })).error?.code, -32001);
+      assert.equal((await call({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 'nope' } })).error?.code, -32001);
+      assert.equal((await call(send('SendMessage', 'x'), V1, 'nobody')).error?.code, -32001);
+    });
+
+    it('-32003 push configs, -32004 extended card (both dialects)', async () => {
+      for (const method of ['CreateTaskPushNotificationConfig', 'GetTaskPushNotificationConfig', 'ListTaskPushNotificationConfigs', 'DeleteTaskPushNotificationConfig', 'tasks/pushNotificationConfig/set', 'tasks/pushNotificationConfig/get', 'tasks/pushNotificationConfig/list', 'tasks/pushNotificationConfig/delete']) {
+        assert.equal((await call({ jsonrpc: '2.0', id: 1, method, params: { id: 'x' } })).error?.code, -32003, method);
+      }
+      for (const method of ['GetExtendedAgentCard', 'agent/getAuthenticatedExtendedCard']) {
+        assert.equal((await call({ jsonrpc: '2.0', id: 1, method })).error?.code, -32004, method);
+      }
+      const withPush = send('SendMessage', 'x');
+      (withPush.params as any).configuration = { taskPushNotificationConfig: { url: 'https://example.com' } };
+      assert.equal((await call(withPush)).error?.code, -32003);
+    });
+
+    it('-32005 for non-text files, URL files, large text files and unmet output modes; text files and data are accepted', async () => {
+      const file = (mediaType: string, body: string) => ({ raw: Buffer.from(body).toString('base64'), mediaType, filename: 'f' });
+      assert.equal((await call(send('SendMessage', 'x', { parts: [file('image/png', 'png')] }))).error?.code, -32005);
+      assert.equal((await call(send('SendMessage', 'x', { parts: [{ url: 'https://example.com/a.txt', mediaType: 'text/plain' }] }))).error?.code, -32005);
+      assert.equal((await call(send('SendMessage', 'x', { parts: [file('text/plain', 'x'.repeat(65))] }))).error?.code, -32005);
+      const modes = send('SendMessage', 'x');
+      (modes.params as any).configuration = { acceptedOutputModes: ['image/png'] };
+      assert.equal((await call(modes)).error?.code, -32005);
+      (modes.params as any).configuration = { acceptedOutputModes: ['image/png', 'text/plain'] };
+      assert.ok((await call(modes)).result);
+
+      const ok = await call(send('SendMessage', 'x', { parts: [{ text: 'see:' }, file('text/markdown', '# hi'), { data: { k: [1, 2] } }] }));
+      const reply = ok.result.task.artifacts[0].parts[0].text as string;
+      assert.equal(reply, 'see:\n[file f (text/markdown)]\n# hi\n{"k":[1,2]}');
+      const v03 = await call(send('message/send', 'x', { parts: [{ kind: 'file', file: { bytes: Buffer.from('q').toString('base64'), mimeType: 'application/pdf' } }] }));
+      assert.equal(v03.error?.code, -32005);
+    });
+
+    it('-32002 canceling a terminal task; -32004 sending to one', async () => {
+      const done = await call(send('SendMessage', 'fin'));
+      const id = done.result.task.id as string;
+      assert.equal((await call({ jsonrpc: '2.0', id: 1, method: 'CancelTask', params: { id } })).error?.code, -32002);
+      assert.equal((await call({ jsonrpc: '2.0', id: 1, method: 'tasks/cancel', params: { id } })).error?.code, -32002);
+      assert.equal((await call(send('SendMessage', 'more', { taskId: id }))).error?.code, -32004);
+      const v03 = await call(send('message/send', 'more', { taskId: id }));
+      assert.equal(v03.error?.code, -32004);
+      assert.match(v03.error!.message, /terminal/);
+    });
+  });
+
+  describe('ProtoJSON shapes (v1.0) and the seed shapes (v0.3)', () => {
+    it('v1.0 task: TASK_STATE_*, ROLE_*, no kind, ISO timestamps with milliseconds', async () => {
+      const r = await call(send('SendMessage', 'shape'));
+      const task = r.result.task;
+      assert.equal(task.kind, undefined);
+      assert.equal(task.status.state, 'TASK_STATE_COMPLETED');
+      assert.match(task.status.timestamp, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+      assert.equal(task.history[0].role, 'ROLE_USER');
+      assert.equal(task.history[1].role, 'ROLE_AGENT');
+      assert.deepEqual(task.history[0].parts, [{ text: 'shape' }]);
+    });
+
+    it('v0.3 task: kind fields and lowercase states; a v0.3 method under A2A-Version 1.0 still gets v0.3 shapes', async () => {
+      for (const headers of [{}, V1]) {
+        const r = await call(send('message/send', 'legacy'), headers);
+        assert.equal(r.result.kind, 'task');
+        assert.equal(r.result.status.state, 'completed');
+        assert.equal(r.result.status.message.kind, 'message');
+        assert.equal(r.result.history[0].role, 'user');
+        assert.deepEqual(r.result.history[0].parts, [{ kind: 'text', text: 'legacy' }]);
+        assert.equal(r.result.metadata['x-arbiter.agent_id'], 'helper');
+      }
+    });
+
+    it('v0.3 blocking: false returns at once', async () => {
+      const body = send('message/send', 'one two three four five six seven');
+      (body.params as any).configuration = { blocking: false };
+      const r = await call(body, {});
+      assert.ok(['submitted', 'working'].includes(r.result.status.state));
+    });
+  });
+
+  describe('streaming (SSE)', () => {
+    it('v1.0: event: message frames with id: seq, Task first, closes at terminal', async () => {
+      const res = await rpc(url, t.token, 'helper', { ...send('SendStreamingMessage', 'a b c d e f'), id: 'st' }, V1);
+      assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/);
+      const { events } = await readSse(res);
+      assert.ok(events.every((e) => e.event === 'message' && e.data.jsonrpc === '2.0' && e.data.id === 'st'));
+      const ids = events.map((e) => Number(e.id));
+      assert.deepEqual(ids, [...ids].sort((x, y) => x - y), 'seq ids increase');
+      assert.ok(events[0]!.data.result.task);
+      const last = events[events.length - 1]!.data.result;
+      assert.equal(last.statusUpdate.status.state, 'TASK_STATE_COMPLETED');
+    });
+
+    it('v0.3 (seed mapping): status-updates and one response artifact, lastChunk before the final status', async () => {
+      const res = await rpc(url, t.token, 'helper', send('message/stream', 'seed mapping check here'), {});
+      const { events } = await readSse(res);
+      const results = events.map((e) => e.data.result);
+      const arts = results.filter((r) => r.kind === 'artifact-update');
+      assert.ok(arts.length >= 2);
+      const taskId = results[0].id ?? results[0].taskId;
+      for (const a of arts) {
+        assert.equal(a.artifact.artifactId, `${taskId}-text-0`);
+        assert.equal(a.artifact.name, 'response');
+      }
+      assert.equal(arts[0].append, false);
+      assert.ok(arts.slice(1).every((a) => a.append === true));
+      assert.equal(arts[arts.length - 1].lastChunk, true);
+      const final = results[results.length - 1];
+      assert.equal(final.kind, 'status-update');
+      assert.equal(final.final, true);
+      assert.equal(final.status.state, 'completed');
+      assert.equal(final.status.message.parts[0].text, 'seed mapping check here');
+      assert.ok(results.filter((r) => r.kind === 'status-update').slice(0, -1).every((r) => r.final === false));
+    });
+
+    it('heartbeat comments while idle; a client going away does not stop the task', async () => {
+      const ac = new AbortController();
+      const res = await rpc(url, t.token, 'helper', send('SendStreamingMessage', 'hold'), V1);
+      const reader = res.body!.getReader();
+      let seen = '';
+      const deadline = Date.now() + 5_000;
+      while (!seen.includes(': keep-alive') && Date.now() < deadline) {
+        const { value } = await reader.read();
+        seen += Buffer.from(value!).toString();
+      }
+      assert.ok(seen.includes(': keep-alive'), 'heartbeat seen');
+      const taskId = /"id":"([0-9a-f-]{36})"/.exec(seen)![1]!;
+      await reader.cancel();
+      ac.abort();
+      await new Promise((r) => setTimeout(r, 200));
+      const still = await call({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: taskId } });
+      assert.equal(still.result.status.state, 'TASK_STATE_WORKING');
+      const canceled = await call({ jsonrpc: '2.0', id: 1, method: 'CancelTask', params: { id: taskId } });
+      assert.equal(canceled.result.status.state, 'TASK_STATE_CANCELED');
+    });
+
+    it('v0.3 resubscribe replays the log then tails; a terminal task gets one final status-update', async () => {
+      const done = await call(send('message/send', 'replayed'), {});
+      const res = await rpc(url, t.token, 'helper', { jsonrpc: '2.0', id: 1, method: 'tasks/resubscribe', params: { id: done.result.id } }, {});
+      const { events } = await readSse(res);
+      assert.equal(events.length, 1);
+      assert.equal(events[0]!.data.result.kind, 'status-update');
+      assert.equal(events[0]!.data.result.final, true);
+
+      const held = await call({ ...send('message/send', 'hold'), params: { ...send('message/send', 'hold').params, configuration: { blocking: false } } }, {});
+      await waitFor(async () => ((await call({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: held.result.id } }, {})).result.status.state === 'working' ? true : undefined));
+      const stream = rpc(url, t.token, 'helper', { jsonrpc: '2.0', id: 1, method: 'tasks/resubscribe', params: { id: held.result.id } }, {});
+      await new Promise((r) => setTimeout(r, 100));
+      await call({ jsonrpc: '2.0', id: 1, method: 'tasks/cancel', params: { id: held.result.id } }, {});
+      const replay = await readSse(await stream);
+      const states = replay.events.map((e) => e.data.result).filter((r) => r.kind === 'status-update').map((r) => r.status.state);
+      assert.deepEqual(states, ['submitted', 'working', 'canceled']);
+      const ids = replay.events.map((e) => Number(e.id));
+      assert.deepEqual(ids, [...ids].sort((x, y) => x - y));
+      assert.equal(ids[0], 1, 'replay starts at the first event');
+    });
+
+    it('SubscribeToTask (v1.0) on a terminal task → -32004 as a plain JSON-RPC error', async () => {
+      const done = await call(send('SendMessage', 'x'));
+      const r = await call({ jsonrpc: '2.0', id: 1, method: 'SubscribeToTask', params: { id: done.result.task.id } });
+      assert.equal(r.error?.code, -32004);
+    });
+  });
+
+  describe('agent cards', () => {
+    it('the well-known stub is public and lists no agents', async () => {
+      const res = await fetch(`${url}/.well-known/agent-card.json`);
+      assert.equal(res.status, 200);
+      const card = (await res.json()) as any;
+      assert.deepEqual(card.skills, []);
+      assert.match(card.description, /agent-card\.json/);
+      assert.match(card.description, /Bearer/);
+    });
+
+    it('per-agent card: 401 without a token, 404 for another tenant, ETag and 304', async () => {
+      assert.equal((await fetch(`${url}/v1/a2a/agents/helper/agent-card.json`)).status, 401);
+      const other = await newTenant(server, 'card-other');
+      assert.equal((await other.client.get('/v1/a2a/agents/helper/agent-card.json')).status, 404);
+      const first = await t.client.get('/v1/a2a/agents/helper/agent-card.json', V1);
+      assert.equal(first.status, 200);
+      const etag = first.headers.get('etag')!;
+      assert.ok(etag);
+      const again = await t.client.get('/v1/a2a/agents/helper/agent-card.json', { ...V1, 'if-none-match': etag });
+      assert.equal(again.status, 304);
+      assert.equal(first.body.securitySchemes.bearer.httpAuthSecurityScheme.scheme, 'Bearer');
+      assert.equal(first.body.url, undefined, 'a pure v1.0 card');
+      assert.ok(!first.text.includes(t.token));
+    });
+
+    it('without A2A-Version: the v0.3 top-level fields alongside the v1.0 ones', async () => {
+      const res = await t.client.get('/v1/a2a/agents/helper/agent-card.json');
+      assert.equal(res.body.url, `${url}/v1/a2a/agents/helper`);
+      assert.equal(res.body.protocolVersion, '0.3.0');
+      assert.equal(res.body.preferredTransport, 'JSONRPC');
+      assert.deepEqual(res.body.security, [{ bearer: [] }]);
+      assert.equal(res.body.supportedInterfaces.length, 2);
+      assert.notEqual(res.headers.get('etag'), (await t.client.get('/v1/a2a/agents/helper/agent-card.json', V1)).headers.get('etag'));
+    });
+
+    it('ARBITER_PUBLIC_BASE_URL decides the advertised URL; a hostile Host header does not', async () => {
+      const res = await t.client.get('/v1/a2a/agents/helper/agent-card.json', { ...V1, host: 'evil.example"><script>' });
+      assert.ok(res.status === 200 || res.status === 400);
+      if (res.status === 200) assert.ok(!res.text.includes('evil.example"'));
+    });
+  });
+
+  describe('native API over the same log (/v1/requests)', () => {
+    it('lists, gets, streams events from since_seq, cancels', async () => {
+      const r = await call(send('SendMessage', 'native view'));
+      const id = r.result.task.id as string;
+      const got = await t.client.get(`/v1/requests/${id}`);
+      assert.equal(got.status, 200);
+      assert.equal(got.body.state, 'completed');
+      assert.equal(got.body.reply, 'native view');
+      assert.equal(got.body.agent_id, 'helper');
+      const list = await t.client.get('/v1/requests?agent_id=helper&limit=2');
+      assert.equal(list.body.items.length, 2);
+      assert.ok(list.body.next_cursor);
+
+      const ev = await fetch(`${url}/v1/requests/${id}/events?since_seq=2`, { headers: { authorization: `Bearer ${t.token}` } });
+      const { events } = await readSse(ev);
+      assert.equal(Number(events[0]!.id), 3);
+      const seqs = events.map((e) => Number(e.id));
+      assert.deepEqual(seqs, seqs.map((_, i) => 3 + i), 'gap-free');
+      assert.equal(events[events.length - 1]!.event, 'status');
+      assert.equal(events[events.length - 1]!.data.state, 'TASK_STATE_COMPLETED');
+
+      const held = await call({ ...send('SendMessage', 'hold'), params: { ...send('SendMessage', 'hold').params, configuration: { returnImmediately: true } } });
+      const hid = held.result.task.id as string;
+      const cancel = await t.client.post(`/v1/requests/${hid}/cancel`);
+      assert.equal(cancel.status, 200);
+      assert.equal(cancel.body.state, 'canceled');
+      assert.equal((await t.client.post(`/v1/requests/${hid}/cancel`)).status, 409);
+      assert.equal((await t.client.get('/v1/requests/unknown')).status, 404);
+      const other = await newTenant(server, 'native-other');
+      assert.equal((await other.client.get(`/v1/requests/${id}`)).status, 404);
+      assert.equal((await other.client.post(`/v1/requests/${id}/cancel`)).status, 404);
+      assert.equal((await t.client.get(`/v1/requests/${id}/events?since_seq=-1`)).status, 400);
+    });
+  });
+});
