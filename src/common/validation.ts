@@ -46,14 +46,13 @@ export async function validateAs<T extends object>(cls: ClassConstructor<T>, pla
   // class-transformer silently drops keys such as `__proto__` and `constructor`,
   // so the whitelist would never see them: check the raw keys first.
   const known = declaredProperties(cls);
-  const unknown = Object.keys(plain).filter((k) => !known.has(k));
-  if (unknown.length > 0) {
-    throw DomainError.validation(
-      unknown.map((k) => ({ field: prefix ? `${prefix}.${k}` : k, messages: [`${k} should not exist`] })),
-    );
-  }
-  const instance = plainToInstance(cls, plain, { enableImplicitConversion: false });
+  const unknownKeys = Object.keys(plain).filter((k) => !known.has(k));
+  const name = (k: string): string => (prefix ? `${prefix}.${k}` : k);
+  const problems: FieldError[] = unknownKeys.map((k) => ({ field: name(k), messages: [`${k} should not exist`] }));
+  const clean = Object.fromEntries(Object.entries(plain).filter(([k]) => known.has(k)));
+  const instance = plainToInstance(cls, clean, { enableImplicitConversion: false });
   const errors = await validate(instance, VALIDATOR_OPTIONS);
-  if (errors.length > 0) throw DomainError.validation(flattenValidationErrors(errors, prefix));
+  problems.push(...flattenValidationErrors(errors, prefix));
+  if (problems.length > 0) throw DomainError.validation(problems);
   return instance;
 }

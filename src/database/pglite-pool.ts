@@ -159,7 +159,7 @@ export class PGlitePool extends EventEmitter {
     try {
       this.db = acquireInstance(this.dataDir);
     } catch (err) {
-      this.db = Promise.reject(err as Error);
+      this.db = Promise.reject(err);
     }
     // Surface a failed start through connect() rather than an unhandled rejection.
     this.db.catch(() => undefined);

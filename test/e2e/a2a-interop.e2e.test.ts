@@ -1,6 +1,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { StreamResponse, Task, TaskState, GetTaskRequest, CancelTaskRequest, ListTasksRequest, SubscribeToTaskRequest } from '@a2a-js/sdk';
+import {
+  type StreamResponse,
+  type Task,
+  TaskState,
+  GetTaskRequest,
+  CancelTaskRequest,
+  ListTasksRequest,
+  SubscribeToTaskRequest,
+} from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -22,7 +30,9 @@ async function rejectsWith(p: Promise<unknown>, expected: number): Promise<Error
 }
 
 function text(task: Task): string {
-  return task.artifacts.flatMap((a) => a.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : ''))).join('');
+  return task.artifacts
+    .flatMap((a) => a.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')))
+    .join('');
 }
 
 async function collect(stream: AsyncIterable<StreamResponse>): Promise<StreamResponse[]> {
@@ -40,7 +50,12 @@ describe('A2A interop with the official @a2a-js/sdk client', () => {
     server = await startTestServer({ env: { ARBITER_ECHO_DELAY_MS: '20' } });
     a = await newTenant(server, 'interop-a');
     b = await newTenant(server, 'interop-b');
-    await newAgent(a, { id: 'echoer', role: 'echo agent', goal: 'repeat things', capabilities: ['/fetch', 'repetition'] });
+    await newAgent(a, {
+      id: 'echoer',
+      role: 'echo agent',
+      goal: 'repeat things',
+      capabilities: ['/fetch', 'repetition'],
+    });
     client = await v1Client(server.url, a.token, 'echoer');
   });
   after(async () => {
@@ -72,7 +87,7 @@ describe('A2A interop with the official @a2a-js/sdk client', () => {
     it('SendMessage blocks until the task completes and returns it', async () => {
       const res = await client.sendMessage(textMessage('hello from the sdk'));
       assert.ok('status' in res, 'a Task');
-      const task = res as Task;
+      const task = res;
       assert.equal(task.status?.state, TaskState.TASK_STATE_COMPLETED);
       assert.equal(text(task), 'hello from the sdk');
       assert.equal(task.history.length, 2);
@@ -83,7 +98,9 @@ describe('A2A interop with the official @a2a-js/sdk client', () => {
     });
 
     it('returnImmediately returns a running task; GetTask later sees it completed', async () => {
-      const res = (await client.sendMessage(textMessage('one two three four five six', { returnImmediately: true }))) as Task;
+      const res = (await client.sendMessage(
+        textMessage('one two three four five six', { returnImmediately: true }),
+      )) as Task;
       assert.ok(
         [TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING].includes(res.status!.state),
         `state ${res.status?.state}`,
@@ -113,15 +130,25 @@ describe('A2A interop with the official @a2a-js/sdk client', () => {
       assert.ok(chunks.length >= 3, `${chunks.length} artifact updates`);
       const last = events[events.length - 1];
       assert.equal(last?.payload?.$case, 'statusUpdate');
-      assert.equal(last?.payload?.$case === 'statusUpdate' && last.payload.value.status?.state, TaskState.TASK_STATE_COMPLETED);
+      assert.equal(
+        last?.payload?.$case === 'statusUpdate' && last.payload.value.status?.state,
+        TaskState.TASK_STATE_COMPLETED,
+      );
       const joined = chunks
-        .map((c) => (c.payload?.$case === 'artifactUpdate' ? c.payload.value.artifact?.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('') : ''))
+        .map((c) =>
+          c.payload?.$case === 'artifactUpdate'
+            ? c.payload.value.artifact?.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('')
+            : '',
+        )
         .join('');
       assert.equal(joined, 'alpha beta gamma delta epsilon zeta eta theta');
       // Streamed, not batched: the first chunk arrived well before the end.
-      const firstChunkAt = arrivals[events.indexOf(chunks[0]!)]!;
-      assert.ok(firstChunkAt < arrivals[arrivals.length - 1]! - 30, `first chunk at ${firstChunkAt} ms, end at ${arrivals.at(-1)} ms`);
-      const lastChunk = chunks[chunks.length - 1]!;
+      const firstChunkAt = arrivals[events.indexOf(chunks[0])];
+      assert.ok(
+        firstChunkAt < arrivals[arrivals.length - 1] - 30,
+        `first chunk at ${firstChunkAt} ms, end at ${arrivals.at(-1)} ms`,
+      );
+      const lastChunk = chunks[chunks.length - 1];
       assert.ok(lastChunk.payload?.$case === 'artifactUpdate' && lastChunk.payload.value.lastChunk);
     });
 
@@ -140,7 +167,8 @@ describe('A2A interop with the official @a2a-js/sdk client', () => {
     it('ListTasks filters by context and state, pages with nextPageToken, newest first', async () => {
       const ctx = `list-ctx-${Date.now()}`;
       const ids: string[] = [];
-      for (let i = 0; i < 3; i++) ids.push(((await client.sendMessage(textMessage(`item ${i}`, { contextId: ctx }))) as Task).id);
+      for (let i = 0; i < 3; i++)
+        ids.push(((await client.sendMessage(textMessage(`item ${i}`, { contextId: ctx }))) as Task).id);
       const seen: string[] = [];
       let pageToken = '';
       do {
@@ -151,9 +179,13 @@ describe('A2A interop with the official @a2a-js/sdk client', () => {
         pageToken = page.nextPageToken;
       } while (pageToken);
       assert.deepEqual(seen, [...ids].reverse());
-      const withArtifacts = await client.listTasks(ListTasksRequest.fromJSON({ contextId: ctx, includeArtifacts: true }));
-      assert.equal(text(withArtifacts.tasks[0]!), 'item 2');
-      const completed = await client.listTasks(ListTasksRequest.fromJSON({ contextId: ctx, status: 'TASK_STATE_CANCELED' }));
+      const withArtifacts = await client.listTasks(
+        ListTasksRequest.fromJSON({ contextId: ctx, includeArtifacts: true }),
+      );
+      assert.equal(text(withArtifacts.tasks[0]), 'item 2');
+      const completed = await client.listTasks(
+        ListTasksRequest.fromJSON({ contextId: ctx, status: 'TASK_STATE_CANCELED' }),
+      );
       assert.equal(completed.tasks.length, 0);
       assert.equal(completed.nextPageToken, '');
     });
@@ -175,7 +207,11 @@ describe('A2A interop with the official @a2a-js/sdk client', () => {
     it('SubscribeToTask from a second client: current Task first, live events, closes at terminal', async () => {
       const second = await v1Client(server.url, a.token, 'echoer');
       const t = (await client.sendMessage(textMessage('hold', { returnImmediately: true }))) as Task;
-      await waitFor(async () => ((await client.getTask(GetTaskRequest.fromJSON({ id: t.id }))).status?.state === TaskState.TASK_STATE_WORKING ? true : undefined));
+      await waitFor(async () =>
+        (await client.getTask(GetTaskRequest.fromJSON({ id: t.id }))).status?.state === TaskState.TASK_STATE_WORKING
+          ? true
+          : undefined,
+      );
       const events: StreamResponse[] = [];
       const sub = (async () => {
         for await (const e of second.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: t.id }))) events.push(e);
@@ -185,7 +221,9 @@ describe('A2A interop with the official @a2a-js/sdk client', () => {
       await sub;
       assert.equal(events[0]?.payload?.$case, 'task');
       const last = events[events.length - 1];
-      assert.ok(last?.payload?.$case === 'statusUpdate' && last.payload.value.status?.state === TaskState.TASK_STATE_CANCELED);
+      assert.ok(
+        last?.payload?.$case === 'statusUpdate' && last.payload.value.status?.state === TaskState.TASK_STATE_CANCELED,
+      );
       // Subscribing to a terminal task is an UnsupportedOperationError.
       await rejectsWith(collect(second.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: t.id }))), -32004);
     });
@@ -213,10 +251,20 @@ describe('A2A interop with the official @a2a-js/sdk client', () => {
       await rejectsWith(client.sendMessage(textMessage('x', { taskId: 'no-such-task' })), -32001);
       // The client refuses push configs itself (the card says no); the transport asks the server anyway.
       await rejectsWith(
-        client.transport.createTaskPushNotificationConfig({ tenant: '', id: 'c', taskId: 't', url: 'https://example.com/hook', token: '', authentication: undefined }),
+        client.transport.createTaskPushNotificationConfig({
+          tenant: '',
+          id: 'c',
+          taskId: 't',
+          url: 'https://example.com/hook',
+          token: '',
+          authentication: undefined,
+        }),
         -32003,
       );
-      await rejectsWith(client.getAgentCard({}).then(() => client.transport.getExtendedAgentCard({ tenant: '' })), -32004);
+      await rejectsWith(
+        client.getAgentCard({}).then(() => client.transport.getExtendedAgentCard({ tenant: '' })),
+        -32004,
+      );
     });
 
     it("another tenant's task answers exactly like an unknown one, on every method", async () => {
@@ -254,7 +302,9 @@ describe('A2A interop with the official @a2a-js/sdk client', () => {
 
       const events = await collect(legacy.sendMessageStream(textMessage('legacy streamed words here')));
       const last = events[events.length - 1];
-      assert.ok(last?.payload?.$case === 'statusUpdate' && last.payload.value.status?.state === TaskState.TASK_STATE_COMPLETED);
+      assert.ok(
+        last?.payload?.$case === 'statusUpdate' && last.payload.value.status?.state === TaskState.TASK_STATE_COMPLETED,
+      );
       const chunks = events.filter((e) => e.payload?.$case === 'artifactUpdate');
       assert.ok(chunks.length >= 2);
 
@@ -271,7 +321,9 @@ describe('A2A interop with the official @a2a-js/sdk client', () => {
       assert.equal(canceled.status?.state, TaskState.TASK_STATE_CANCELED);
       await watching;
       const end = resub[resub.length - 1];
-      assert.ok(end?.payload?.$case === 'statusUpdate' && end.payload.value.status?.state === TaskState.TASK_STATE_CANCELED);
+      assert.ok(
+        end?.payload?.$case === 'statusUpdate' && end.payload.value.status?.state === TaskState.TASK_STATE_CANCELED,
+      );
       await rejectsWith(legacy.getTask(GetTaskRequest.fromJSON({ id: 'nope' })), -32001);
     });
   });

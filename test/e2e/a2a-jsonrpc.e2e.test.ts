@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { readSse, rpc, waitFor } from '../helpers/a2a.js';
+import { TaskEventBus } from '../../src/tasks/services/event-bus.service.js';
 
 const V1 = { 'a2a-version': '1.0' };
 
@@ -70,7 +71,13 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
 
   describe('version negotiation (§3.6)', () => {
     it('accepts 1.0, 1, 0.3, empty and absent', async () => {
-      const headers: Record<string, string>[] = [{ 'a2a-version': '1.0' }, { 'a2a-version': '1' }, { 'a2a-version': '0.3' }, { 'a2a-version': '' }, {}];
+      const headers: Record<string, string>[] = [
+        { 'a2a-version': '1.0' },
+        { 'a2a-version': '1' },
+        { 'a2a-version': '0.3' },
+        { 'a2a-version': '' },
+        {},
+      ];
       for (const h of headers) {
         const r = await call(send('SendMessage', 'v'), h);
         assert.ok(r.result, JSON.stringify(h));
@@ -131,12 +138,21 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
         [send('SendMessage', 'x', { parts: [{ text: 'a', data: {} }] }), 'params.message.parts[0]'],
         [send('SendMessage', 'x', { parts: [{ text: 5 }] }), 'params.message.parts[0].text'],
         [send('SendMessage', 'x', { bogus: 1 }), 'params.message.bogus'],
-        [{ ...send('SendMessage', 'x'), params: { ...send('SendMessage', 'x').params, configuration: { historyLength: -1 } } }, 'params.configuration.historyLength'],
+        [
+          {
+            ...send('SendMessage', 'x'),
+            params: { ...send('SendMessage', 'x').params, configuration: { historyLength: -1 } },
+          },
+          'params.configuration.historyLength',
+        ],
         [{ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 5 } }, 'params.id'],
         [{ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: { pageSize: 0 } }, 'params.pageSize'],
         [{ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: { status: 'DONE' } }, 'params.status'],
         [{ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: { pageToken: 'garbage!' } }, 'params.pageToken'],
-        [{ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: { statusTimestampAfter: 'yesterday' } }, 'params.statusTimestampAfter'],
+        [
+          { jsonrpc: '2.0', id: 1, method: 'ListTasks', params: { statusTimestampAfter: 'yesterday' } },
+          'params.statusTimestampAfter',
+        ],
       ];
       for (const [body, field] of cases) {
         const r = await call(body);
@@ -150,13 +166,28 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
     });
 
     it('-32001 unknown task, and an unknown agent', async () => {
-      assert.equal((await call({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'nope' } })).error?.code, -32001);
-      assert.equal((await call({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 'nope' } })).error?.code, -32001);
+      assert.equal(
+        (await call({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'nope' } })).error?.code,
+        -32001,
+      );
+      assert.equal(
+        (await call({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 'nope' } })).error?.code,
+        -32001,
+      );
       assert.equal((await call(send('SendMessage', 'x'), V1, 'nobody')).error?.code, -32001);
     });
 
     it('-32003 push configs, -32004 extended card (both dialects)', async () => {
-      for (const method of ['CreateTaskPushNotificationConfig', 'GetTaskPushNotificationConfig', 'ListTaskPushNotificationConfigs', 'DeleteTaskPushNotificationConfig', 'tasks/pushNotificationConfig/set', 'tasks/pushNotificationConfig/get', 'tasks/pushNotificationConfig/list', 'tasks/pushNotificationConfig/delete']) {
+      for (const method of [
+        'CreateTaskPushNotificationConfig',
+        'GetTaskPushNotificationConfig',
+        'ListTaskPushNotificationConfigs',
+        'DeleteTaskPushNotificationConfig',
+        'tasks/pushNotificationConfig/set',
+        'tasks/pushNotificationConfig/get',
+        'tasks/pushNotificationConfig/list',
+        'tasks/pushNotificationConfig/delete',
+      ]) {
         assert.equal((await call({ jsonrpc: '2.0', id: 1, method, params: { id: 'x' } })).error?.code, -32003, method);
       }
       for (const method of ['GetExtendedAgentCard', 'agent/getAuthenticatedExtendedCard']) {
@@ -168,20 +199,40 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
     });
 
     it('-32005 for non-text files, URL files, large text files and unmet output modes; text files and data are accepted', async () => {
-      const file = (mediaType: string, body: string) => ({ raw: Buffer.from(body).toString('base64'), mediaType, filename: 'f' });
+      const file = (mediaType: string, body: string) => ({
+        raw: Buffer.from(body).toString('base64'),
+        mediaType,
+        filename: 'f',
+      });
       assert.equal((await call(send('SendMessage', 'x', { parts: [file('image/png', 'png')] }))).error?.code, -32005);
-      assert.equal((await call(send('SendMessage', 'x', { parts: [{ url: 'https://example.com/a.txt', mediaType: 'text/plain' }] }))).error?.code, -32005);
-      assert.equal((await call(send('SendMessage', 'x', { parts: [file('text/plain', 'x'.repeat(65))] }))).error?.code, -32005);
+      assert.equal(
+        (
+          await call(
+            send('SendMessage', 'x', { parts: [{ url: 'https://example.com/a.txt', mediaType: 'text/plain' }] }),
+          )
+        ).error?.code,
+        -32005,
+      );
+      assert.equal(
+        (await call(send('SendMessage', 'x', { parts: [file('text/plain', 'x'.repeat(65))] }))).error?.code,
+        -32005,
+      );
       const modes = send('SendMessage', 'x');
       (modes.params as any).configuration = { acceptedOutputModes: ['image/png'] };
       assert.equal((await call(modes)).error?.code, -32005);
       (modes.params as any).configuration = { acceptedOutputModes: ['image/png', 'text/plain'] };
       assert.ok((await call(modes)).result);
 
-      const ok = await call(send('SendMessage', 'x', { parts: [{ text: 'see:' }, file('text/markdown', '# hi'), { data: { k: [1, 2] } }] }));
+      const ok = await call(
+        send('SendMessage', 'x', { parts: [{ text: 'see:' }, file('text/markdown', '# hi'), { data: { k: [1, 2] } }] }),
+      );
       const reply = ok.result.task.artifacts[0].parts[0].text as string;
       assert.equal(reply, 'see:\n[file f (text/markdown)]\n# hi\n{"k":[1,2]}');
-      const v03 = await call(send('message/send', 'x', { parts: [{ kind: 'file', file: { bytes: Buffer.from('q').toString('base64'), mimeType: 'application/pdf' } }] }));
+      const v03 = await call(
+        send('message/send', 'x', {
+          parts: [{ kind: 'file', file: { bytes: Buffer.from('q').toString('base64'), mimeType: 'application/pdf' } }],
+        }),
+      );
       assert.equal(v03.error?.code, -32005);
     });
 
@@ -193,7 +244,7 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
       assert.equal((await call(send('SendMessage', 'more', { taskId: id }))).error?.code, -32004);
       const v03 = await call(send('message/send', 'more', { taskId: id }));
       assert.equal(v03.error?.code, -32004);
-      assert.match(v03.error!.message, /terminal/);
+      assert.match(v03.error.message, /terminal/);
     });
   });
 
@@ -236,9 +287,13 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
       const { events } = await readSse(res);
       assert.ok(events.every((e) => e.event === 'message' && e.data.jsonrpc === '2.0' && e.data.id === 'st'));
       const ids = events.map((e) => Number(e.id));
-      assert.deepEqual(ids, [...ids].sort((x, y) => x - y), 'seq ids increase');
-      assert.ok(events[0]!.data.result.task);
-      const last = events[events.length - 1]!.data.result;
+      assert.deepEqual(
+        ids,
+        [...ids].sort((x, y) => x - y),
+        'seq ids increase',
+      );
+      assert.ok(events[0].data.result.task);
+      const last = events[events.length - 1].data.result;
       assert.equal(last.statusUpdate.status.state, 'TASK_STATE_COMPLETED');
     });
 
@@ -261,7 +316,12 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
       assert.equal(final.final, true);
       assert.equal(final.status.state, 'completed');
       assert.equal(final.status.message.parts[0].text, 'seed mapping check here');
-      assert.ok(results.filter((r) => r.kind === 'status-update').slice(0, -1).every((r) => r.final === false));
+      assert.ok(
+        results
+          .filter((r) => r.kind === 'status-update')
+          .slice(0, -1)
+          .every((r) => r.final === false),
+      );
     });
 
     it('heartbeat comments while idle; a client going away does not stop the task', async () => {
@@ -272,13 +332,16 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
       const deadline = Date.now() + 5_000;
       while (!seen.includes(': keep-alive') && Date.now() < deadline) {
         const { value } = await reader.read();
-        seen += Buffer.from(value!).toString();
+        seen += Buffer.from(value).toString();
       }
       assert.ok(seen.includes(': keep-alive'), 'heartbeat seen');
-      const taskId = /"id":"([0-9a-f-]{36})"/.exec(seen)![1]!;
+      const taskId = /"id":"([0-9a-f-]{36})"/.exec(seen)![1];
+      const bus = server.running.app.get(TaskEventBus);
+      assert.equal(bus.listenerCount(taskId), 1, 'the stream is subscribed');
       await reader.cancel();
       ac.abort();
-      await new Promise((r) => setTimeout(r, 200));
+      // The server notices the disconnect and closes the tail: its listener is gone.
+      await waitFor(async () => (bus.listenerCount(taskId) === 0 ? true : undefined), 5_000);
       const still = await call({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: taskId } });
       assert.equal(still.result.status.state, 'TASK_STATE_WORKING');
       const canceled = await call({ jsonrpc: '2.0', id: 1, method: 'CancelTask', params: { id: taskId } });
@@ -287,22 +350,51 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
 
     it('v0.3 resubscribe replays the log then tails; a terminal task gets one final status-update', async () => {
       const done = await call(send('message/send', 'replayed'), {});
-      const res = await rpc(url, t.token, 'helper', { jsonrpc: '2.0', id: 1, method: 'tasks/resubscribe', params: { id: done.result.id } }, {});
+      const res = await rpc(
+        url,
+        t.token,
+        'helper',
+        { jsonrpc: '2.0', id: 1, method: 'tasks/resubscribe', params: { id: done.result.id } },
+        {},
+      );
       const { events } = await readSse(res);
       assert.equal(events.length, 1);
-      assert.equal(events[0]!.data.result.kind, 'status-update');
-      assert.equal(events[0]!.data.result.final, true);
+      assert.equal(events[0].data.result.kind, 'status-update');
+      assert.equal(events[0].data.result.final, true);
 
-      const held = await call({ ...send('message/send', 'hold'), params: { ...send('message/send', 'hold').params, configuration: { blocking: false } } }, {});
-      await waitFor(async () => ((await call({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: held.result.id } }, {})).result.status.state === 'working' ? true : undefined));
-      const stream = rpc(url, t.token, 'helper', { jsonrpc: '2.0', id: 1, method: 'tasks/resubscribe', params: { id: held.result.id } }, {});
+      const held = await call(
+        {
+          ...send('message/send', 'hold'),
+          params: { ...send('message/send', 'hold').params, configuration: { blocking: false } },
+        },
+        {},
+      );
+      await waitFor(async () =>
+        (await call({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: held.result.id } }, {})).result.status
+          .state === 'working'
+          ? true
+          : undefined,
+      );
+      const stream = rpc(
+        url,
+        t.token,
+        'helper',
+        { jsonrpc: '2.0', id: 1, method: 'tasks/resubscribe', params: { id: held.result.id } },
+        {},
+      );
       await new Promise((r) => setTimeout(r, 100));
       await call({ jsonrpc: '2.0', id: 1, method: 'tasks/cancel', params: { id: held.result.id } }, {});
       const replay = await readSse(await stream);
-      const states = replay.events.map((e) => e.data.result).filter((r) => r.kind === 'status-update').map((r) => r.status.state);
+      const states = replay.events
+        .map((e) => e.data.result)
+        .filter((r) => r.kind === 'status-update')
+        .map((r) => r.status.state);
       assert.deepEqual(states, ['submitted', 'working', 'canceled']);
       const ids = replay.events.map((e) => Number(e.id));
-      assert.deepEqual(ids, [...ids].sort((x, y) => x - y));
+      assert.deepEqual(
+        ids,
+        [...ids].sort((x, y) => x - y),
+      );
       assert.equal(ids[0], 1, 'replay starts at the first event');
     });
 
@@ -345,11 +437,17 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
       assert.equal(res.body.preferredTransport, 'JSONRPC');
       assert.deepEqual(res.body.security, [{ bearer: [] }]);
       assert.equal(res.body.supportedInterfaces.length, 2);
-      assert.notEqual(res.headers.get('etag'), (await t.client.get('/v1/a2a/agents/helper/agent-card.json', V1)).headers.get('etag'));
+      assert.notEqual(
+        res.headers.get('etag'),
+        (await t.client.get('/v1/a2a/agents/helper/agent-card.json', V1)).headers.get('etag'),
+      );
     });
 
     it('ARBITER_PUBLIC_BASE_URL decides the advertised URL; a hostile Host header does not', async () => {
-      const res = await t.client.get('/v1/a2a/agents/helper/agent-card.json', { ...V1, host: 'evil.example"><script>' });
+      const res = await t.client.get('/v1/a2a/agents/helper/agent-card.json', {
+        ...V1,
+        host: 'evil.example"><script>',
+      });
       assert.ok(res.status === 200 || res.status === 400);
       if (res.status === 200) assert.ok(!res.text.includes('evil.example"'));
     });
@@ -368,15 +466,24 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
       assert.equal(list.body.items.length, 2);
       assert.ok(list.body.next_cursor);
 
-      const ev = await fetch(`${url}/v1/requests/${id}/events?since_seq=2`, { headers: { authorization: `Bearer ${t.token}` } });
+      const ev = await fetch(`${url}/v1/requests/${id}/events?since_seq=2`, {
+        headers: { authorization: `Bearer ${t.token}` },
+      });
       const { events } = await readSse(ev);
-      assert.equal(Number(events[0]!.id), 3);
+      assert.equal(Number(events[0].id), 3);
       const seqs = events.map((e) => Number(e.id));
-      assert.deepEqual(seqs, seqs.map((_, i) => 3 + i), 'gap-free');
-      assert.equal(events[events.length - 1]!.event, 'status');
-      assert.equal(events[events.length - 1]!.data.state, 'TASK_STATE_COMPLETED');
+      assert.deepEqual(
+        seqs,
+        seqs.map((_, i) => 3 + i),
+        'gap-free',
+      );
+      assert.equal(events[events.length - 1].event, 'status');
+      assert.equal(events[events.length - 1].data.state, 'TASK_STATE_COMPLETED');
 
-      const held = await call({ ...send('SendMessage', 'hold'), params: { ...send('SendMessage', 'hold').params, configuration: { returnImmediately: true } } });
+      const held = await call({
+        ...send('SendMessage', 'hold'),
+        params: { ...send('SendMessage', 'hold').params, configuration: { returnImmediately: true } },
+      });
       const hid = held.result.task.id as string;
       const cancel = await t.client.post(`/v1/requests/${hid}/cancel`);
       assert.equal(cancel.status, 200);

@@ -74,7 +74,10 @@ describe('HTTP surface', () => {
       '{"id":"s1","role":"\\ud800"}',
       '{"id":"s2","rules":["ok","x\\udc00y"]}',
     ]) {
-      const res = await t.client.request('POST', '/v1/agents', { raw, headers: { 'content-type': 'application/json' } });
+      const res = await t.client.request('POST', '/v1/agents', {
+        raw,
+        headers: { 'content-type': 'application/json' },
+      });
       assert.equal(res.status, 400, raw.slice(0, 40));
       assert.equal(res.body.code, 'validation_failed');
     }
@@ -88,7 +91,10 @@ describe('HTTP surface', () => {
 
   it('__proto__ and constructor keys are unknown fields, and change nothing', async () => {
     for (const raw of ['{"id":"p1","__proto__":{"role":"x"}}', '{"id":"p2","constructor":{"role":"x"}}']) {
-      const res = await t.client.request('POST', '/v1/agents', { raw, headers: { 'content-type': 'application/json' } });
+      const res = await t.client.request('POST', '/v1/agents', {
+        raw,
+        headers: { 'content-type': 'application/json' },
+      });
       assert.equal(res.status, 400, raw);
     }
     assert.equal((await t.client.post('/v1/agents', { id: 'proto-target', role: 'kept' })).status, 201);

@@ -102,21 +102,25 @@ describe('the server process (npm start)', () => {
     }
   });
 
-  it('a second process on the same embedded database is refused', { skip: REAL_POSTGRES && 'embedded only' }, async () => {
-    const lockHome = tempHome();
-    const first = await startServerProcess({ ARBITER_HOME: lockHome });
-    after(() => first.child.kill('SIGKILL'));
-    const second = await runToExit({ ARBITER_HOME: lockHome, PORT: '0' }, [], 20_000);
-    assert.notEqual(second.code, 0);
-    assert.match(second.stderr + second.stdout, /in use by process \d+/);
-    assert.equal(await first.stop('SIGTERM'), 0);
-    // A lock left by a killed process is taken over.
-    const killed = await startServerProcess({ ARBITER_HOME: lockHome });
-    await killed.stop('SIGKILL');
-    const third = await startServerProcess({ ARBITER_HOME: lockHome });
-    assert.equal(await third.stop('SIGTERM'), 0);
-    rmSync(lockHome, { recursive: true, force: true });
-  });
+  it(
+    'a second process on the same embedded database is refused',
+    { skip: REAL_POSTGRES && 'embedded only' },
+    async () => {
+      const lockHome = tempHome();
+      const first = await startServerProcess({ ARBITER_HOME: lockHome });
+      after(() => first.child.kill('SIGKILL'));
+      const second = await runToExit({ ARBITER_HOME: lockHome, PORT: '0' }, [], 20_000);
+      assert.notEqual(second.code, 0);
+      assert.match(second.stderr + second.stdout, /in use by process \d+/);
+      assert.equal(await first.stop('SIGTERM'), 0);
+      // A lock left by a killed process is taken over.
+      const killed = await startServerProcess({ ARBITER_HOME: lockHome });
+      await killed.stop('SIGKILL');
+      const third = await startServerProcess({ ARBITER_HOME: lockHome });
+      assert.equal(await third.stop('SIGTERM'), 0);
+      rmSync(lockHome, { recursive: true, force: true });
+    },
+  );
 
   it('listens where --port/--bind say, over PORT/BIND', async () => {
     const proc = await startServerProcess({ ARBITER_HOME: home, PORT: '1', BIND: '0.0.0.0', ...dbEnv }, [

@@ -1,4 +1,4 @@
-import { AgentCard, SendMessageRequest } from '@a2a-js/sdk';
+import { type AgentCard, SendMessageRequest } from '@a2a-js/sdk';
 import {
   Client,
   ClientFactory,

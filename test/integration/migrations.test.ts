@@ -74,22 +74,26 @@ describe(`migrations (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
     }
   });
 
-  it('runs with a pool of one connection (the lock and the migrations share it)', { skip: !REAL_POSTGRES && 'PostgreSQL only' }, async () => {
-    const other = await freshDatabase();
-    const config = loadConfig({ ARBITER_HOME: home, DATABASE_URL: other.url!, ARBITER_DB_POOL_SIZE: '1' });
-    const single = new DataSource(dataSourceOptions(config));
-    await single.initialize();
-    try {
-      const applied = await Promise.race([
-        runMigrations(single, false),
-        new Promise<never>((_, reject) => setTimeout(() => reject(new Error('migrations hung')), 20_000).unref()),
-      ]);
-      assert.equal(applied.length, MIGRATIONS.length);
-    } finally {
-      await single.destroy();
-      await other.drop();
-    }
-  });
+  it(
+    'runs with a pool of one connection (the lock and the migrations share it)',
+    { skip: !REAL_POSTGRES && 'PostgreSQL only' },
+    async () => {
+      const other = await freshDatabase();
+      const config = loadConfig({ ARBITER_HOME: home, DATABASE_URL: other.url!, ARBITER_DB_POOL_SIZE: '1' });
+      const single = new DataSource(dataSourceOptions(config));
+      await single.initialize();
+      try {
+        const applied = await Promise.race([
+          runMigrations(single, false),
+          new Promise<never>((_, reject) => setTimeout(() => reject(new Error('migrations hung')), 20_000).unref()),
+        ]);
+        assert.equal(applied.length, MIGRATIONS.length);
+      } finally {
+        await single.destroy();
+        await other.drop();
+      }
+    },
+  );
 
   it('reverts with down() and re-applies', async () => {
     for (let i = 0; i < MIGRATIONS.length; i++) await ds.undoLastMigration({ transaction: 'each' });

@@ -186,7 +186,9 @@ export class TaskRunner {
             artifacts,
             tokens: { ...tokens },
           })
-          .catch((e: unknown) => this.logger.error({ err: safeError(e), taskId: ctx.taskId }, 'could not record cancellation'));
+          .catch((e: unknown) =>
+            this.logger.error({ err: safeError(e), taskId: ctx.taskId }, 'could not record cancellation'),
+          );
         return;
       }
       this.logger.error({ err: safeError(err), taskId: ctx.taskId }, 'run failed');

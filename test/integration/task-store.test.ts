@@ -1,0 +1,120 @@
+import '../helpers/quiet.js';
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { DataSource } from 'typeorm';
+import { loadConfig } from '../../src/config/app-config.js';
+import { dataSourceOptions } from '../../src/database/data-source-options.js';
+import { runMigrations } from '../../src/database/migrate.js';
+import { TaskRepository } from '../../src/tasks/repositories/task.repository.js';
+import { foldArtifacts } from '../../src/tasks/task-events.js';
+import { freshDatabase, REAL_POSTGRES, type TestDatabase } from '../helpers/database.js';
+import { tempHome } from '../helpers/server.js';
+import { rmSync } from 'node:fs';
+
+const TENANT = '00000000-0000-4000-8000-00000000000a';
+const ts = () => new Date().toISOString();
+
+describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'})`, () => {
+  let db: TestDatabase;
+  let home: string;
+  let ds: DataSource;
+  let repo: TaskRepository;
+  before(async () => {
+    db = await freshDatabase();
+    home = tempHome();
+    ds = new DataSource(
+      dataSourceOptions(loadConfig({ ARBITER_HOME: home, ...(db.url ? { DATABASE_URL: db.url } : {}) })),
+    );
+    await ds.initialize();
+    await runMigrations(ds, !REAL_POSTGRES);
+    await ds.query(`INSERT INTO tenants (id, name) VALUES ($1, 't')`, [TENANT]);
+    repo = new TaskRepository(ds);
+  });
+  after(async () => {
+    await ds.destroy();
+    await db.drop();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  const newTask = async (id: string) =>
+    repo.create(
+      { taskId: id, tenantId: TENANT, agentId: 'a', contextId: 'c', metadata: {} },
+      [{ kind: 'status', payload: { state: 'TASK_STATE_SUBMITTED', timestamp: ts() } }],
+      [],
+    );
+
+  it('appends with gap-free seqs, also under concurrent writers', async () => {
+    await newTask('t-seq');
+    await repo.append('t-seq', [{ kind: 'status', payload: { state: 'TASK_STATE_WORKING', timestamp: ts() } }], {
+      state: 'TASK_STATE_WORKING',
+    });
+    const writes = Array.from({ length: 20 }, (_, i) =>
+      repo.append('t-seq', [
+        { kind: 'usage', payload: { inputTokens: i, outputTokens: i } },
+        { kind: 'usage', payload: { inputTokens: i, outputTokens: i } },
+      ]),
+    );
+    await Promise.all(writes);
+    const events = await repo.events('t-seq', 0);
+    assert.deepEqual(
+      events.map((e) => e.seq),
+      Array.from({ length: 42 }, (_, i) => i + 1),
+    );
+    const row = await repo.findForTenant(TENANT, 't-seq');
+    assert.equal(row?.lastSeq, 42);
+  });
+
+  it('refuses transitions the state machine forbids, writing nothing', async () => {
+    await newTask('t-sm');
+    assert.equal(
+      await repo.append('t-sm', [{ kind: 'status', payload: { state: 'TASK_STATE_COMPLETED', timestamp: ts() } }], {
+        state: 'TASK_STATE_COMPLETED',
+      }),
+      null,
+      'submitted → completed skips working',
+    );
+    assert.equal((await repo.events('t-sm', 0)).length, 1);
+  });
+
+  it('a terminal task never changes: conditional appends refuse, and the database itself refuses', async () => {
+    await newTask('t-term');
+    await repo.append('t-term', [{ kind: 'status', payload: { state: 'TASK_STATE_CANCELED', timestamp: ts() } }], {
+      state: 'TASK_STATE_CANCELED',
+    });
+    // Exactly once: a second cancel (or a late completion) writes nothing.
+    assert.equal(
+      await repo.append('t-term', [{ kind: 'status', payload: { state: 'TASK_STATE_CANCELED', timestamp: ts() } }], {
+        state: 'TASK_STATE_CANCELED',
+      }),
+      null,
+    );
+    assert.equal(await repo.append('t-term', [{ kind: 'usage', payload: { inputTokens: 1, outputTokens: 1 } }]), null);
+    await assert.rejects(
+      ds.query(`UPDATE a2a_tasks SET state = 'TASK_STATE_WORKING' WHERE task_id = 't-term'`),
+      /terminal/,
+    );
+    await assert.rejects(
+      ds.query(`UPDATE a2a_tasks SET history = '[]'::jsonb || history || '[{}]'::jsonb WHERE task_id = 't-term'`),
+      /terminal/,
+    );
+    const row = await repo.findForTenant(TENANT, 't-term');
+    assert.equal(row?.state, 'TASK_STATE_CANCELED');
+    assert.equal(row?.lastSeq, 2);
+  });
+
+  it('another tenant cannot read a task', async () => {
+    assert.equal(await repo.findForTenant('00000000-0000-4000-8000-00000000000b', 't-seq'), null);
+  });
+});
+
+describe('artifact folding', () => {
+  it('appends text chunks into one part and replaces on append: false', () => {
+    const a = (text: string, append: boolean) => ({
+      kind: 'artifact' as const,
+      payload: { artifact: { artifactId: 'x', name: 'response', parts: [{ text }] }, append, lastChunk: false },
+    });
+    const folded = foldArtifacts([], [a('he', false), a('llo', true), a('', true)]);
+    assert.deepEqual(folded, [{ artifactId: 'x', name: 'response', parts: [{ text: 'hello' }] }]);
+    assert.deepEqual(foldArtifacts(folded, [a('new', false)])[0]?.parts, [{ text: 'new' }]);
+  });
+});
