@@ -159,7 +159,7 @@ export class PGlitePool extends EventEmitter {
     try {
       this.db = acquireInstance(this.dataDir);
     } catch (err) {
-      this.db = Promise.reject(err);
+      this.db = Promise.reject(err instanceof Error ? err : new Error(String(err)));
     }
     // Surface a failed start through connect() rather than an unhandled rejection.
     this.db.catch(() => undefined);
