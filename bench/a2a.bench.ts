@@ -52,13 +52,13 @@ function startProcess(args: string[], env: Record<string, string>): Promise<{ ch
   return new Promise((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error(`did not start: ${out}`)), 60_000);
-    child.stdout!.on('data', (d: Buffer) => {
+    child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /listening on (http:\/\/[^\s]+)/.exec(out);
       if (m?.[1]) {
         clearTimeout(timer);
-        child.stdout!.removeAllListeners('data');
-        child.stdout!.resume();
+        child.stdout.removeAllListeners('data');
+        child.stdout.resume();
         resolve({ child, url: m[1] });
       }
     });
@@ -178,7 +178,7 @@ interface Result {
 const pct = (xs: number[], p: number): number => {
   if (xs.length === 0) return NaN;
   const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
 };
 
 async function load(concurrency: number, seconds: number, op: () => Promise<number | void>): Promise<Result> {
