@@ -60,31 +60,39 @@ export function toStoredEvent(r: EventRow): StoredTaskEvent {
 export class TaskRepository {
   constructor(@InjectDataSource() private readonly ds: DataSource) {}
 
-  /** Inserts the task (`submitted`) and its first events in one transaction. */
-  async create(task: NewTask, first: TaskEventBody[], historyFirst: MessageJson[]): Promise<StoredTaskEvent[]> {
-    return this.ds.transaction(async (em) => {
-      await em.query(
-        `INSERT INTO a2a_tasks (task_id, tenant_id, agent_id, context_id, state, updated_at, history, metadata, last_seq)
-         VALUES ($1, $2, $3, $4, 'TASK_STATE_SUBMITTED', date_trunc('milliseconds', now()), $5::jsonb, $6::jsonb, $7)`,
-        [
-          task.taskId,
-          task.tenantId,
-          task.agentId,
-          task.contextId,
-          JSON.stringify(historyFirst),
-          JSON.stringify(task.metadata),
-          first.length,
-        ],
-      );
-      const rows = await em.query<EventRow[]>(
-        `INSERT INTO task_events (task_id, seq, kind, payload)
-         SELECT $1, e.ord::int, e.value->>'kind', e.value->'payload'
-           FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(value, ord)
-         RETURNING task_id, seq, kind, payload, created_at`,
-        [task.taskId, JSON.stringify(first)],
-      );
-      return rows.map(toStoredEvent).sort((a, b) => a.seq - b.seq);
-    });
+  /**
+   * Inserts the task and its first events in one statement (one round trip,
+   * atomic): the row in `state` with `last_seq` = the number of events.
+   */
+  async create(
+    task: NewTask,
+    first: TaskEventBody[],
+    historyFirst: MessageJson[],
+    state: TaskStateName = 'TASK_STATE_SUBMITTED',
+  ): Promise<StoredTaskEvent[]> {
+    const rows = await this.ds.query<EventRow[]>(
+      `WITH t AS (
+         INSERT INTO a2a_tasks (task_id, tenant_id, agent_id, context_id, state, updated_at, history, metadata, last_seq)
+         VALUES ($1, $2, $3, $4, $5, date_trunc('milliseconds', now()), $6::jsonb, $7::jsonb, $8::int)
+         RETURNING task_id
+       )
+       INSERT INTO task_events (task_id, seq, kind, payload)
+       SELECT t.task_id, e.ord::int, e.value->>'kind', e.value->'payload'
+         FROM t, jsonb_array_elements($9::jsonb) WITH ORDINALITY AS e(value, ord)
+       RETURNING task_id, seq, kind, payload, created_at`,
+      [
+        task.taskId,
+        task.tenantId,
+        task.agentId,
+        task.contextId,
+        state,
+        JSON.stringify(historyFirst),
+        JSON.stringify(task.metadata),
+        first.length,
+        JSON.stringify(first),
+      ],
+    );
+    return rows.map(toStoredEvent).sort((a, b) => a.seq - b.seq);
   }
 
   /**

@@ -12,6 +12,7 @@ import type { TaskEventBus } from './event-bus.service.js';
 export class RunWriter {
   private pending: TaskEventBody[] = [];
   private loop: Promise<void> | undefined;
+  private takenOver = false;
   private failure: unknown;
   /** Set once a conditional append was refused: the task moved on without us (canceled …). */
   rejected = false;
@@ -26,16 +27,20 @@ export class RunWriter {
   enqueue(event: TaskEventBody): void {
     if (this.failure || this.rejected) return;
     this.pending.push(event);
-    this.loop ??= this.run();
+    this.loop ??= this.deferredRun();
   }
 
   /** Writes queued events, then `events` with `change`, all in order. */
   async write(events: TaskEventBody[], change: TaskRowChange = {}): Promise<StoredTaskEvent[] | null> {
     // If queued chunks could not be written, the final write still records the
     // outcome (and the folded artifacts on the row carry the full text).
+    this.takenOver = true;
     await this.flush();
+    this.takenOver = false;
     if (this.rejected) return null;
-    const stored = await this.repo.append(this.taskId, events, change);
+    // Whatever is still queued rides along in the same statement.
+    const all = this.failure ? events : [...mergeChunks(this.pending.splice(0)), ...events];
+    const stored = await this.repo.append(this.taskId, all, change);
     if (!stored) {
       this.rejected = true;
       return null;
@@ -51,6 +56,21 @@ export class RunWriter {
 
   get writeError(): unknown {
     return this.failure;
+  }
+
+  /**
+   * Starts writing on the next macrotask, so chunks a fast model yields in
+   * the meantime go out in one statement; if a final write comes first it
+   * takes the queue over and nothing is written twice.
+   */
+  private async deferredRun(): Promise<void> {
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    if (this.takenOver) {
+      this.loop = undefined;
+      this.takenOver = false;
+      return;
+    }
+    await this.run();
   }
 
   private async run(): Promise<void> {

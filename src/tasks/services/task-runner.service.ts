@@ -18,6 +18,8 @@ export class CancelReason extends Error {
 
 export interface RunStart {
   ctx: RunContext;
+  /** The task was created already `working` (a new task); else the run writes that transition. */
+  alreadyWorking?: boolean;
   first: RunInput;
   /** Artifacts of earlier turns of this task. */
   artifacts: ArtifactJson[];
@@ -85,14 +87,13 @@ export class TaskRunner {
     };
 
     try {
-      const started = await writer.write(
-        [{ kind: 'status', payload: { state: 'TASK_STATE_WORKING', timestamp: now() } }],
-        {
-          state: 'TASK_STATE_WORKING',
-          statusMessage: null,
-        },
-      );
-      if (!started) return; // canceled before it began
+      if (!start.alreadyWorking) {
+        const started = await writer.write(
+          [{ kind: 'status', payload: { state: 'TASK_STATE_WORKING', timestamp: now() } }],
+          { state: 'TASK_STATE_WORKING', statusMessage: null },
+        );
+        if (!started) return; // canceled before it began
+      }
       for (;;) {
         const artifactId = `${ctx.taskId}-text-${turn}`;
         let chunks = 0;

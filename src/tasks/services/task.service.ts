@@ -66,16 +66,21 @@ export class TaskService {
     const taskId = randomUUID();
     const contextId = input.message.contextId || randomUUID();
     const message: MessageJson = { ...input.message, taskId, contextId };
+    // submitted → working is written with the task itself: one statement instead of two.
+    const at = now();
     const events: TaskEventBody[] = [
-      { kind: 'status', payload: { state: 'TASK_STATE_SUBMITTED', timestamp: now() } },
+      { kind: 'status', payload: { state: 'TASK_STATE_SUBMITTED', timestamp: at } },
       { kind: 'message', payload: { message } },
+      { kind: 'status', payload: { state: 'TASK_STATE_WORKING', timestamp: at } },
     ];
     const stored = await this.repo.create(
       { taskId, tenantId: input.tenantId, agentId: input.agent.id, contextId, metadata: {} },
       events,
       [message],
+      'TASK_STATE_WORKING',
     );
     this.runner.start({
+      alreadyWorking: true,
       ctx: { tenantId: input.tenantId, agent: input.agent, taskId, contextId },
       first: { text: input.text, messageId: message.messageId },
       artifacts: [],
@@ -204,6 +209,12 @@ export class TaskService {
    * earlier input-required does not count), then returns it.
    */
   async settled(tenantId: string, taskId: string, afterSeq = 0): Promise<TaskSnapshot> {
+    const local = this.inflight.get(taskId);
+    if (local) {
+      // The run is here: it settles when it ends (terminal, or interrupted).
+      await local.finished;
+      return this.get(tenantId, taskId);
+    }
     const row = await this.findRow(tenantId, taskId);
     if (!isTerminal(row.state) && !(afterSeq === 0 && isSettled(row.state))) {
       for await (const e of this.tail(taskId, afterSeq)) {
