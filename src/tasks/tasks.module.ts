@@ -6,11 +6,12 @@ import { TaskEventBus } from './services/event-bus.service.js';
 import { InFlightRegistry } from './services/in-flight.registry.js';
 import { TaskRunner } from './services/task-runner.service.js';
 import { TaskService } from './services/task.service.js';
+import { RunShutdown } from './services/shutdown.service.js';
 
 @Module({
   imports: [OrchestratorModule],
   controllers: [RequestsController],
-  providers: [TaskRepository, TaskEventBus, InFlightRegistry, TaskRunner, TaskService],
+  providers: [TaskRepository, TaskEventBus, InFlightRegistry, TaskRunner, TaskService, RunShutdown],
   exports: [TaskService, InFlightRegistry],
 })
 export class TasksModule {}

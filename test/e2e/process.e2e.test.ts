@@ -122,6 +122,52 @@ describe('the server process (npm start)', () => {
     },
   );
 
+  it('SIGTERM with a run in flight: the grace period, then the run ends canceled and its stream gets the terminal frame', async () => {
+    const home2 = tempHome();
+    const env = {
+      ARBITER_HOME: home2,
+      ARBITER_ADMIN_TOKEN: `adm_${'b'.repeat(40)}`,
+      ARBITER_SHUTDOWN_GRACE_MS: '300',
+      ...dbEnv,
+    };
+    const proc = await startServerProcess(env);
+    after(() => proc.child.kill('SIGKILL'));
+    const http = new HttpClient(proc.url);
+    const created = await http.withToken(env.ARBITER_ADMIN_TOKEN).post('/v1/admin/tenants', { name: 'shutdown' });
+    const token = created.body.token.token as string;
+    const stream = await fetch(`${proc.url}/v1/a2a/agents/index`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'a2a-version': '1.0', 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendStreamingMessage',
+        params: { message: { messageId: 'sd-1', role: 'ROLE_USER', parts: [{ text: 'hold' }] } },
+      }),
+    });
+    const reader = stream.body!.getReader();
+    let text = Buffer.from((await reader.read()).value!).toString();
+    const taskId = /"id":"([0-9a-f-]{36})"/.exec(text)![1]!;
+    const exited = proc.stop('SIGTERM');
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += Buffer.from(value).toString();
+    }
+    assert.equal(await exited, 0);
+    assert.match(text, /TASK_STATE_CANCELED/);
+    assert.match(text, /server shutting down/);
+    const again = await startServerProcess(env);
+    try {
+      const got = await new HttpClient(again.url).withToken(token).get(`/v1/requests/${taskId}`);
+      assert.equal(got.body.state, 'canceled');
+      assert.equal(got.body.error, 'server shutting down');
+    } finally {
+      assert.equal(await again.stop('SIGTERM'), 0);
+      rmSync(home2, { recursive: true, force: true });
+    }
+  });
+
   it('listens where --port/--bind say, over PORT/BIND', async () => {
     const proc = await startServerProcess({ ARBITER_HOME: home, PORT: '1', BIND: '0.0.0.0', ...dbEnv }, [
       '--port',
