@@ -146,8 +146,8 @@ describe('the server process (npm start)', () => {
       }),
     });
     const reader = stream.body!.getReader();
-    let text = Buffer.from((await reader.read()).value!).toString();
-    const taskId = /"id":"([0-9a-f-]{36})"/.exec(text)![1]!;
+    let text = Buffer.from((await reader.read()).value).toString();
+    const taskId = /"id":"([0-9a-f-]{36})"/.exec(text)![1];
     const exited = proc.stop('SIGTERM');
     for (;;) {
       const { done, value } = await reader.read();
