@@ -71,7 +71,10 @@ export class A2aDispatcher {
     }
   }
 
-  private async start(p: SendParams, ctx: CallContext): Promise<{ taskId: string; afterSeq: number }> {
+  private async start(
+    p: SendParams,
+    ctx: CallContext,
+  ): Promise<{ taskId: string; afterSeq: number; created?: TaskSnapshot }> {
     if (p.pushConfigRequested) {
       throw new A2aError('push_not_supported', 'push notifications are not supported by this agent');
     }
@@ -81,8 +84,8 @@ export class A2aDispatcher {
       const { taskId, seq } = await this.tasks.continue({ ...input, taskId: p.message.taskId });
       return { taskId, afterSeq: seq };
     }
-    const { taskId } = await this.tasks.create(input);
-    return { taskId, afterSeq: 0 };
+    const { taskId, snapshot } = await this.tasks.create(input);
+    return { taskId, afterSeq: 0, created: snapshot };
   }
 
   private async send(
@@ -90,16 +93,16 @@ export class A2aDispatcher {
     ctx: CallContext,
     blocking: boolean,
   ): Promise<{ task: TaskSnapshot; view: TaskView }> {
-    const { taskId, afterSeq } = await this.start(p, ctx);
+    const { taskId, afterSeq, created } = await this.start(p, ctx);
     const task = blocking
       ? await this.tasks.settled(ctx.tenantId, taskId, afterSeq)
-      : await this.tasks.get(ctx.tenantId, taskId);
+      : (created ?? (await this.tasks.get(ctx.tenantId, taskId)));
     return { task, view: { historyLength: p.historyLength } };
   }
 
   private async stream(p: SendParams, ctx: CallContext): Promise<DispatchResult> {
-    const { taskId } = await this.start(p, ctx);
-    const first = await this.tasks.get(ctx.tenantId, taskId);
+    const { taskId, created } = await this.start(p, ctx);
+    const first = created ?? (await this.tasks.get(ctx.tenantId, taskId));
     return {
       type: 'stream',
       task: { id: first.id, contextId: first.contextId },

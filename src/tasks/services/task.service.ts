@@ -62,7 +62,7 @@ export class TaskService {
   ) {}
 
   /** Creates a task for a new message and starts its run. */
-  async create(input: SendInput): Promise<{ taskId: string; events: StoredTaskEvent[] }> {
+  async create(input: SendInput): Promise<{ taskId: string; events: StoredTaskEvent[]; snapshot: TaskSnapshot }> {
     const taskId = randomUUID();
     const contextId = input.message.contextId || randomUUID();
     const message: MessageJson = { ...input.message, taskId, contextId };
@@ -86,7 +86,24 @@ export class TaskService {
       artifacts: [],
       tokens: { input: 0, output: 0 },
     });
-    return { taskId, events: stored };
+    // The task as just written: a new stream or a non-blocking send needs no read-back.
+    const snapshot: TaskSnapshot = {
+      id: taskId,
+      contextId,
+      agentId: input.agent.id,
+      state: 'TASK_STATE_WORKING',
+      statusMessage: null,
+      timestamp: at,
+      errorMessage: '',
+      history: [message],
+      artifacts: [],
+      metadata: {},
+      inputTokens: 0,
+      outputTokens: 0,
+      createdAt: at,
+      lastSeq: stored.length,
+    };
+    return { taskId, events: stored, snapshot };
   }
 
   /**
