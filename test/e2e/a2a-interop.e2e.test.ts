@@ -245,6 +245,24 @@ describe('A2A interop with the official @a2a-js/sdk client', () => {
       await rejectsWith(client.sendMessage(textMessage('again', { taskId: held.id })), -32004);
     });
 
+    it('two concurrent continuations of an input-required task: one run, both answered, nothing lost', async () => {
+      const asked = (await client.sendMessage(textMessage('ask'))) as Task;
+      const [r1, r2] = await Promise.all([
+        client.sendMessage(textMessage('first answer', { taskId: asked.id })),
+        client.sendMessage(textMessage('second answer', { taskId: asked.id })),
+      ]);
+      for (const r of [r1, r2]) assert.equal((r as Task).status?.state, TaskState.TASK_STATE_COMPLETED);
+      const final = await client.getTask(GetTaskRequest.fromJSON({ id: asked.id }));
+      const texts = final.history.map(
+        (m) => `${m.role}:${m.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('')}`,
+      );
+      assert.equal(final.history.length, 6, texts.join(' | '));
+      for (const answer of ['first answer', 'second answer']) {
+        assert.equal(texts.filter((t) => t === `1:${answer}`).length, 1, `user message ${answer}`);
+        assert.equal(texts.filter((t) => t === `2:${answer}`).length, 1, `reply to ${answer}`);
+      }
+    });
+
     it('error cases carry the spec codes', async () => {
       await rejectsWith(client.getTask(GetTaskRequest.fromJSON({ id: 'no-such-task' })), -32001);
       await rejectsWith(client.cancelTask(CancelTaskRequest.fromJSON({ id: 'no-such-task' })), -32001);

@@ -56,7 +56,7 @@ export class TaskRunner {
     inbox.push(start.first);
     const abort = new AbortController();
     let done!: () => void;
-    const run: InFlightRun = { abort, inbox, finished: new Promise<void>((r) => (done = r)) };
+    const run: InFlightRun = { abort, inbox, finished: new Promise<void>((r) => (done = r)), accepting: true };
     this.inflight.set(start.ctx.taskId, run);
     this.execute(start, run)
       .catch((err: unknown) => this.logger.error({ err: safeError(err), taskId: start.ctx.taskId }, 'run crashed'))
@@ -85,6 +85,12 @@ export class TaskRunner {
       for (const e of events) artifacts = foldArtifacts(artifacts, [e]);
       await writer.write(events, { ...change, artifacts, tokens: { ...tokens } });
     };
+    /** Ends the run with a final state, under the task's lock so no continuation slips in unanswered. */
+    const end = (events: TaskEventBody[], change: Parameters<RunWriter['write']>[1]): Promise<void> =>
+      this.inflight.withLock(ctx.taskId, async () => {
+        run.accepting = false;
+        await finish(events, change);
+      });
 
     try {
       if (!start.alreadyWorking) {
@@ -133,24 +139,29 @@ export class TaskRunner {
                     },
                   ]
                 : [];
-              if (run.inbox.size > 0) {
-                // More input arrived during the turn: record this reply and take the next turn.
-                await finish(closing, { historyAppend: [reply] });
-                break;
-              }
-              await finish(
-                [
-                  ...closing,
-                  { kind: 'status', payload: { state: 'TASK_STATE_COMPLETED', message: reply, timestamp: now() } },
-                ],
-                { state: 'TASK_STATE_COMPLETED', statusMessage: reply, historyAppend: [reply] },
-              );
+              const more = await this.inflight.withLock(ctx.taskId, async () => {
+                if (run.inbox.size > 0) {
+                  // More input arrived during the turn: record this reply and take the next turn.
+                  await finish(closing, { historyAppend: [reply] });
+                  return true;
+                }
+                run.accepting = false;
+                await finish(
+                  [
+                    ...closing,
+                    { kind: 'status', payload: { state: 'TASK_STATE_COMPLETED', message: reply, timestamp: now() } },
+                  ],
+                  { state: 'TASK_STATE_COMPLETED', statusMessage: reply, historyAppend: [reply] },
+                );
+                return false;
+              });
+              if (more) break;
               return;
             }
             case 'input_required': {
               outcome = 'input';
               const ask = agentMessage(ctx, `${ctx.taskId}-q${turn}`, ev.prompt);
-              await finish(
+              await end(
                 [{ kind: 'status', payload: { state: 'TASK_STATE_INPUT_REQUIRED', message: ask, timestamp: now() } }],
                 { state: 'TASK_STATE_INPUT_REQUIRED', statusMessage: ask, historyAppend: [ask] },
               );
@@ -158,7 +169,7 @@ export class TaskRunner {
             }
             case 'error':
               outcome = 'error';
-              await this.fail(writer, ctx, `${ev.code}: ${ev.message}`, finish);
+              await this.fail(ctx, `${ev.code}: ${ev.message}`, end);
               return;
             default: {
               const unreachable: never = ev;
@@ -173,41 +184,35 @@ export class TaskRunner {
         }
         if (outcome === 'none') {
           signal.throwIfAborted();
-          await this.fail(writer, ctx, 'agent_error: the run ended without an answer', finish);
+          await this.fail(ctx, 'agent_error: the run ended without an answer', end);
         }
         return;
       }
     } catch (err) {
       if (signal.aborted) {
         const reason = signal.reason instanceof Error ? signal.reason.message : 'canceled';
-        await writer
-          .write([{ kind: 'status', payload: { state: 'TASK_STATE_CANCELED', error: reason, timestamp: now() } }], {
-            state: 'TASK_STATE_CANCELED',
-            errorMessage: reason,
-            artifacts,
-            tokens: { ...tokens },
-          })
-          .catch((e: unknown) =>
-            this.logger.error({ err: safeError(e), taskId: ctx.taskId }, 'could not record cancellation'),
-          );
+        await end([{ kind: 'status', payload: { state: 'TASK_STATE_CANCELED', error: reason, timestamp: now() } }], {
+          state: 'TASK_STATE_CANCELED',
+          errorMessage: reason,
+        }).catch((e: unknown) =>
+          this.logger.error({ err: safeError(e), taskId: ctx.taskId }, 'could not record cancellation'),
+        );
         return;
       }
       this.logger.error({ err: safeError(err), taskId: ctx.taskId }, 'run failed');
-      await this.fail(writer, ctx, 'internal_error: the run failed unexpectedly', finish).catch((e: unknown) =>
+      await this.fail(ctx, 'internal_error: the run failed unexpectedly', end).catch((e: unknown) =>
         this.logger.error({ err: safeError(e), taskId: ctx.taskId }, 'could not record failure'),
       );
     }
   }
 
   private async fail(
-    writer: RunWriter,
     ctx: RunContext,
     error: string,
-    finish: (events: TaskEventBody[], change: Parameters<RunWriter['write']>[1]) => Promise<void>,
+    end: (events: TaskEventBody[], change: Parameters<RunWriter['write']>[1]) => Promise<void>,
   ): Promise<void> {
     const message = agentMessage(ctx, `${ctx.taskId}-err`, error);
-    void writer;
-    await finish([{ kind: 'status', payload: { state: 'TASK_STATE_FAILED', message, error, timestamp: now() } }], {
+    await end([{ kind: 'status', payload: { state: 'TASK_STATE_FAILED', message, error, timestamp: now() } }], {
       state: 'TASK_STATE_FAILED',
       statusMessage: message,
       errorMessage: error,

@@ -111,32 +111,33 @@ export class TaskService {
    * turn, or starts a new turn of an interrupted task.
    */
   async continue(input: SendInput & { taskId: string }): Promise<{ taskId: string; seq: number }> {
-    const row = await this.findRow(input.tenantId, input.taskId, input.agent.id);
-    if (isTerminal(row.state)) throw TaskError.terminal(row.taskId, row.state);
-    if (input.message.contextId && input.message.contextId !== row.contextId) {
-      throw TaskError.invalidParams('message.contextId', 'does not match the context of the task');
-    }
-    const message: MessageJson = { ...input.message, taskId: row.taskId, contextId: row.contextId };
-    const stored = await this.repo.append(row.taskId, [{ kind: 'message', payload: { message } }], {
-      historyAppend: [message],
+    const first = await this.findRow(input.tenantId, input.taskId, input.agent.id);
+    return this.inflight.withLock(first.taskId, async () => {
+      const row = await this.findRow(input.tenantId, input.taskId, input.agent.id);
+      if (isTerminal(row.state)) throw TaskError.terminal(row.taskId, row.state);
+      if (input.message.contextId && input.message.contextId !== row.contextId) {
+        throw TaskError.invalidParams('message.contextId', 'does not match the context of the task');
+      }
+      const message: MessageJson = { ...input.message, taskId: row.taskId, contextId: row.contextId };
+      const stored = await this.repo.append(row.taskId, [{ kind: 'message', payload: { message } }], {
+        historyAppend: [message],
+      });
+      if (!stored) throw TaskError.terminal(row.taskId, 'a terminal state');
+      this.bus.publish(row.taskId, stored);
+      const seq = stored[stored.length - 1]?.seq ?? 0;
+      const runInput: RunInput = { text: input.text, messageId: message.messageId };
+      const running = this.inflight.get(row.taskId);
+      if (running?.accepting && running.inbox.push(runInput)) return { taskId: row.taskId, seq };
+      // No turn is taking input here (the task is interrupted): start one.
+      const snapshot = await this.snapshotOf(row);
+      this.runner.start({
+        ctx: { tenantId: input.tenantId, agent: input.agent, taskId: row.taskId, contextId: row.contextId },
+        first: runInput,
+        artifacts: snapshot.artifacts,
+        tokens: { input: row.inputTokens, output: row.outputTokens },
+      });
+      return { taskId: row.taskId, seq };
     });
-    if (!stored) throw TaskError.terminal(row.taskId, 'a terminal state');
-    this.bus.publish(row.taskId, stored);
-    const seq = stored[stored.length - 1]?.seq ?? 0;
-    const runInput: RunInput = { text: input.text, messageId: message.messageId };
-    const running = this.inflight.get(row.taskId);
-    if (running && running.inbox.push(runInput)) return { taskId: row.taskId, seq };
-    // No turn running here (interrupted, or the run just ended): start one.
-    const current = await this.findRow(input.tenantId, input.taskId, input.agent.id);
-    if (isTerminal(current.state)) throw TaskError.terminal(current.taskId, current.state);
-    const snapshot = await this.snapshotOf(current);
-    this.runner.start({
-      ctx: { tenantId: input.tenantId, agent: input.agent, taskId: row.taskId, contextId: row.contextId },
-      first: runInput,
-      artifacts: snapshot.artifacts,
-      tokens: { input: current.inputTokens, output: current.outputTokens },
-    });
-    return { taskId: row.taskId, seq };
   }
 
   /** Cancels a task that is not terminal; the task ends `canceled` exactly once. */
