@@ -76,13 +76,18 @@ export class A2aController {
       } catch {
         throw new A2aError('parse_error', 'invalid JSON payload');
       }
-      const problem = findJsonProblem(body, MAX_JSON_DEPTH, 'request');
-      if (problem) throw new A2aError('invalid_request', `${problem.path} ${problem.problem}`);
       if (Array.isArray(body)) throw new A2aError('invalid_request', 'batch requests are not supported');
       if (!isObject(body)) throw new A2aError('invalid_request', 'the request must be a JSON-RPC 2.0 request object');
-      if (typeof body.id === 'string' || (typeof body.id === 'number' && Number.isFinite(body.id))) id = body.id;
-      else if (body.id !== undefined && body.id !== null) {
-        throw new A2aError('invalid_request', 'id must be a string, a number or null');
+      const rawId = body.id;
+      if (typeof rawId === 'number' && Number.isFinite(rawId)) id = rawId;
+      else if (typeof rawId === 'string' && findJsonProblem(rawId) === undefined && rawId.length <= 1024) id = rawId;
+      else if (rawId !== undefined && rawId !== null) {
+        throw new A2aError('invalid_request', 'id must be a string (at most 1024 characters), a number or null');
+      }
+      const problem = findJsonProblem(body, MAX_JSON_DEPTH, 'request');
+      if (problem?.kind === 'depth') throw new A2aError('invalid_request', `${problem.path} ${problem.problem}`);
+      if (problem) {
+        throw A2aError.invalidParams(problem.path.replace(/^request\./, ''), problem.problem);
       }
       if (body.jsonrpc !== '2.0') throw new A2aError('invalid_request', 'jsonrpc must be "2.0"');
       if (typeof body.method !== 'string' || body.method.length === 0) {

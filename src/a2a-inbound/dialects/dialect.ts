@@ -65,7 +65,10 @@ export interface ListResult {
 }
 
 /** One item of a stream: the task as it stands, or an event from its log. */
-export type StreamItem = { type: 'task'; task: TaskSnapshot } | { type: 'event'; event: StoredTaskEvent };
+export type StreamItem =
+  | { type: 'task'; task: TaskSnapshot; view?: TaskView }
+  /** `final`: this event ends the stream (v0.3 marks it `final: true`). */
+  | { type: 'event'; event: StoredTaskEvent; final: boolean };
 
 /**
  * A wire dialect: parses a method's params into the internal form and

@@ -19,7 +19,7 @@ export function checkAcceptedOutputModes(modes: string[] | undefined, field: str
   }
 }
 
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 /**
  * Checks a message's parts and renders them into the text the model sees:
@@ -42,12 +42,17 @@ export function renderParts(parts: PartJson[], field: string, maxFileBytes: numb
           `${at}: files of media type '${p.mediaType || 'unspecified'}' are not supported; only text/* files`,
         );
       }
-      if (!BASE64.test(p.raw.replace(/\s+/g, ''))) throw A2aError.invalidParams(`${at}.raw`, 'must be base64');
-      const bytes = Buffer.from(p.raw, 'base64');
+      const b64 = p.raw.replace(/\s+/g, '');
+      if (!BASE64.test(b64)) throw A2aError.invalidParams(`${at}.raw`, 'must be padded base64');
+      const bytes = Buffer.from(b64, 'base64');
       if (bytes.length > maxFileBytes) {
         throw new A2aError('content_type_not_supported', `${at}: file is larger than ${maxFileBytes} bytes`);
       }
-      out.push(`[file ${p.filename || 'unnamed'} (${p.mediaType})]\n${bytes.toString('utf8')}`);
+      const content = new TextDecoder('utf-8', { fatal: false }).decode(bytes);
+      if (content.includes('\u0000')) {
+        throw new A2aError('content_type_not_supported', `${at}: the file holds NUL bytes, so it is not text`);
+      }
+      out.push(`[file ${p.filename || 'unnamed'} (${p.mediaType})]\n${content}`);
     } else if (typeof p.url === 'string') {
       throw new A2aError(
         'content_type_not_supported',

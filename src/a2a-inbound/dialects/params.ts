@@ -60,9 +60,3 @@ export function optTimestamp(v: unknown, field: string): Date | undefined {
   if (!d || Number.isNaN(d.getTime())) throw A2aError.invalidParams(field, 'must be an RFC 3339 timestamp');
   return d;
 }
-
-/** Only the listed keys may appear. */
-export function onlyKeys(o: Json, allowed: readonly string[], field: string): void {
-  const extra = Object.keys(o).filter((k) => !allowed.includes(k));
-  if (extra.length > 0) throw A2aError.invalidParams(`${field}.${extra[0]}`, 'is not a known field');
-}

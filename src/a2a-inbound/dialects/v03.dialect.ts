@@ -1,7 +1,7 @@
 import { A2aError } from '../a2a-errors.js';
 import type { TaskSnapshot } from '../../tasks/services/task.service.js';
 import type { ArtifactJson, MessageJson, PartJson } from '../../tasks/task-events.js';
-import { isSettled, type TaskStateName } from '../../tasks/task-state.js';
+import type { TaskStateName } from '../../tasks/task-state.js';
 import {
   arbiterMetadata,
   DEFAULT_PAGE_SIZE,
@@ -15,7 +15,7 @@ import {
   type WireDialect,
 } from './dialect.js';
 import { checkAcceptedOutputModes, checkUserMessage } from './message-input.js';
-import { obj, onlyKeys, optBool, optInt, optObj, optStr, optStrArray, optTimestamp, str, type Json } from './params.js';
+import { obj, optBool, optInt, optObj, optStr, optStrArray, optTimestamp, str, type Json } from './params.js';
 
 const STATE_TO_V03: Record<TaskStateName, string> = {
   TASK_STATE_SUBMITTED: 'submitted',
@@ -38,17 +38,13 @@ function parsePart(v: unknown, field: string): PartJson {
   const withMeta = (part: PartJson): PartJson => (metadata ? { ...part, metadata } : part);
   switch (p.kind) {
     case 'text':
-      onlyKeys(p, ['kind', 'text', 'metadata'], field);
       if (typeof p.text !== 'string') throw A2aError.invalidParams(`${field}.text`, 'is required and must be a string');
       return withMeta({ text: p.text });
     case 'data':
-      onlyKeys(p, ['kind', 'data', 'metadata'], field);
-      if (p.data === undefined) throw A2aError.invalidParams(`${field}.data`, 'is required');
+      if (p.data === undefined || p.data === null) throw A2aError.invalidParams(`${field}.data`, 'is required');
       return withMeta({ data: p.data });
     case 'file': {
-      onlyKeys(p, ['kind', 'file', 'metadata'], field);
       const f = obj(p.file, `${field}.file`);
-      onlyKeys(f, ['bytes', 'uri', 'mimeType', 'name'], `${field}.file`);
       const part: PartJson = {};
       if (typeof f.bytes === 'string') part.raw = f.bytes;
       else if (typeof f.uri === 'string') part.url = str(f.uri, `${field}.file.uri`, 4096);
@@ -66,11 +62,6 @@ function parsePart(v: unknown, field: string): PartJson {
 
 function parseMessage(v: unknown, field: string): MessageJson {
   const m = obj(v, field);
-  onlyKeys(
-    m,
-    ['kind', 'messageId', 'contextId', 'taskId', 'role', 'parts', 'metadata', 'extensions', 'referenceTaskIds'],
-    field,
-  );
   if (m.kind !== undefined && m.kind !== 'message') throw A2aError.invalidParams(`${field}.kind`, 'must be "message"');
   if (m.role !== 'user' && m.role !== 'agent') throw A2aError.invalidParams(`${field}.role`, 'must be "user"');
   if (!Array.isArray(m.parts)) throw A2aError.invalidParams(`${field}.parts`, 'is required and must be an array');
@@ -150,14 +141,8 @@ export class V03Dialect implements WireDialect {
     switch (op) {
       case 'send':
       case 'stream': {
-        onlyKeys(p, ['message', 'configuration', 'metadata'], 'params');
         const message = parseMessage(p.message, 'params.message');
         const cfg = optObj(p.configuration, 'params.configuration') ?? {};
-        onlyKeys(
-          cfg,
-          ['acceptedOutputModes', 'blocking', 'historyLength', 'pushNotificationConfig'],
-          'params.configuration',
-        );
         const acceptedOutputModes = optStrArray(cfg.acceptedOutputModes, 'params.configuration.acceptedOutputModes');
         checkAcceptedOutputModes(acceptedOutputModes, 'params.configuration.acceptedOutputModes');
         optObj(p.metadata, 'params.metadata');
@@ -173,7 +158,6 @@ export class V03Dialect implements WireDialect {
         };
       }
       case 'get':
-        onlyKeys(p, ['id', 'historyLength', 'metadata'], 'params');
         return {
           op,
           params: {
@@ -182,20 +166,6 @@ export class V03Dialect implements WireDialect {
           },
         };
       case 'list': {
-        onlyKeys(
-          p,
-          [
-            'contextId',
-            'status',
-            'pageSize',
-            'pageToken',
-            'historyLength',
-            'statusTimestampAfter',
-            'includeArtifacts',
-            'metadata',
-          ],
-          'params',
-        );
         const status = optStr(p.status, 'params.status', 32);
         if (status !== undefined && !STATE_FROM_V03[status]) {
           throw A2aError.invalidParams('params.status', `must be one of ${Object.keys(STATE_FROM_V03).join(', ')}`);
@@ -215,7 +185,6 @@ export class V03Dialect implements WireDialect {
       }
       case 'cancel':
       case 'subscribe':
-        onlyKeys(p, ['id', 'metadata'], 'params');
         return { op, params: { id: str(p.id, 'params.id') } };
       case 'push_set':
       case 'push_get':
@@ -262,7 +231,7 @@ export class V03Dialect implements WireDialect {
   }
 
   streamItem(item: StreamItem, task: { id: string; contextId: string }): unknown {
-    if (item.type === 'task') return this.task(item.task, {});
+    if (item.type === 'task') return this.task(item.task, item.view ?? {});
     const e = item.event;
     switch (e.kind) {
       case 'status':
@@ -275,7 +244,7 @@ export class V03Dialect implements WireDialect {
             ...(e.payload.message ? { message: messageToV03(e.payload.message) } : {}),
             timestamp: e.payload.timestamp,
           },
-          final: isSettled(e.payload.state),
+          final: item.final,
           ...(e.payload.error ? { metadata: { 'x-arbiter.error': e.payload.error } } : {}),
         };
       case 'artifact':

@@ -16,35 +16,10 @@ import {
   type WireDialect,
 } from './dialect.js';
 import { checkAcceptedOutputModes, checkUserMessage } from './message-input.js';
-import {
-  isObject,
-  obj,
-  onlyKeys,
-  optBool,
-  optInt,
-  optObj,
-  optStr,
-  optStrArray,
-  optTimestamp,
-  str,
-  type Json,
-} from './params.js';
-
-const PART_KEYS = ['text', 'raw', 'url', 'data', 'mediaType', 'filename', 'metadata'];
-const MESSAGE_KEYS = [
-  'messageId',
-  'contextId',
-  'taskId',
-  'role',
-  'parts',
-  'metadata',
-  'extensions',
-  'referenceTaskIds',
-];
+import { isObject, obj, optBool, optInt, optObj, optStr, optStrArray, optTimestamp, str, type Json } from './params.js';
 
 function parsePart(v: unknown, field: string): PartJson {
   const p = obj(v, field);
-  onlyKeys(p, PART_KEYS, field);
   const content = ['text', 'raw', 'url', 'data'].filter((k) => p[k] !== undefined);
   if (content.length !== 1) throw A2aError.invalidParams(field, 'must have exactly one of text, raw, url, data');
   const part: PartJson = {};
@@ -57,6 +32,7 @@ function parsePart(v: unknown, field: string): PartJson {
     part.raw = p.raw;
   }
   if (p.url !== undefined) part.url = str(p.url, `${field}.url`, 4096);
+  if (p.data === null) throw A2aError.invalidParams(`${field}.data`, 'must not be null');
   if (p.data !== undefined) part.data = p.data;
   const mediaType = optStr(p.mediaType, `${field}.mediaType`, 128);
   if (mediaType) part.mediaType = mediaType;
@@ -69,7 +45,6 @@ function parsePart(v: unknown, field: string): PartJson {
 
 export function parseV1Message(v: unknown, field: string): MessageJson {
   const m = obj(v, field);
-  onlyKeys(m, MESSAGE_KEYS, field);
   const role =
     m.role === 'ROLE_USER' || m.role === 1
       ? 'ROLE_USER'
@@ -118,14 +93,8 @@ export class V1Dialect implements WireDialect {
     switch (op) {
       case 'send':
       case 'stream': {
-        onlyKeys(p, ['tenant', 'message', 'configuration', 'metadata'], 'params');
         const message = parseV1Message(p.message, 'params.message');
         const cfg = optObj(p.configuration, 'params.configuration') ?? {};
-        onlyKeys(
-          cfg,
-          ['acceptedOutputModes', 'taskPushNotificationConfig', 'historyLength', 'returnImmediately'],
-          'params.configuration',
-        );
         const acceptedOutputModes = optStrArray(cfg.acceptedOutputModes, 'params.configuration.acceptedOutputModes');
         checkAcceptedOutputModes(acceptedOutputModes, 'params.configuration.acceptedOutputModes');
         optObj(p.metadata, 'params.metadata');
@@ -142,7 +111,6 @@ export class V1Dialect implements WireDialect {
         };
       }
       case 'get':
-        onlyKeys(p, ['tenant', 'id', 'historyLength'], 'params');
         return {
           op,
           params: {
@@ -151,20 +119,6 @@ export class V1Dialect implements WireDialect {
           },
         };
       case 'list': {
-        onlyKeys(
-          p,
-          [
-            'tenant',
-            'contextId',
-            'status',
-            'pageSize',
-            'pageToken',
-            'historyLength',
-            'statusTimestampAfter',
-            'includeArtifacts',
-          ],
-          'params',
-        );
         const status = optStr(p.status, 'params.status', 32);
         if (status !== undefined && status !== 'TASK_STATE_UNSPECIFIED' && !isTaskState(status)) {
           throw A2aError.invalidParams('params.status', 'must be a TASK_STATE_* value');
@@ -183,10 +137,8 @@ export class V1Dialect implements WireDialect {
         };
       }
       case 'cancel':
-        onlyKeys(p, ['tenant', 'id', 'metadata'], 'params');
         return { op, params: { id: str(p.id, 'params.id') } };
       case 'subscribe':
-        onlyKeys(p, ['tenant', 'id'], 'params');
         return { op, params: { id: str(p.id, 'params.id') } };
       case 'push_set':
       case 'push_get':
@@ -232,7 +184,7 @@ export class V1Dialect implements WireDialect {
   }
 
   streamItem(item: StreamItem, task: { id: string; contextId: string }): unknown {
-    if (item.type === 'task') return { task: this.task(item.task, {}) };
+    if (item.type === 'task') return { task: this.task(item.task, item.view ?? {}) };
     const e = item.event;
     switch (e.kind) {
       case 'status': {

@@ -101,12 +101,13 @@ export class A2aDispatcher {
   }
 
   private async stream(p: SendParams, ctx: CallContext): Promise<DispatchResult> {
-    const { taskId, created } = await this.start(p, ctx);
+    const { taskId, created, afterSeq } = await this.start(p, ctx);
     const first = created ?? (await this.tasks.get(ctx.tenantId, taskId));
     return {
       type: 'stream',
       task: { id: first.id, contextId: first.contextId },
-      items: this.follow(first, ctx.signal, isSettled),
+      // A continuation's stream ends at a settled state written after its message, not at the one it continued.
+      items: this.follow(first, ctx.signal, isSettled, afterSeq, { historyLength: p.historyLength }),
     };
   }
 
@@ -121,7 +122,7 @@ export class A2aDispatcher {
           `task '${task.id}' is ${task.state}; there is nothing to subscribe to`,
         );
       }
-      return { type: 'stream', task: ref, items: this.follow(task, ctx.signal, isTerminal) };
+      return { type: 'stream', task: ref, items: this.follow(task, ctx.signal, isTerminal, 0, {}) };
     }
     // v0.3 tasks/resubscribe (seed 002): replay the log, then tail; a terminal task gets one final status.
     if (isTerminal(task.state)) {
@@ -134,17 +135,22 @@ export class A2aDispatcher {
     first: TaskSnapshot,
     signal: AbortSignal,
     stopAt: (state: string) => boolean,
+    afterSeq: number,
+    view: TaskView,
   ): AsyncGenerator<StreamItem> {
-    yield { type: 'task', task: first };
-    if (stopAt(first.state)) return;
+    yield { type: 'task', task: first, view };
+    if (isTerminal(first.state) || (afterSeq === 0 && stopAt(first.state))) return;
     for await (const event of this.tasks.tail(first.id, first.lastSeq, signal)) {
-      yield { type: 'event', event };
-      if (event.kind === 'status' && stopAt(event.payload.state)) return;
+      const final = event.kind === 'status' && event.seq > afterSeq && stopAt(event.payload.state);
+      yield { type: 'event', event, final };
+      if (final) return;
     }
   }
 
   private async *replay(taskId: string, signal: AbortSignal): AsyncGenerator<StreamItem> {
-    for await (const event of this.tasks.tail(taskId, 0, signal)) yield { type: 'event', event };
+    for await (const event of this.tasks.tail(taskId, 0, signal)) {
+      yield { type: 'event', event, final: event.kind === 'status' && isTerminal(event.payload.state) };
+    }
   }
 
   private async list(p: ParsedParams & { op: 'list' } extends { params: infer P } ? P : never, ctx: CallContext) {
@@ -181,6 +187,7 @@ async function* finalStatusOnly(task: TaskSnapshot): AsyncGenerator<StreamItem> 
   await Promise.resolve();
   yield {
     type: 'event',
+    final: true,
     event: {
       taskId: task.id,
       seq: task.lastSeq,

@@ -41,6 +41,15 @@ interface EventRow {
   created_at: Date;
 }
 
+/** The timestamp of the last status event in a batch, if any. */
+function statusTimestamp(events: TaskEventBody[]): string | null {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i];
+    if (e.kind === 'status') return e.payload.timestamp;
+  }
+  return null;
+}
+
 export function toStoredEvent(r: EventRow): StoredTaskEvent {
   return {
     taskId: r.task_id,
@@ -73,7 +82,7 @@ export class TaskRepository {
     const rows = await this.ds.query<EventRow[]>(
       `WITH t AS (
          INSERT INTO a2a_tasks (task_id, tenant_id, agent_id, context_id, state, updated_at, history, metadata, last_seq)
-         VALUES ($1, $2, $3, $4, $5, date_trunc('milliseconds', now()), $6::jsonb, $7::jsonb, $8::int)
+         VALUES ($1, $2, $3, $4, $5, COALESCE($10::timestamptz, date_trunc('milliseconds', now())), $6::jsonb, $7::jsonb, $8::int)
          RETURNING task_id
        )
        INSERT INTO task_events (task_id, seq, kind, payload)
@@ -90,6 +99,7 @@ export class TaskRepository {
         JSON.stringify(task.metadata),
         first.length,
         JSON.stringify(first),
+        statusTimestamp(first),
       ],
     );
     return rows.map(toStoredEvent).sort((a, b) => a.seq - b.seq);
@@ -108,7 +118,7 @@ export class TaskRepository {
          UPDATE a2a_tasks SET
            last_seq = last_seq + $3::int,
            state = COALESCE($4::varchar, state),
-           updated_at = CASE WHEN $4::text IS NOT NULL THEN date_trunc('milliseconds', clock_timestamp()) ELSE updated_at END,
+           updated_at = CASE WHEN $4::text IS NOT NULL THEN COALESCE($13::timestamptz, date_trunc('milliseconds', clock_timestamp())) ELSE updated_at END,
            status_message = CASE WHEN $5::boolean THEN $6::jsonb ELSE status_message END,
            error_message = COALESCE($7::text, error_message),
            history = history || $8::jsonb,
@@ -135,6 +145,8 @@ export class TaskRepository {
         change.tokens?.input ?? null,
         change.tokens?.output ?? null,
         from,
+        // The status timestamp clients see in the event is the one stored on the row.
+        statusTimestamp(events),
       ],
     );
     if (rows.length === 0) return null;
@@ -174,7 +186,7 @@ export class TaskRepository {
     if (q.agentId) qb.andWhere('t.agent_id = :agentId', { agentId: q.agentId });
     if (q.contextId) qb.andWhere('t.context_id = :contextId', { contextId: q.contextId });
     if (q.state) qb.andWhere('t.state = :state', { state: q.state });
-    if (q.updatedAfter) qb.andWhere('t.updated_at > :after', { after: q.updatedAfter });
+    if (q.updatedAfter) qb.andWhere('t.updated_at >= :after', { after: q.updatedAfter });
     if (q.before) {
       qb.andWhere('(t.updated_at, t.task_id) < (:bu::timestamptz, :bt)', {
         bu: q.before.updatedAt,
@@ -192,7 +204,7 @@ export class TaskRepository {
     if (q.agentId) qb.andWhere('t.agent_id = :agentId', { agentId: q.agentId });
     if (q.contextId) qb.andWhere('t.context_id = :contextId', { contextId: q.contextId });
     if (q.state) qb.andWhere('t.state = :state', { state: q.state });
-    if (q.updatedAfter) qb.andWhere('t.updated_at > :after', { after: q.updatedAfter });
+    if (q.updatedAfter) qb.andWhere('t.updated_at >= :after', { after: q.updatedAfter });
     return qb.getCount();
   }
 }

@@ -28,6 +28,11 @@ export interface RunStart {
 
 const now = (): string => new Date().toISOString();
 
+/** Model text as PostgreSQL can store it: no NUL, no unpaired surrogate. */
+function storable(text: string): string {
+  return text.replaceAll('\u0000', '\uFFFD').toWellFormed();
+}
+
 function agentMessage(ctx: RunContext, messageId: string, text: string): MessageJson {
   return { messageId, role: 'ROLE_AGENT', parts: [{ text }], contextId: ctx.contextId, taskId: ctx.taskId };
 }
@@ -107,18 +112,20 @@ export class TaskRunner {
         for await (const ev of this.orchestrator.run(ctx, run.inbox, signal)) {
           if (writer.rejected) return;
           switch (ev.type) {
-            case 'text':
+            case 'text': {
               if (ev.delta.length === 0) break;
+              const delta = storable(ev.delta);
               emit({
                 kind: 'artifact',
                 payload: {
-                  artifact: { artifactId, name: 'response', parts: [{ text: ev.delta }] },
+                  artifact: { artifactId, name: 'response', parts: [{ text: delta }] },
                   append: chunks > 0,
                   lastChunk: false,
                 },
               });
               chunks++;
               break;
+            }
             case 'usage':
               tokens.input = base.input + ev.inputTokens;
               tokens.output = base.output + ev.outputTokens;
@@ -126,7 +133,7 @@ export class TaskRunner {
               break;
             case 'done': {
               outcome = 'done';
-              const reply = agentMessage(ctx, `${ctx.taskId}-r${turn}`, ev.content);
+              const reply = agentMessage(ctx, `${ctx.taskId}-r${turn}`, storable(ev.content));
               const closing: TaskEventBody[] = chunks
                 ? [
                     {
@@ -160,7 +167,7 @@ export class TaskRunner {
             }
             case 'input_required': {
               outcome = 'input';
-              const ask = agentMessage(ctx, `${ctx.taskId}-q${turn}`, ev.prompt);
+              const ask = agentMessage(ctx, `${ctx.taskId}-q${turn}`, storable(ev.prompt));
               await end(
                 [{ kind: 'status', payload: { state: 'TASK_STATE_INPUT_REQUIRED', message: ask, timestamp: now() } }],
                 { state: 'TASK_STATE_INPUT_REQUIRED', statusMessage: ask, historyAppend: [ask] },
@@ -200,9 +207,27 @@ export class TaskRunner {
         return;
       }
       this.logger.error({ err: safeError(err), taskId: ctx.taskId }, 'run failed');
-      await this.fail(ctx, 'internal_error: the run failed unexpectedly', end).catch((e: unknown) =>
-        this.logger.error({ err: safeError(e), taskId: ctx.taskId }, 'could not record failure'),
+      await this.fail(ctx, 'internal_error: the run failed unexpectedly', end).catch(async (e: unknown) => {
+        this.logger.error(
+          { err: safeError(e), taskId: ctx.taskId },
+          'could not record failure; writing a bare failed status',
+        );
+        await this.lastResort(ctx.taskId, 'internal_error: the run failed unexpectedly');
+      });
+    }
+  }
+
+  /** A failed status with nothing else, for when even the normal final write fails. */
+  private async lastResort(taskId: string, error: string): Promise<void> {
+    try {
+      const stored = await this.repo.append(
+        taskId,
+        [{ kind: 'status', payload: { state: 'TASK_STATE_FAILED', error, timestamp: now() } }],
+        { state: 'TASK_STATE_FAILED', errorMessage: error },
       );
+      if (stored) this.bus.publish(taskId, stored);
+    } catch (err) {
+      this.logger.error({ err: safeError(err), taskId }, 'could not record the failure at all');
     }
   }
 

@@ -144,19 +144,25 @@ export class TaskService {
   async cancel(tenantId: string, taskId: string, agentId?: string): Promise<TaskSnapshot> {
     const row = await this.findRow(tenantId, taskId, agentId);
     if (isTerminal(row.state)) throw TaskError.notCancelable(row.taskId, row.state);
-    const running = this.inflight.get(row.taskId);
-    if (running) {
-      running.abort.abort(new CancelReason());
-      await running.finished;
-    } else {
-      const snap = await this.snapshotOf(row);
+    // Under the task's lock, so a continuation cannot start a run between the check and the write.
+    const running = await this.inflight.withLock(row.taskId, async () => {
+      const run = this.inflight.get(row.taskId);
+      if (run) {
+        run.abort.abort(new CancelReason());
+        return run;
+      }
+      const current = await this.findRow(tenantId, taskId, agentId);
+      if (isTerminal(current.state)) return undefined;
+      const snap = await this.snapshotOf(current);
       const stored = await this.repo.append(
         row.taskId,
         [{ kind: 'status', payload: { state: 'TASK_STATE_CANCELED', error: 'canceled by client', timestamp: now() } }],
         { state: 'TASK_STATE_CANCELED', errorMessage: 'canceled by client', artifacts: snap.artifacts },
       );
       if (stored) this.bus.publish(row.taskId, stored);
-    }
+      return undefined;
+    });
+    if (running) await running.finished;
     const after = await this.findRow(tenantId, taskId, agentId);
     if (after.state !== 'TASK_STATE_CANCELED' && isTerminal(after.state)) {
       // It finished on its own first.
