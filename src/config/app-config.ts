@@ -32,6 +32,7 @@ export const CONFIG_ENV = {
   echoDelayMs: 'ARBITER_ECHO_DELAY_MS',
   sseHeartbeatMs: 'ARBITER_SSE_HEARTBEAT_MS',
   maxTextFileBytes: 'ARBITER_MAX_TEXT_FILE_BYTES',
+  leaseMs: 'ARBITER_LEASE_MS',
 } as const satisfies Record<string, string>;
 
 export type ConfigKey = keyof typeof CONFIG_ENV;
@@ -133,6 +134,12 @@ export class AppConfig {
   @Min(0, { message: 'must be an integer between 0 and 16777216' })
   @Max(16 * 1024 * 1024, { message: 'must be an integer between 0 and 16777216' })
   maxTextFileBytes = 256 * 1024;
+
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 500 and 600000' })
+  @Min(500, { message: 'must be an integer between 500 and 600000' })
+  @Max(600_000, { message: 'must be an integer between 500 and 600000' })
+  leaseMs = 30_000;
 
   /** Directory of operator-provided, read-only agent files (`*.json`). */
   get agentsDir(): string {

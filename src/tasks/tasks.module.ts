@@ -7,11 +7,21 @@ import { InFlightRegistry } from './services/in-flight.registry.js';
 import { TaskRunner } from './services/task-runner.service.js';
 import { TaskService } from './services/task.service.js';
 import { RunShutdown } from './services/shutdown.service.js';
+import { InstanceIdentity, LeaseService } from './services/lease.service.js';
 
 @Module({
   imports: [OrchestratorModule],
   controllers: [RequestsController],
-  providers: [TaskRepository, TaskEventBus, InFlightRegistry, TaskRunner, TaskService, RunShutdown],
+  providers: [
+    TaskRepository,
+    TaskEventBus,
+    InFlightRegistry,
+    InstanceIdentity,
+    LeaseService,
+    TaskRunner,
+    TaskService,
+    RunShutdown,
+  ],
   exports: [TaskService, InFlightRegistry],
 })
 export class TasksModule {}

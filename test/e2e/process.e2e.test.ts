@@ -168,6 +168,62 @@ describe('the server process (npm start)', () => {
     }
   });
 
+  it('kill -9 mid-run: the task does not stay working (lease expiry, or restart of the embedded server)', async () => {
+    const home3 = tempHome();
+    const admin = `adm_${'c'.repeat(40)}`;
+    const env = { ARBITER_HOME: home3, ARBITER_ADMIN_TOKEN: admin, ARBITER_LEASE_MS: '1000', ...dbEnv };
+    const a = await startServerProcess(env);
+    after(() => a.child.kill('SIGKILL'));
+    const created = await new HttpClient(a.url).withToken(admin).post('/v1/admin/tenants', { name: 'crash' });
+    const token = created.body.token.token as string;
+    const send = await fetch(`${a.url}/v1/a2a/agents/index`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'a2a-version': '1.0', 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendMessage',
+        params: {
+          message: { messageId: 'crash-1', role: 'ROLE_USER', parts: [{ text: 'hold' }] },
+          configuration: { returnImmediately: true },
+        },
+      }),
+    });
+    const taskId = ((await send.json()) as { result: { task: { id: string } } }).result.task.id;
+    if (REAL_POSTGRES) {
+      // A second replica on the same database watches the task, then the owner dies.
+      const b = await startServerProcess({ ...env, ARBITER_HOME: tempHome() });
+      after(() => b.child.kill('SIGKILL'));
+      const watch = fetch(`${b.url}/v1/a2a/agents/index`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'a2a-version': '1.0', 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'SubscribeToTask', params: { id: taskId } }),
+      }).then((r) => r.text());
+      await sleep(300);
+      await a.stop('SIGKILL');
+      const started = Date.now();
+      const streamed = await watch;
+      assert.match(streamed, /TASK_STATE_FAILED/);
+      assert.match(streamed, /owner lost/);
+      assert.ok(Date.now() - started < 10_000);
+      const got = await new HttpClient(b.url).withToken(token).get(`/v1/requests/${taskId}`);
+      assert.equal(got.body.state, 'failed');
+      assert.equal(got.body.error, 'owner lost');
+      assert.equal(await b.stop('SIGTERM'), 0);
+    } else {
+      await a.stop('SIGKILL');
+      const again = await startServerProcess(env);
+      try {
+        const got = await new HttpClient(again.url).withToken(token).get(`/v1/requests/${taskId}`);
+        assert.equal(got.body.state, 'failed');
+        assert.equal(got.body.error, 'server restarted');
+      } finally {
+        assert.equal(await again.stop('SIGTERM'), 0);
+      }
+    }
+    rmSync(home3, { recursive: true, force: true });
+  });
+
   it('listens where --port/--bind say, over PORT/BIND', async () => {
     const proc = await startServerProcess({ ARBITER_HOME: home, PORT: '1', BIND: '0.0.0.0', ...dbEnv }, [
       '--port',

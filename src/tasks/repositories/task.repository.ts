@@ -14,7 +14,15 @@ export interface NewTask {
 }
 
 /** Row changes that go with an append, applied in the same statement. */
+/** Who runs a task: its owner (a process instance id) and how long the claim holds without renewal. */
+export interface Lease {
+  owner: string;
+  ms: number;
+}
+
 export interface TaskRowChange {
+  /** Claim the task for a run (a lease), or release the claim (null). */
+  lease?: Lease | null;
   state?: TaskStateName;
   statusMessage?: MessageJson | null;
   errorMessage?: string;
@@ -78,11 +86,14 @@ export class TaskRepository {
     first: TaskEventBody[],
     historyFirst: MessageJson[],
     state: TaskStateName = 'TASK_STATE_SUBMITTED',
+    lease?: Lease,
   ): Promise<StoredTaskEvent[]> {
     const rows = await this.ds.query<EventRow[]>(
       `WITH t AS (
-         INSERT INTO a2a_tasks (task_id, tenant_id, agent_id, context_id, state, updated_at, history, metadata, last_seq)
-         VALUES ($1, $2, $3, $4, $5, COALESCE($10::timestamptz, date_trunc('milliseconds', now())), $6::jsonb, $7::jsonb, $8::int)
+         INSERT INTO a2a_tasks (task_id, tenant_id, agent_id, context_id, state, updated_at, history, metadata, last_seq,
+                                owner_instance, lease_expires_at)
+         VALUES ($1, $2, $3, $4, $5, COALESCE($10::timestamptz, date_trunc('milliseconds', now())), $6::jsonb, $7::jsonb, $8::int,
+                 $11::varchar, CASE WHEN $11::varchar IS NULL THEN NULL ELSE now() + make_interval(secs => $12::int / 1000.0) END)
          RETURNING task_id
        )
        INSERT INTO task_events (task_id, seq, kind, payload)
@@ -100,6 +111,8 @@ export class TaskRepository {
         first.length,
         JSON.stringify(first),
         statusTimestamp(first),
+        lease?.owner ?? null,
+        lease?.ms ?? 0,
       ],
     );
     return rows.map(toStoredEvent).sort((a, b) => a.seq - b.seq);
@@ -124,7 +137,11 @@ export class TaskRepository {
            history = history || $8::jsonb,
            artifacts = COALESCE($9::jsonb, artifacts),
            input_tokens = COALESCE($10::int, input_tokens),
-           output_tokens = COALESCE($11::int, output_tokens)
+           output_tokens = COALESCE($11::int, output_tokens),
+           owner_instance = CASE WHEN $14::boolean THEN $15::varchar ELSE owner_instance END,
+           lease_expires_at = CASE WHEN $14::boolean
+             THEN (CASE WHEN $15::varchar IS NULL THEN NULL ELSE now() + make_interval(secs => $16::int / 1000.0) END)
+             ELSE lease_expires_at END
          WHERE task_id = $1 AND state = ANY($12::text[])
          RETURNING last_seq
        )
@@ -147,10 +164,39 @@ export class TaskRepository {
         from,
         // The status timestamp clients see in the event is the one stored on the row.
         statusTimestamp(events),
+        change.lease !== undefined,
+        change.lease?.owner ?? null,
+        change.lease?.ms ?? 0,
       ],
     );
     if (rows.length === 0) return null;
     return rows.map(toStoredEvent).sort((a, b) => a.seq - b.seq);
+  }
+
+  /** Extends the leases of the runs this instance holds. */
+  async renewLeases(owner: string, taskIds: string[], ms: number): Promise<void> {
+    if (taskIds.length === 0) return;
+    await this.ds.query(
+      `UPDATE a2a_tasks SET lease_expires_at = now() + make_interval(secs => $3::int / 1000.0)
+        WHERE owner_instance = $1 AND task_id = ANY($2::varchar[]) AND lease_expires_at IS NOT NULL`,
+      [owner, taskIds, ms],
+    );
+  }
+
+  /**
+   * Running tasks whose owner stopped renewing (it died), or — with `owner`
+   * set — every running task of a previous process of this one.
+   */
+  async orphaned(limit: number, notOwnedBy?: string): Promise<string[]> {
+    const rows = await this.ds.query<{ task_id: string }[]>(
+      `SELECT task_id FROM a2a_tasks
+        WHERE state IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING')
+          AND ($2::varchar IS NOT NULL AND owner_instance IS DISTINCT FROM $2::varchar
+               OR lease_expires_at < now())
+        ORDER BY lease_expires_at NULLS FIRST LIMIT $1`,
+      [limit, notOwnedBy ?? null],
+    );
+    return rows.map((r) => r.task_id);
   }
 
   findForTenant(tenantId: string, taskId: string): Promise<TaskEntity | null> {

@@ -7,6 +7,7 @@ import { foldArtifacts, type ArtifactJson, type MessageJson, type TaskEventBody 
 import { TaskEventBus } from './event-bus.service.js';
 import { InFlightRegistry, type InFlightRun } from './in-flight.registry.js';
 import { RunWriter } from './run-writer.js';
+import { LeaseService } from './lease.service.js';
 
 /** Why a run was aborted; becomes the task's error text. */
 export class CancelReason extends Error {
@@ -53,6 +54,7 @@ export class TaskRunner {
     private readonly bus: TaskEventBus,
     private readonly inflight: InFlightRegistry,
     @Inject(ORCHESTRATOR) private readonly orchestrator: Orchestrator,
+    private readonly leases: LeaseService,
   ) {}
 
   /** Starts the run in the background and registers it; returns at once. */
@@ -94,14 +96,14 @@ export class TaskRunner {
     const end = (events: TaskEventBody[], change: Parameters<RunWriter['write']>[1]): Promise<void> =>
       this.inflight.withLock(ctx.taskId, async () => {
         run.accepting = false;
-        await finish(events, change);
+        await finish(events, { ...change, lease: null });
       });
 
     try {
       if (!start.alreadyWorking) {
         const started = await writer.write(
           [{ kind: 'status', payload: { state: 'TASK_STATE_WORKING', timestamp: now() } }],
-          { state: 'TASK_STATE_WORKING', statusMessage: null },
+          { state: 'TASK_STATE_WORKING', statusMessage: null, lease: this.leases.lease() },
         );
         if (!started) return; // canceled before it began
       }
@@ -158,7 +160,7 @@ export class TaskRunner {
                     ...closing,
                     { kind: 'status', payload: { state: 'TASK_STATE_COMPLETED', message: reply, timestamp: now() } },
                   ],
-                  { state: 'TASK_STATE_COMPLETED', statusMessage: reply, historyAppend: [reply] },
+                  { state: 'TASK_STATE_COMPLETED', statusMessage: reply, historyAppend: [reply], lease: null },
                 );
                 return false;
               });
@@ -223,7 +225,7 @@ export class TaskRunner {
       const stored = await this.repo.append(
         taskId,
         [{ kind: 'status', payload: { state: 'TASK_STATE_FAILED', error, timestamp: now() } }],
-        { state: 'TASK_STATE_FAILED', errorMessage: error },
+        { state: 'TASK_STATE_FAILED', errorMessage: error, lease: null },
       );
       if (stored) this.bus.publish(taskId, stored);
     } catch (err) {

@@ -17,6 +17,7 @@ import { isSettled, isTerminal, type TaskStateName } from '../task-state.js';
 import { TaskEventBus } from './event-bus.service.js';
 import { InFlightRegistry } from './in-flight.registry.js';
 import { CancelReason, TaskRunner } from './task-runner.service.js';
+import { LeaseService } from './lease.service.js';
 
 /** A task as read back: the row plus artifacts folded from the log while it runs. */
 export interface TaskSnapshot {
@@ -59,6 +60,7 @@ export class TaskService {
     private readonly bus: TaskEventBus,
     private readonly inflight: InFlightRegistry,
     private readonly runner: TaskRunner,
+    private readonly leases: LeaseService,
   ) {}
 
   /** Creates a task for a new message and starts its run. */
@@ -78,6 +80,7 @@ export class TaskService {
       events,
       [message],
       'TASK_STATE_WORKING',
+      this.leases.lease(),
     );
     this.runner.start({
       alreadyWorking: true,
@@ -157,7 +160,7 @@ export class TaskService {
       const stored = await this.repo.append(
         row.taskId,
         [{ kind: 'status', payload: { state: 'TASK_STATE_CANCELED', error: 'canceled by client', timestamp: now() } }],
-        { state: 'TASK_STATE_CANCELED', errorMessage: 'canceled by client', artifacts: snap.artifacts },
+        { state: 'TASK_STATE_CANCELED', errorMessage: 'canceled by client', artifacts: snap.artifacts, lease: null },
       );
       if (stored) this.bus.publish(row.taskId, stored);
       return undefined;
