@@ -170,7 +170,7 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
     it('NUL characters and bad base64 are invalid params, never a 500', async () => {
       const nul = await call(send('SendMessage', 'a\u0000b'));
       assert.equal(nul.error?.code, -32602);
-      assert.match(nul.error!.message, /params\.message\.parts\[0\]\.text/);
+      assert.match(nul.error.message, /params\.message\.parts\[0\]\.text/);
       assert.equal(
         (await call({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'x\u0000' } })).error?.code,
         -32602,
@@ -433,7 +433,7 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
       const body = send('SendStreamingMessage', 'h');
       (body.params as any).configuration = { historyLength: 0 };
       const { events } = await readSse(await rpc(url, t.token, 'helper', body, V1));
-      assert.equal(events[0]!.data.result.task.history, undefined);
+      assert.equal(events[0].data.result.task.history, undefined);
     });
 
     it('v0.3 resubscribe on an input-required task: final only at the terminal state', async () => {
