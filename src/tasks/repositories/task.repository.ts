@@ -225,14 +225,7 @@ export class TaskRepository {
 
   /** Newest status first; keyset on (updated_at, task_id). */
   list(q: TaskListQuery): Promise<TaskEntity[]> {
-    const qb = this.ds
-      .getRepository(TaskEntity)
-      .createQueryBuilder('t')
-      .where('t.tenant_id = :tenantId', { tenantId: q.tenantId });
-    if (q.agentId) qb.andWhere('t.agent_id = :agentId', { agentId: q.agentId });
-    if (q.contextId) qb.andWhere('t.context_id = :contextId', { contextId: q.contextId });
-    if (q.state) qb.andWhere('t.state = :state', { state: q.state });
-    if (q.updatedAfter) qb.andWhere('t.updated_at >= :after', { after: q.updatedAfter });
+    const qb = this.filtered(q);
     if (q.before) {
       qb.andWhere('(t.updated_at, t.task_id) < (:bu::timestamptz, :bt)', {
         bu: q.before.updatedAt,
@@ -242,7 +235,12 @@ export class TaskRepository {
     return qb.orderBy('t.updated_at', 'DESC').addOrderBy('t.task_id', 'DESC').limit(q.limit).getMany();
   }
 
-  async count(q: Omit<TaskListQuery, 'limit' | 'before'>): Promise<number> {
+  count(q: Omit<TaskListQuery, 'limit' | 'before'>): Promise<number> {
+    return this.filtered(q).getCount();
+  }
+
+  /** The tenant's tasks matching the list filters (the same for a page and for its total). */
+  private filtered(q: Omit<TaskListQuery, 'limit' | 'before'>) {
     const qb = this.ds
       .getRepository(TaskEntity)
       .createQueryBuilder('t')
@@ -251,6 +249,6 @@ export class TaskRepository {
     if (q.contextId) qb.andWhere('t.context_id = :contextId', { contextId: q.contextId });
     if (q.state) qb.andWhere('t.state = :state', { state: q.state });
     if (q.updatedAfter) qb.andWhere('t.updated_at >= :after', { after: q.updatedAfter });
-    return qb.getCount();
+    return qb;
   }
 }
