@@ -49,10 +49,6 @@ export type TaskEventKind = TaskEventBody['kind'];
 
 export type StoredTaskEvent = TaskEventBody & { taskId: string; seq: number; createdAt: string };
 
-export function isTerminalEvent(e: StoredTaskEvent, isTerminal: (s: string) => boolean): boolean {
-  return e.kind === 'status' && isTerminal(e.payload.state);
-}
-
 /** Folds artifact events into artifacts, in first-seen order (spec §4.2.2 append semantics). */
 export function foldArtifacts(base: ArtifactJson[], events: Iterable<TaskEventBody>): ArtifactJson[] {
   const byId = new Map<string, ArtifactJson>(base.map((a) => [a.artifactId, { ...a, parts: [...a.parts] }]));

@@ -2,7 +2,7 @@ import { StreamResponse, Task } from '@a2a-js/sdk';
 import { A2aError } from '../a2a-errors.js';
 import type { TaskSnapshot } from '../../tasks/services/task.service.js';
 import type { MessageJson, PartJson } from '../../tasks/task-events.js';
-import { isSettled, isTaskState } from '../../tasks/task-state.js';
+import { isTaskState } from '../../tasks/task-state.js';
 import {
   arbiterMetadata,
   DEFAULT_PAGE_SIZE,
@@ -16,7 +16,7 @@ import {
   type WireDialect,
 } from './dialect.js';
 import { checkAcceptedOutputModes, checkUserMessage } from './message-input.js';
-import { isObject, obj, optBool, optInt, optObj, optStr, optStrArray, optTimestamp, str, type Json } from './params.js';
+import { obj, optBool, optInt, optObj, optStr, optStrArray, optTimestamp, str, type Json } from './params.js';
 
 function parsePart(v: unknown, field: string): PartJson {
   const p = obj(v, field);
@@ -222,9 +222,3 @@ export class V1Dialect implements WireDialect {
     }
   }
 }
-
-export function isFinalStatus(item: StreamItem): boolean {
-  return item.type === 'event' && item.event.kind === 'status' && isSettled(item.event.payload.state);
-}
-
-export { isObject };

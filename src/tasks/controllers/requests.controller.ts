@@ -160,5 +160,3 @@ export class RequestsController {
     });
   }
 }
-
-export { DEFAULT_PAGE_SIZE };

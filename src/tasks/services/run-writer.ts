@@ -54,10 +54,6 @@ export class RunWriter {
     while (this.loop) await this.loop;
   }
 
-  get writeError(): unknown {
-    return this.failure;
-  }
-
   /**
    * Starts writing on the next macrotask, so chunks a fast model yields in
    * the meantime go out in one statement; if a final write comes first it
