@@ -149,6 +149,21 @@ describe('the server process (npm start)', () => {
     let text = Buffer.from((await reader.read()).value).toString();
     const taskId = /"id":"([0-9a-f-]{36})"/.exec(text)![1];
     const exited = proc.stop('SIGTERM');
+    // During the grace period new tasks are refused with a retryable error.
+    await sleep(100);
+    const refused = await fetch(`${proc.url}/v1/a2a/agents/index`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'a2a-version': '1.0', 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 9,
+        method: 'SendMessage',
+        params: { message: { messageId: 'sd-2', role: 'ROLE_USER', parts: [{ text: 'late' }] } },
+      }),
+    });
+    const refusedBody = (await refused.json()) as { error: { code: number; message: string } };
+    assert.equal(refusedBody.error.code, -32603);
+    assert.match(refusedBody.error.message, /shutting down/);
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;

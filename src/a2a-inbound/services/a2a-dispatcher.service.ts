@@ -7,6 +7,7 @@ import { isSettled, isTerminal } from '../../tasks/task-state.js';
 import { A2aError } from '../a2a-errors.js';
 import type { ParsedParams, SendParams, StreamItem, TaskView, WireDialect } from '../dialects/dialect.js';
 import { AppConfig } from '../../config/app-config.js';
+import { Lifecycle } from '../../health/lifecycle.service.js';
 import { renderParts } from '../dialects/message-input.js';
 
 export interface CallContext {
@@ -29,6 +30,7 @@ export class A2aDispatcher {
   constructor(
     private readonly tasks: TaskService,
     private readonly config: AppConfig,
+    private readonly lifecycle: Lifecycle,
   ) {}
 
   async dispatch(call: ParsedParams, ctx: CallContext, dialect: WireDialect): Promise<DispatchResult> {
@@ -75,6 +77,10 @@ export class A2aDispatcher {
     p: SendParams,
     ctx: CallContext,
   ): Promise<{ taskId: string; afterSeq: number; created?: TaskSnapshot }> {
+    if (this.lifecycle.shuttingDown) {
+      // Retryable: another replica (or this one, restarted) takes the message.
+      throw new A2aError('internal', 'server is shutting down; retry the request', undefined, { retryable: 'true' });
+    }
     if (p.pushConfigRequested) {
       throw new A2aError('push_not_supported', 'push notifications are not supported by this agent');
     }
