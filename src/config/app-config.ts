@@ -33,6 +33,14 @@ export const CONFIG_ENV = {
   sseHeartbeatMs: 'ARBITER_SSE_HEARTBEAT_MS',
   maxTextFileBytes: 'ARBITER_MAX_TEXT_FILE_BYTES',
   leaseMs: 'ARBITER_LEASE_MS',
+  defaultModel: 'ARBITER_DEFAULT_MODEL',
+  providerTimeoutMs: 'ARBITER_PROVIDER_TIMEOUT_MS',
+  anthropicApiKey: 'ANTHROPIC_API_KEY',
+  anthropicBaseUrl: 'ANTHROPIC_BASE_URL',
+  openaiApiKey: 'OPENAI_API_KEY',
+  openaiBaseUrl: 'OPENAI_BASE_URL',
+  ollamaHost: 'OLLAMA_HOST',
+  openrouterApiKey: 'OPENROUTER_API_KEY',
 } as const satisfies Record<string, string>;
 
 export type ConfigKey = keyof typeof CONFIG_ENV;
@@ -141,6 +149,43 @@ export class AppConfig {
   @Max(600_000, { message: 'must be an integer between 500 and 600000' })
   leaseMs = 30_000;
 
+  @IsString()
+  @Matches(/^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}$/, {
+    message: 'must be a model id such as echo or openai/gpt-4o-mini',
+  })
+  defaultModel = 'echo';
+
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 1000 and 3600000' })
+  @Min(1000, { message: 'must be an integer between 1000 and 3600000' })
+  @Max(3_600_000, { message: 'must be an integer between 1000 and 3600000' })
+  providerTimeoutMs = 120_000;
+
+  @IsOptional()
+  @IsString()
+  @MinLength(8, { message: 'must be at least 8 characters' })
+  anthropicApiKey?: string;
+
+  @Matches(/^https?:\/\/\S+$/, { message: 'must be an http(s) URL' })
+  anthropicBaseUrl = 'https://api.anthropic.com';
+
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  openaiApiKey?: string;
+
+  @IsOptional()
+  @Matches(/^https?:\/\/\S+$/, { message: 'must be an http(s) URL' })
+  openaiBaseUrl?: string;
+
+  @Matches(/^https?:\/\/\S+$/, { message: 'must be an http(s) URL' })
+  ollamaHost = 'http://localhost:11434/v1';
+
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  openrouterApiKey?: string;
+
   /** Directory of operator-provided, read-only agent files (`*.json`). */
   get agentsDir(): string {
     return join(this.home, 'agents');
@@ -170,9 +215,17 @@ export class AppConfig {
       logLevel: this.logLevel,
       maxBodyBytes: this.maxBodyBytes,
       adminToken: this.adminToken ? 'from ARBITER_ADMIN_TOKEN' : `from ${this.adminTokenFile}`,
+      defaultModel: this.defaultModel,
+      providers: {
+        anthropic: Boolean(this.anthropicApiKey),
+        openai: Boolean(this.openaiApiKey || this.openaiBaseUrl),
+        openrouter: Boolean(this.openrouterApiKey),
+      },
     };
   }
 }
+
+const SECRET_KEYS: ConfigKey[] = ['adminToken', 'databaseUrl', 'anthropicApiKey', 'openaiApiKey', 'openrouterApiKey'];
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -233,7 +286,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, argv: string[] 
     const problems = errors.map((e) => {
       const key = e.property as ConfigKey;
       const name = source[key] ?? CONFIG_ENV[key] ?? key;
-      const shown = key === 'adminToken' || key === 'databaseUrl' ? '(hidden)' : JSON.stringify(raw[key]);
+      const shown = SECRET_KEYS.includes(key) ? '(hidden)' : JSON.stringify(raw[key]);
       const messages = Object.values(e.constraints ?? {}).join('; ');
       return `${name} ${messages} (got ${shown})`;
     });

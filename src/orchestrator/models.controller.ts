@@ -1,0 +1,24 @@
+import { Controller, Get } from '@nestjs/common';
+import { AppConfig } from '../config/app-config.js';
+import { ModelRouter } from './providers/model-router.service.js';
+
+/** `GET /v1/models`: what this server can run. */
+@Controller('v1/models')
+export class ModelsController {
+  constructor(
+    private readonly router: ModelRouter,
+    private readonly config: AppConfig,
+  ) {}
+
+  @Get()
+  list() {
+    return {
+      default_model: this.config.defaultModel,
+      providers: this.router.configured().map((name) => ({
+        name,
+        models: name === 'echo' ? ['echo'] : [`${name}/<model>`],
+        placeholder: name === 'echo',
+      })),
+    };
+  }
+}

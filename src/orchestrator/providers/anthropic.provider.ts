@@ -1,0 +1,71 @@
+import { postSse } from './http-stream.js';
+import { ProviderError, type CompletionEvent, type CompletionRequest, type Provider } from './provider.js';
+
+interface AnthropicEvent {
+  type?: unknown;
+  message?: { usage?: { input_tokens?: unknown; output_tokens?: unknown } };
+  delta?: { type?: unknown; text?: unknown; stop_reason?: unknown };
+  usage?: { output_tokens?: unknown };
+  error?: { type?: unknown };
+}
+
+/** Anthropic Messages API, streamed (server-sent events). */
+export class AnthropicProvider implements Provider {
+  readonly name = 'anthropic';
+
+  constructor(
+    private readonly baseUrl: string,
+    private readonly apiKey: string,
+    private readonly timeoutMs: number,
+  ) {}
+
+  async *complete(req: CompletionRequest, signal: AbortSignal): AsyncGenerator<CompletionEvent> {
+    const body = {
+      model: req.model,
+      system: req.system,
+      messages: req.messages,
+      max_tokens: req.maxTokens,
+      temperature: Math.min(req.temperature, 1),
+      stream: true,
+    };
+    const headers = { 'x-api-key': this.apiKey, 'anthropic-version': '2023-06-01' };
+    const url = `${this.baseUrl.replace(/\/+$/, '')}/v1/messages`;
+    let input = 0;
+    let output = 0;
+    for await (const { data } of postSse(this.name, url, headers, body, signal, this.timeoutMs)) {
+      const ev = (data ?? {}) as AnthropicEvent;
+      switch (ev.type) {
+        case 'message_start': {
+          const u = ev.message?.usage;
+          if (typeof u?.input_tokens === 'number') input = u.input_tokens;
+          if (typeof u?.output_tokens === 'number') output = u.output_tokens;
+          break;
+        }
+        case 'content_block_delta':
+          if (ev.delta?.type === 'text_delta') {
+            if (typeof ev.delta.text !== 'string') {
+              throw new ProviderError('provider_error', 'anthropic sent a malformed stream chunk');
+            }
+            yield { type: 'text', delta: ev.delta.text };
+          }
+          break;
+        case 'message_delta':
+          if (typeof ev.usage?.output_tokens === 'number') output = ev.usage.output_tokens;
+          if (typeof ev.delta?.stop_reason === 'string') yield { type: 'stop', reason: ev.delta.stop_reason };
+          break;
+        case 'message_stop':
+          yield { type: 'usage', inputTokens: input, outputTokens: output };
+          return;
+        case 'error':
+          throw new ProviderError(
+            ev.error?.type === 'overloaded_error' ? 'provider_unavailable' : 'provider_error',
+            `anthropic reported ${typeof ev.error?.type === 'string' ? ev.error.type : 'an error'} mid-stream`,
+            ev.error?.type === 'overloaded_error',
+          );
+        default:
+          break; // ping, content_block_start/stop
+      }
+    }
+    throw new ProviderError('provider_error', 'anthropic ended the stream without message_stop', true);
+  }
+}

@@ -1,0 +1,61 @@
+import { parseSseStream } from '@a2a-js/sdk';
+import { ProviderError, errorForStatus } from './provider.js';
+
+/** Largest single SSE event accepted from a provider. */
+const MAX_EVENT_BYTES = 1024 * 1024;
+
+/**
+ * POSTs JSON and yields the parsed SSE `data:` payloads. Connection errors,
+ * timeouts, HTTP errors and malformed JSON become `ProviderError`s; the
+ * provider's error body is never surfaced (it can echo keys back).
+ */
+export async function* postSse(
+  provider: string,
+  url: string,
+  headers: Record<string, string>,
+  body: unknown,
+  signal: AbortSignal,
+  timeoutMs: number,
+): AsyncGenerator<{ event: string; data: unknown }> {
+  const timeout = AbortSignal.timeout(timeoutMs);
+  const both = AbortSignal.any([signal, timeout]);
+  let res: Response;
+  try {
+    res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...headers },
+      body: JSON.stringify(body),
+      signal: both,
+    });
+  } catch {
+    throw failure(provider, signal, timeout, 'could not be reached');
+  }
+  if (!res.ok) {
+    await res.body?.cancel().catch(() => undefined);
+    throw errorForStatus(provider, res.status, res.headers.get('retry-after'));
+  }
+  if (!res.body) throw new ProviderError('provider_error', `${provider} sent an empty response`, true);
+  try {
+    for await (const ev of parseSseStream(res, MAX_EVENT_BYTES)) {
+      if (ev.data === '[DONE]') return;
+      let data: unknown;
+      try {
+        data = JSON.parse(ev.data);
+      } catch {
+        throw new ProviderError('provider_error', `${provider} sent a malformed stream chunk`);
+      }
+      yield { event: ev.type, data };
+    }
+  } catch (err) {
+    if (err instanceof ProviderError) throw err;
+    const f = failure(provider, signal, timeout, 'stream broke off');
+    // A stream that breaks off once the response began is the provider's failure, not an outage.
+    throw f.code === 'provider_unavailable' ? new ProviderError('provider_error', f.message, true) : f;
+  }
+}
+
+function failure(provider: string, signal: AbortSignal, timeout: AbortSignal, what: string): ProviderError {
+  if (signal.aborted) return new ProviderError('cancelled', 'the run was cancelled');
+  if (timeout.aborted) return new ProviderError('timeout', `${provider} timed out`, true);
+  return new ProviderError('provider_unavailable', `${provider} ${what}`, true);
+}

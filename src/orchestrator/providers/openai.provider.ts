@@ -1,0 +1,49 @@
+import { postSse } from './http-stream.js';
+import { ProviderError, type CompletionEvent, type CompletionRequest, type Provider } from './provider.js';
+
+interface Chunk {
+  choices?: { delta?: { content?: unknown }; finish_reason?: unknown }[];
+  usage?: { prompt_tokens?: unknown; completion_tokens?: unknown } | null;
+  error?: unknown;
+}
+
+/**
+ * OpenAI-compatible Chat Completions, streamed (`stream: true`): OpenAI,
+ * Ollama, vLLM, llama.cpp server, OpenRouter.
+ */
+export class OpenAiCompatibleProvider implements Provider {
+  constructor(
+    readonly name: string,
+    private readonly baseUrl: string,
+    private readonly apiKey: string | undefined,
+    private readonly timeoutMs: number,
+  ) {}
+
+  async *complete(req: CompletionRequest, signal: AbortSignal): AsyncGenerator<CompletionEvent> {
+    const body = {
+      model: req.model,
+      messages: [{ role: 'system', content: req.system }, ...req.messages],
+      max_tokens: req.maxTokens,
+      temperature: req.temperature,
+      stream: true,
+      stream_options: { include_usage: true },
+    };
+    const headers: Record<string, string> = this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {};
+    const url = `${this.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+    for await (const { data } of postSse(this.name, url, headers, body, signal, this.timeoutMs)) {
+      const chunk = (data ?? {}) as Chunk;
+      if (chunk.error) throw new ProviderError('provider_error', `${this.name} reported an error mid-stream`);
+      const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
+      const content = choice?.delta?.content;
+      if (content !== undefined && content !== null && typeof content !== 'string') {
+        throw new ProviderError('provider_error', `${this.name} sent a malformed stream chunk`);
+      }
+      if (content) yield { type: 'text', delta: content };
+      if (typeof choice?.finish_reason === 'string') yield { type: 'stop', reason: choice.finish_reason };
+      const u = chunk.usage;
+      if (u && typeof u.prompt_tokens === 'number' && typeof u.completion_tokens === 'number') {
+        yield { type: 'usage', inputTokens: u.prompt_tokens, outputTokens: u.completion_tokens };
+      }
+    }
+  }
+}

@@ -1,0 +1,151 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { FakeProvider } from '../helpers/fake-provider.js';
+import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
+import { readSse, rpc, waitFor } from '../helpers/a2a.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+const V1 = { 'a2a-version': '1.0' };
+const OPENAI_KEY = 'sk-test-openai-KEY-0001';
+const ANTHROPIC_KEY = 'sk-ant-test-KEY-0002';
+
+function send(text: string, extra: Record<string, unknown> = {}) {
+  return {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'SendMessage',
+    params: { message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text }] }, ...extra },
+  };
+}
+
+describe('model providers (against a fake provider speaking each wire format)', () => {
+  let fake: FakeProvider;
+  let server: TestServer;
+  let t: TestTenant;
+  before(async () => {
+    fake = new FakeProvider();
+    await fake.start();
+    server = await startTestServer({
+      env: {
+        OPENAI_BASE_URL: `${fake.url}/v1`,
+        OPENAI_API_KEY: OPENAI_KEY,
+        ANTHROPIC_BASE_URL: fake.url,
+        ANTHROPIC_API_KEY: ANTHROPIC_KEY,
+        TEST_LOG_LEVEL: 'silent',
+      },
+    });
+    t = await newTenant(server, 'providers');
+    await newAgent(t, { id: 'gpt', model: 'openai/fake-gpt', role: 'assistant', rules: ['be exact'] });
+    await newAgent(t, { id: 'claude', model: 'anthropic/claude-fake', role: 'assistant' });
+    await newAgent(t, { id: 'nowhere', model: 'openrouter/some-model' });
+  });
+  after(async () => {
+    await server.close();
+    await fake.stop();
+  });
+
+  const call = async (agent: string, body: unknown) => {
+    const res = await rpc(server.url, t.token, agent, body, V1);
+    return (await res.json()) as any;
+  };
+
+  for (const agent of ['gpt', 'claude']) {
+    it(`${agent}: streams real model text through A2A, with token counts`, async () => {
+      const res = await rpc(
+        server.url,
+        t.token,
+        agent,
+        { ...send('say hello from the model'), method: 'SendStreamingMessage' },
+        V1,
+      );
+      const { events } = await readSse(res);
+      const chunks = events.filter((e) => e.data.result.artifactUpdate);
+      assert.ok(chunks.length >= 3, `${chunks.length} chunks`);
+      const last = events[events.length - 1].data.result.statusUpdate;
+      assert.equal(last.status.state, 'TASK_STATE_COMPLETED');
+      assert.equal(last.status.message.parts[0].text, 'hello from the model');
+      const task = await call(agent, { jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: last.taskId } });
+      assert.ok(task.result.metadata['x-arbiter.input_tokens'] > 0);
+      assert.equal(task.result.metadata['x-arbiter.output_tokens'], 4);
+    });
+  }
+
+  it('sends the key and the constitution as the provider expects', async () => {
+    const openai = fake.requests.find((r) => r.path === '/v1/chat/completions')!;
+    assert.equal(openai.headers.authorization, `Bearer ${OPENAI_KEY}`);
+    assert.equal(openai.body.model, 'fake-gpt');
+    assert.equal(openai.body.stream, true);
+    assert.equal(openai.body.messages[0].role, 'system');
+    assert.match(openai.body.messages[0].content, /be exact/);
+    const anthropic = fake.requests.find((r) => r.path === '/v1/messages')!;
+    assert.equal(anthropic.headers['x-api-key'], ANTHROPIC_KEY);
+    assert.equal(anthropic.headers['anthropic-version'], '2023-06-01');
+    assert.equal(anthropic.body.model, 'claude-fake');
+  });
+
+  it('429 then success: retried, the task completes', async () => {
+    const r = await call('gpt', send('flaky retried fine'));
+    assert.equal(r.result.task.status.state, 'TASK_STATE_COMPLETED');
+    assert.equal(r.result.task.artifacts[0].parts[0].text, 'retried fine');
+  });
+
+  it('failures become stable codes; no key or provider text leaks', async () => {
+    const cases: [string, RegExp][] = [
+      ['deny', /^auth_failed: /],
+      ['garbage', /^provider_error: /],
+      ['crash', /^provider_error: /],
+    ];
+    for (const [text, code] of cases) {
+      const r = await call('gpt', send(text));
+      const task = r.result.task;
+      assert.equal(task.status.state, 'TASK_STATE_FAILED', text);
+      assert.match(task.metadata['x-arbiter.error'], code, text);
+      const all = JSON.stringify(r);
+      for (const secret of [OPENAI_KEY, ANTHROPIC_KEY, 'sk-live-SECRET-123'])
+        assert.ok(!all.includes(secret), `${text} leaks`);
+    }
+    // A failure after text was streamed is not retried: the partial text stays, the task fails.
+    const crash = await call('gpt', send('crash'));
+    assert.equal(crash.result.task.artifacts[0].parts[0].text, 'partial ');
+    // The event log ends with the terminal status.
+    const ev = await fetch(`${server.url}/v1/requests/${crash.result.task.id}/events`, {
+      headers: { authorization: `Bearer ${t.token}` },
+    });
+    const { events } = await readSse(ev);
+    assert.equal(events[events.length - 1].data.state, 'TASK_STATE_FAILED');
+  });
+
+  it('an unconfigured provider or unknown model fails clearly, naming what is configured', async () => {
+    const r = await call('nowhere', send('hi'));
+    assert.equal(r.result.task.status.state, 'TASK_STATE_FAILED');
+    assert.match(
+      r.result.task.metadata['x-arbiter.error'],
+      /^model_unavailable: .*openrouter.*configured: echo, anthropic, openai, ollama/,
+    );
+  });
+
+  it('cancel during a model call aborts the HTTP request at once', async () => {
+    const before = fake.closedEarly;
+    const r = await call('gpt', send('slow', { configuration: { returnImmediately: true } }));
+    const id = r.result.task.id as string;
+    await waitFor(async () =>
+      (await call('gpt', { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id } })).result.artifacts
+        ? true
+        : undefined,
+    );
+    const canceled = await call('gpt', { jsonrpc: '2.0', id: 1, method: 'CancelTask', params: { id } });
+    assert.equal(canceled.result.status.state, 'TASK_STATE_CANCELED');
+    await waitFor(async () => (fake.closedEarly > before ? true : undefined), 3_000);
+  });
+
+  it('GET /v1/models lists what is configured', async () => {
+    const res = await t.client.get('/v1/models');
+    assert.equal(res.status, 200);
+    assert.equal(res.body.default_model, 'echo');
+    assert.deepEqual(
+      res.body.providers.map((p: { name: string }) => p.name),
+      ['echo', 'anthropic', 'openai', 'ollama'],
+    );
+    assert.ok(!res.text.includes(OPENAI_KEY));
+  });
+});

@@ -1,0 +1,111 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * A fake model provider: a real HTTP server on loopback speaking the
+ * OpenAI Chat Completions and Anthropic Messages streaming wire formats.
+ * The last user message picks the behaviour:
+ *   `say <text>`     stream <text> back word by word, with usage
+ *   `flaky <text>`   429 on the first attempt, then like `say`
+ *   `crash`          one chunk, then the connection is destroyed
+ *   `garbage`        a malformed chunk
+ *   `deny`           401 with a body that echoes a key
+ *   `slow`           a chunk every 100 ms for 10 s (for cancellation)
+ */
+export class FakeProvider {
+  private server!: Server;
+  url = '';
+  requests: { path: string; headers: IncomingMessage['headers']; body: any }[] = [];
+  closedEarly = 0;
+  private attempts = new Map<string, number>();
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => void this.handle(req, res));
+    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  async stop(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise((r) => this.server.close(r));
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let raw = '';
+    for await (const c of req) raw += String(c);
+    const body = JSON.parse(raw);
+    this.requests.push({ path: req.url ?? '', headers: req.headers, body });
+    const anthropic = req.url === '/v1/messages';
+    const last: string = body.messages[body.messages.length - 1].content;
+    const [verb, ...rest] = last.split(' ');
+    const text = rest.join(' ');
+    const n = (this.attempts.get(last) ?? 0) + 1;
+    this.attempts.set(last, n);
+    if (verb === 'deny') {
+      res.writeHead(401, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: 'bad key sk-live-SECRET-123' } }));
+      return;
+    }
+    if (verb === 'flaky' && n === 1) {
+      res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '0' });
+      res.end('{"error":"slow down"}');
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const send = (event: string | undefined, data: unknown): void => {
+      res.write(
+        `${event ? `event: ${event}\n` : ''}data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`,
+      );
+    };
+    const chunk = (t: string): void =>
+      anthropic
+        ? send('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: t } })
+        : send(undefined, { choices: [{ index: 0, delta: { content: t } }] });
+    if (anthropic)
+      send('message_start', { type: 'message_start', message: { usage: { input_tokens: 11, output_tokens: 1 } } });
+    if (verb === 'crash') {
+      chunk('partial ');
+      await new Promise((r) => setTimeout(r, 20));
+      res.destroy();
+      return;
+    }
+    if (verb === 'garbage') {
+      res.write('data: {not json\n\n');
+      res.end();
+      return;
+    }
+    if (verb === 'slow') {
+      let closed = false;
+      res.on('close', () => {
+        if (!res.writableFinished) {
+          closed = true;
+          this.closedEarly++;
+        }
+      });
+      for (let i = 0; i < 100 && !closed; i++) {
+        chunk(`tick${i} `);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      res.end();
+      return;
+    }
+    const words = text.match(/\S+\s*/g) ?? [];
+    for (const w of words) {
+      chunk(w);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    if (anthropic) {
+      send('message_delta', {
+        type: 'message_delta',
+        delta: { stop_reason: 'end_turn' },
+        usage: { output_tokens: words.length },
+      });
+      send('message_stop', { type: 'message_stop' });
+    } else {
+      send(undefined, { choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
+      send(undefined, { choices: [], usage: { prompt_tokens: 7, completion_tokens: words.length } });
+      send(undefined, '[DONE]');
+    }
+    res.end();
+  }
+}
