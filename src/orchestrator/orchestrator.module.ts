@@ -3,8 +3,10 @@ import { ModelsController } from './models.controller.js';
 import { OrchestratorService } from './orchestrator.service.js';
 import { ModelRouter } from './providers/model-router.service.js';
 import { ORCHESTRATOR } from './run-event.js';
+import { RegistryModule } from '../registry/registry.module.js';
 
 @Module({
+  imports: [RegistryModule],
   controllers: [ModelsController],
   providers: [ModelRouter, OrchestratorService, { provide: ORCHESTRATOR, useExisting: OrchestratorService }],
   exports: [ORCHESTRATOR, ModelRouter],

@@ -5,6 +5,8 @@ import { echoTurn } from './providers/echo.model.js';
 import { ProviderError, type ChatMessage } from './providers/provider.js';
 import type { Orchestrator, RunContext, RunEvent, RunInput } from './run-event.js';
 import { systemPrompt } from './system-prompt.js';
+import { AgentCatalog } from '../registry/services/agent-catalog.service.js';
+import { MASTER_AGENT_ID } from '../registry/constitution.js';
 
 /**
  * Runs an agent turn on the agent's model: a real provider (Anthropic, or
@@ -19,6 +21,7 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
   constructor(
     private readonly config: AppConfig,
     private readonly router: ModelRouter,
+    private readonly catalog: AgentCatalog,
   ) {}
 
   onModuleInit(): void {
@@ -51,13 +54,23 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
       yield* echoTurn(it, first.value, signal, { chunks: this.config.echoChunks, delayMs: this.config.echoDelayMs });
       return;
     }
-    const messages: ChatMessage[] = [{ role: 'user', content: first.value.text }];
+    // Earlier turns of this task (a continuation after input-required), then the new message.
+    const messages: ChatMessage[] = [
+      ...(ctx.history ?? []).filter((m) => m.content.length > 0),
+      { role: 'user', content: first.value.text },
+    ];
+    let system = systemPrompt(c);
+    if (ctx.agent.id === MASTER_AGENT_ID) {
+      // The master agent sees the tenant's catalogue.
+      const roster = await this.catalog.roster(ctx.tenantId);
+      if (roster) system += `\n\n${roster}`;
+    }
     let content = '';
     let usage = { inputTokens: 0, outputTokens: 0 };
     try {
       for await (const ev of this.router.stream(
         target.provider,
-        { model: target.model, system: systemPrompt(c), messages, maxTokens: c.max_tokens, temperature: c.temperature },
+        { model: target.model, system, messages, maxTokens: c.max_tokens, temperature: c.temperature },
         signal,
       )) {
         if (ev.type === 'text') {

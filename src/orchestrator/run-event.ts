@@ -13,6 +13,8 @@ export interface RunContext {
   agent: ResolvedAgent;
   taskId: string;
   contextId: string;
+  /** The task's conversation so far (for a turn that continues it), oldest first. */
+  history?: { role: 'user' | 'assistant'; content: string }[];
 }
 
 /**

@@ -31,6 +31,7 @@ describe('model providers (against a fake provider speaking each wire format)', 
         OPENAI_API_KEY: OPENAI_KEY,
         ANTHROPIC_BASE_URL: fake.url,
         ANTHROPIC_API_KEY: ANTHROPIC_KEY,
+        ARBITER_DEFAULT_MODEL: 'openai/fake-default',
         TEST_LOG_LEVEL: 'silent',
       },
     });
@@ -81,6 +82,17 @@ describe('model providers (against a fake provider speaking each wire format)', 
     assert.equal(anthropic.headers['x-api-key'], ANTHROPIC_KEY);
     assert.equal(anthropic.headers['anthropic-version'], '2023-06-01');
     assert.equal(anthropic.body.model, 'claude-fake');
+  });
+
+  it('the master agent runs on the default model and sees the roster', async () => {
+    const r = await call('index', send('say routed'));
+    assert.equal(r.result.task.status.state, 'TASK_STATE_COMPLETED');
+    const req = fake.requests[fake.requests.length - 1];
+    assert.equal(req.body.model, 'fake-default');
+    const system = req.body.messages[0].content as string;
+    assert.match(system, /AGENTS — delegate with \/agent <id> <task>:/);
+    assert.match(system, /^ {2}claude \[assistant\] anthropic\/claude-fake/m);
+    assert.match(system, /^ {2}gpt \[assistant\] openai\/fake-gpt/m);
   });
 
   it('429 then success: retried, the task completes', async () => {
@@ -141,7 +153,7 @@ describe('model providers (against a fake provider speaking each wire format)', 
   it('GET /v1/models lists what is configured', async () => {
     const res = await t.client.get('/v1/models');
     assert.equal(res.status, 200);
-    assert.equal(res.body.default_model, 'echo');
+    assert.equal(res.body.default_model, 'openai/fake-default');
     assert.deepEqual(
       res.body.providers.map((p: { name: string }) => p.name),
       ['echo', 'anthropic', 'openai', 'ollama'],

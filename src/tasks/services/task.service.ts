@@ -134,7 +134,17 @@ export class TaskService {
       // No turn is taking input here (the task is interrupted): start one.
       const snapshot = await this.snapshotOf(row);
       this.runner.start({
-        ctx: { tenantId: input.tenantId, agent: input.agent, taskId: row.taskId, contextId: row.contextId },
+        ctx: {
+          tenantId: input.tenantId,
+          agent: input.agent,
+          taskId: row.taskId,
+          contextId: row.contextId,
+          // Everything before this message: the model sees the task's conversation.
+          history: (row.history as MessageJson[]).map((m) => ({
+            role: m.role === 'ROLE_AGENT' ? ('assistant' as const) : ('user' as const),
+            content: m.parts.map((p) => p.text ?? (p.data !== undefined ? JSON.stringify(p.data) : '')).join('\n'),
+          })),
+        },
         first: runInput,
         artifacts: snapshot.artifacts,
         tokens: { input: row.inputTokens, output: row.outputTokens },
