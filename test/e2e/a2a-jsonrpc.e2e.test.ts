@@ -472,6 +472,33 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
     });
   });
 
+  describe('idempotency by messageId', () => {
+    it('a resent messageId returns the task it created (one run), also when sent concurrently', async () => {
+      const body = send('SendMessage', 'only once');
+      const first = await call(body);
+      const again = await call(body);
+      assert.equal(again.result.task.id, first.result.task.id);
+      assert.equal(again.result.task.history.length, 2, 'one user message, one reply: no second run');
+
+      const concurrent = send('SendMessage', 'hold');
+      (concurrent.params as any).configuration = { returnImmediately: true };
+      const results = await Promise.all(Array.from({ length: 5 }, () => call(concurrent)));
+      const ids = new Set(results.map((r) => r.result.task.id));
+      assert.equal(ids.size, 1, 'one task');
+      const id = [...ids][0] as string;
+      // A stream with the same messageId attaches to that task.
+      const stream = rpc(url, t.token, 'helper', { ...concurrent, method: 'SendStreamingMessage' }, V1);
+      await new Promise((r) => setTimeout(r, 100));
+      await call({ jsonrpc: '2.0', id: 1, method: 'CancelTask', params: { id } });
+      const { events } = await readSse(await stream);
+      assert.equal(events[0].data.result.task.id, id);
+      assert.equal(events[events.length - 1].data.result.statusUpdate.status.state, 'TASK_STATE_CANCELED');
+      // The same messageId to another agent is another task.
+      const other = await call(body, V1, 'index');
+      assert.notEqual(other.result.task.id, first.result.task.id);
+    });
+  });
+
   describe('agent cards', () => {
     it('the well-known stub is public and lists no agents', async () => {
       const res = await fetch(`${url}/.well-known/agent-card.json`);

@@ -38,7 +38,7 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
 
   const newTask = async (id: string) =>
     repo.create(
-      { taskId: id, tenantId: TENANT, agentId: 'a', contextId: 'c', metadata: {} },
+      { taskId: id, messageId: `m-${id}`, tenantId: TENANT, agentId: 'a', contextId: 'c', metadata: {} },
       [{ kind: 'status', payload: { state: 'TASK_STATE_SUBMITTED', timestamp: ts() } }],
       [],
     );

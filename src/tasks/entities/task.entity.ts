@@ -10,6 +10,7 @@ import { TenantEntity } from '../../tenants/entities/tenant.entity.js';
 @Entity({ name: 'a2a_tasks' })
 @Index('idx_a2a_tasks_list', ['tenantId', 'agentId', 'updatedAt', 'taskId'])
 @Index('idx_a2a_tasks_context', ['tenantId', 'contextId'])
+@Index('uq_a2a_tasks_message', ['tenantId', 'agentId', 'messageId'], { unique: true })
 export class TaskEntity {
   @PrimaryColumn({ name: 'task_id', type: 'varchar', length: 64 })
   taskId: string;
@@ -26,6 +27,10 @@ export class TaskEntity {
 
   @Column({ name: 'context_id', type: 'varchar', length: 256 })
   contextId: string;
+
+  /** The messageId of the message that created the task (unique per tenant and agent). */
+  @Column({ name: 'message_id', type: 'varchar', length: 256, nullable: true })
+  messageId: string | null;
 
   /** `TASK_STATE_*` (ProtoJSON enum name). */
   @Column({ type: 'varchar', length: 32 })

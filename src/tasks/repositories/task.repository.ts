@@ -7,6 +7,7 @@ import { allowedFrom, NON_TERMINAL_STATES, type TaskStateName } from '../task-st
 
 export interface NewTask {
   taskId: string;
+  messageId: string;
   tenantId: string;
   agentId: string;
   contextId: string;
@@ -91,9 +92,10 @@ export class TaskRepository {
     const rows = await this.ds.query<EventRow[]>(
       `WITH t AS (
          INSERT INTO a2a_tasks (task_id, tenant_id, agent_id, context_id, state, updated_at, history, metadata, last_seq,
-                                owner_instance, lease_expires_at)
+                                owner_instance, lease_expires_at, message_id)
          VALUES ($1, $2, $3, $4, $5, COALESCE($10::timestamptz, date_trunc('milliseconds', now())), $6::jsonb, $7::jsonb, $8::int,
-                 $11::varchar, CASE WHEN $11::varchar IS NULL THEN NULL ELSE now() + make_interval(secs => $12::int / 1000.0) END)
+                 $11::varchar, CASE WHEN $11::varchar IS NULL THEN NULL ELSE now() + make_interval(secs => $12::int / 1000.0) END,
+                 $13::varchar)
          RETURNING task_id
        )
        INSERT INTO task_events (task_id, seq, kind, payload)
@@ -113,9 +115,15 @@ export class TaskRepository {
         statusTimestamp(first),
         lease?.owner ?? null,
         lease?.ms ?? 0,
+        task.messageId,
       ],
     );
     return rows.map(toStoredEvent).sort((a, b) => a.seq - b.seq);
+  }
+
+  /** The task a message created, if that message was already sent to this tenant's agent. */
+  findByMessage(tenantId: string, agentId: string, messageId: string): Promise<TaskEntity | null> {
+    return this.ds.manager.findOneBy(TaskEntity, { tenantId, agentId, messageId });
   }
 
   /**

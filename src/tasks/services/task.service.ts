@@ -48,6 +48,14 @@ export interface SendInput {
 
 const now = (): string => new Date().toISOString();
 
+function isDuplicateMessage(err: unknown): boolean {
+  const driver = (err as { driverError?: { code?: string; constraint?: string; message?: string } }).driverError;
+  return (
+    driver?.code === '23505' &&
+    (driver.constraint === 'uq_a2a_tasks_message' || (driver.message ?? '').includes('uq_a2a_tasks_message'))
+  );
+}
+
 /**
  * Tasks: create and run, continue, cancel, read, list and tail. Every
  * method is scoped by tenant (and agent where given); another tenant's task
@@ -64,7 +72,9 @@ export class TaskService {
   ) {}
 
   /** Creates a task for a new message and starts its run. */
-  async create(input: SendInput): Promise<{ taskId: string; events: StoredTaskEvent[]; snapshot: TaskSnapshot }> {
+  async create(
+    input: SendInput,
+  ): Promise<{ taskId: string; events: StoredTaskEvent[]; snapshot: TaskSnapshot; duplicate?: boolean }> {
     const taskId = randomUUID();
     const contextId = input.message.contextId || randomUUID();
     const message: MessageJson = { ...input.message, taskId, contextId };
@@ -75,13 +85,30 @@ export class TaskService {
       { kind: 'message', payload: { message } },
       { kind: 'status', payload: { state: 'TASK_STATE_WORKING', timestamp: at } },
     ];
-    const stored = await this.repo.create(
-      { taskId, tenantId: input.tenantId, agentId: input.agent.id, contextId, metadata: {} },
-      events,
-      [message],
-      'TASK_STATE_WORKING',
-      this.leases.lease(),
-    );
+    let stored: StoredTaskEvent[];
+    try {
+      stored = await this.repo.create(
+        {
+          taskId,
+          messageId: message.messageId,
+          tenantId: input.tenantId,
+          agentId: input.agent.id,
+          contextId,
+          metadata: {},
+        },
+        events,
+        [message],
+        'TASK_STATE_WORKING',
+        this.leases.lease(),
+      );
+    } catch (err) {
+      // The same messageId again (a client retry, or the same request on two replicas at once): the
+      // unique index decides, and the resend gets the task the first one created instead of a second run.
+      if (!isDuplicateMessage(err)) throw err;
+      const existing = await this.repo.findByMessage(input.tenantId, input.agent.id, message.messageId);
+      if (!existing) throw err;
+      return { taskId: existing.taskId, events: [], snapshot: await this.snapshotOf(existing), duplicate: true };
+    }
     this.runner.start({
       alreadyWorking: true,
       ctx: { tenantId: input.tenantId, agent: input.agent, taskId, contextId },
