@@ -33,6 +33,7 @@ export const CONFIG_ENV = {
   sseHeartbeatMs: 'ARBITER_SSE_HEARTBEAT_MS',
   maxTextFileBytes: 'ARBITER_MAX_TEXT_FILE_BYTES',
   leaseMs: 'ARBITER_LEASE_MS',
+  retentionDays: 'ARBITER_RETENTION_DAYS',
   defaultModel: 'ARBITER_DEFAULT_MODEL',
   providerTimeoutMs: 'ARBITER_PROVIDER_TIMEOUT_MS',
   anthropicApiKey: 'ANTHROPIC_API_KEY',
@@ -148,6 +149,12 @@ export class AppConfig {
   @Min(500, { message: 'must be an integer between 500 and 600000' })
   @Max(600_000, { message: 'must be an integer between 500 and 600000' })
   leaseMs = 30_000;
+
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 1 and 3650' })
+  @Min(1, { message: 'must be an integer between 1 and 3650' })
+  @Max(3650, { message: 'must be an integer between 1 and 3650' })
+  retentionDays = 30;
 
   @IsString()
   @Matches(/^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}$/, {

@@ -20,7 +20,10 @@ export class TaskError extends Error {
   }
 
   static notFound(taskId: string): TaskError {
-    return new TaskError('task_not_found', `task '${taskId.slice(0, 64)}' not found`);
+    return new TaskError(
+      'task_not_found',
+      `task '${taskId.slice(0, 64)}' not found (ended tasks are deleted after the retention period)`,
+    );
   }
 
   static notCancelable(taskId: string, state: string): TaskError {

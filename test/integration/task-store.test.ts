@@ -102,6 +102,27 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
     assert.equal(row?.lastSeq, 2);
   });
 
+  it('retention deletes tasks that ended long ago, with their events, and nothing else', async () => {
+    await newTask('t-old-done');
+    await repo.append('t-old-done', [{ kind: 'status', payload: { state: 'TASK_STATE_CANCELED', timestamp: ts() } }], {
+      state: 'TASK_STATE_CANCELED',
+    });
+    await newTask('t-old-running');
+    await newTask('t-new-done');
+    await repo.append('t-new-done', [{ kind: 'status', payload: { state: 'TASK_STATE_CANCELED', timestamp: ts() } }], {
+      state: 'TASK_STATE_CANCELED',
+    });
+    await ds.query(
+      `UPDATE a2a_tasks SET updated_at = now() - interval '40 days' WHERE task_id IN ('t-old-done', 't-old-running')`,
+    );
+    assert.equal(await repo.purgeEnded(30, 1), 1);
+    assert.equal(await repo.purgeEnded(30, 1), 0);
+    assert.equal(await repo.findForTenant(TENANT, 't-old-done'), null);
+    assert.deepEqual(await repo.events('t-old-done', 0), []);
+    assert.ok(await repo.findForTenant(TENANT, 't-old-running'), 'a running task is never purged');
+    assert.ok(await repo.findForTenant(TENANT, 't-new-done'));
+  });
+
   it('another tenant cannot read a task', async () => {
     assert.equal(await repo.findForTenant('00000000-0000-4000-8000-00000000000b', 't-seq'), null);
   });

@@ -207,6 +207,25 @@ export class TaskRepository {
     return rows.map((r) => r.task_id);
   }
 
+  /**
+   * Deletes up to `batch` tasks that ended more than `days` ago, with their
+   * events (cascade). Returns how many went; callers repeat while it is `batch`.
+   */
+  async purgeEnded(days: number, batch: number): Promise<number> {
+    const [row] = await this.ds.query<{ n: number }[]>(
+      `WITH gone AS (
+         DELETE FROM a2a_tasks WHERE task_id IN (
+           SELECT task_id FROM a2a_tasks
+            WHERE state IN ('TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED')
+              AND updated_at < now() - make_interval(days => $1::int)
+            ORDER BY updated_at LIMIT $2)
+         RETURNING task_id)
+       SELECT count(*)::int AS n FROM gone`,
+      [days, batch],
+    );
+    return row?.n ?? 0;
+  }
+
   findForTenant(tenantId: string, taskId: string): Promise<TaskEntity | null> {
     return this.ds.manager.findOneBy(TaskEntity, { tenantId, taskId });
   }

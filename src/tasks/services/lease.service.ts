@@ -41,6 +41,7 @@ export class LeaseService implements OnApplicationBootstrap, BeforeApplicationSh
     if (this.config.usesEmbeddedDatabase) {
       await this.sweep('server restarted', this.identity.id);
     }
+    await this.purge();
     const every = (ms: number, fn: () => Promise<void>): void => {
       const t = setInterval(() => {
         fn().catch((err: unknown) => this.logger.warn({ err: safeError(err) }, 'lease upkeep failed'));
@@ -58,6 +59,21 @@ export class LeaseService implements OnApplicationBootstrap, BeforeApplicationSh
     every(Math.max(100, Math.floor(this.config.leaseMs / 2)), async () => {
       await this.sweep('owner lost');
     });
+    every(60 * 60 * 1000, async () => {
+      await this.purge();
+    });
+  }
+
+  /** Retention: deletes tasks that ended more than `ARBITER_RETENTION_DAYS` ago, in small batches. */
+  async purge(): Promise<number> {
+    let total = 0;
+    for (let i = 0; i < 100; i++) {
+      const n = await this.repo.purgeEnded(this.config.retentionDays, 500);
+      total += n;
+      if (n < 500) break;
+    }
+    if (total) this.logger.log(`purged ${total} task(s) that ended over ${this.config.retentionDays} day(s) ago`);
+    return total;
   }
 
   beforeApplicationShutdown(): void {
