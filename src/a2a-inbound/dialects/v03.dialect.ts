@@ -4,8 +4,6 @@ import type { ArtifactJson, MessageJson, PartJson } from '../../tasks/task-event
 import type { TaskStateName } from '../../tasks/task-state.js';
 import {
   arbiterMetadata,
-  DEFAULT_PAGE_SIZE,
-  MAX_PAGE_SIZE,
   trimHistory,
   type ListResult,
   type Operation,
@@ -14,8 +12,8 @@ import {
   type TaskView,
   type WireDialect,
 } from './dialect.js';
-import { checkAcceptedOutputModes, checkUserMessage } from './message-input.js';
-import { obj, optBool, optInt, optObj, optStr, optStrArray, optTimestamp, str, type Json } from './params.js';
+import { finishMessage, messageBase, parseParams } from './parse-params.js';
+import { obj, optBool, optObj, optStr, str, type Json } from './params.js';
 
 const STATE_TO_V03: Record<TaskStateName, string> = {
   TASK_STATE_SUBMITTED: 'submitted',
@@ -65,23 +63,7 @@ function parseMessage(v: unknown, field: string): MessageJson {
   if (m.kind !== undefined && m.kind !== 'message') throw A2aError.invalidParams(`${field}.kind`, 'must be "message"');
   if (m.role !== 'user' && m.role !== 'agent') throw A2aError.invalidParams(`${field}.role`, 'must be "user"');
   if (!Array.isArray(m.parts)) throw A2aError.invalidParams(`${field}.parts`, 'is required and must be an array');
-  const message: MessageJson = {
-    messageId: str(m.messageId, `${field}.messageId`),
-    role: m.role === 'user' ? 'ROLE_USER' : 'ROLE_AGENT',
-    parts: m.parts.map((p, i) => parsePart(p, `${field}.parts[${i}]`)),
-  };
-  const contextId = optStr(m.contextId, `${field}.contextId`);
-  if (contextId) message.contextId = contextId;
-  const taskId = optStr(m.taskId, `${field}.taskId`, 64);
-  if (taskId) message.taskId = taskId;
-  const metadata = optObj(m.metadata, `${field}.metadata`);
-  if (metadata) message.metadata = metadata;
-  const extensions = optStrArray(m.extensions, `${field}.extensions`);
-  if (extensions?.length) message.extensions = extensions;
-  const refs = optStrArray(m.referenceTaskIds, `${field}.referenceTaskIds`);
-  if (refs?.length) message.referenceTaskIds = refs;
-  checkUserMessage(message, field);
-  return message;
+  return finishMessage(m, messageBase(m, m.role === 'user' ? 'ROLE_USER' : 'ROLE_AGENT', field, parsePart), field);
 }
 
 function partToV03(p: PartJson): Json {
@@ -138,65 +120,18 @@ export class V03Dialect implements WireDialect {
   };
 
   parse(op: Operation, p: Json): ParsedParams {
-    switch (op) {
-      case 'send':
-      case 'stream': {
-        const message = parseMessage(p.message, 'params.message');
-        const cfg = optObj(p.configuration, 'params.configuration') ?? {};
-        const acceptedOutputModes = optStrArray(cfg.acceptedOutputModes, 'params.configuration.acceptedOutputModes');
-        checkAcceptedOutputModes(acceptedOutputModes, 'params.configuration.acceptedOutputModes');
-        optObj(p.metadata, 'params.metadata');
-        return {
-          op,
-          params: {
-            message,
-            returnImmediately: optBool(cfg.blocking, 'params.configuration.blocking') === false,
-            historyLength: optInt(cfg.historyLength, 'params.configuration.historyLength', 0, 2 ** 31 - 1),
-            acceptedOutputModes,
-            pushConfigRequested: cfg.pushNotificationConfig !== undefined && cfg.pushNotificationConfig !== null,
-          },
-        };
-      }
-      case 'get':
-        return {
-          op,
-          params: {
-            id: str(p.id, 'params.id'),
-            historyLength: optInt(p.historyLength, 'params.historyLength', 0, 2 ** 31 - 1),
-          },
-        };
-      case 'list': {
-        const status = optStr(p.status, 'params.status', 32);
-        if (status !== undefined && !STATE_FROM_V03[status]) {
+    return parseParams(op, p, {
+      message: parseMessage,
+      returnImmediately: (cfg) => optBool(cfg.blocking, 'params.configuration.blocking') === false,
+      pushConfigKey: 'pushNotificationConfig',
+      state: (status) => {
+        if (status === undefined) return undefined;
+        const state = Object.hasOwn(STATE_FROM_V03, status) ? STATE_FROM_V03[status] : undefined;
+        if (!state)
           throw A2aError.invalidParams('params.status', `must be one of ${Object.keys(STATE_FROM_V03).join(', ')}`);
-        }
-        return {
-          op,
-          params: {
-            contextId: optStr(p.contextId, 'params.contextId'),
-            state: status ? STATE_FROM_V03[status] : undefined,
-            pageSize: optInt(p.pageSize, 'params.pageSize', 1, MAX_PAGE_SIZE) ?? DEFAULT_PAGE_SIZE,
-            pageToken: optStr(p.pageToken, 'params.pageToken', 512),
-            historyLength: optInt(p.historyLength, 'params.historyLength', 0, 2 ** 31 - 1),
-            statusTimestampAfter: optTimestamp(p.statusTimestampAfter, 'params.statusTimestampAfter'),
-            includeArtifacts: optBool(p.includeArtifacts, 'params.includeArtifacts') ?? false,
-          },
-        };
-      }
-      case 'cancel':
-      case 'subscribe':
-        return { op, params: { id: str(p.id, 'params.id') } };
-      case 'push_set':
-      case 'push_get':
-      case 'push_list':
-      case 'push_delete':
-      case 'extended_card':
-        return { op, params: p };
-      default: {
-        const unreachable: never = op;
-        return unreachable;
-      }
-    }
+        return state;
+      },
+    });
   }
 
   task(t: TaskSnapshot, view: TaskView): Json {

@@ -5,8 +5,6 @@ import type { MessageJson, PartJson } from '../../tasks/task-events.js';
 import { isTaskState } from '../../tasks/task-state.js';
 import {
   arbiterMetadata,
-  DEFAULT_PAGE_SIZE,
-  MAX_PAGE_SIZE,
   trimHistory,
   type ListResult,
   type Operation,
@@ -15,8 +13,8 @@ import {
   type TaskView,
   type WireDialect,
 } from './dialect.js';
-import { checkAcceptedOutputModes, checkUserMessage } from './message-input.js';
-import { obj, optBool, optInt, optObj, optStr, optStrArray, optTimestamp, str, type Json } from './params.js';
+import { finishMessage, messageBase, parseParams } from './parse-params.js';
+import { obj, optBool, optObj, optStr, str, type Json } from './params.js';
 
 function parsePart(v: unknown, field: string): PartJson {
   const p = obj(v, field);
@@ -53,23 +51,7 @@ export function parseV1Message(v: unknown, field: string): MessageJson {
         : undefined;
   if (!role) throw A2aError.invalidParams(`${field}.role`, 'must be ROLE_USER');
   if (!Array.isArray(m.parts)) throw A2aError.invalidParams(`${field}.parts`, 'is required and must be an array');
-  const message: MessageJson = {
-    messageId: str(m.messageId, `${field}.messageId`),
-    role,
-    parts: m.parts.map((p, i) => parsePart(p, `${field}.parts[${i}]`)),
-  };
-  const contextId = optStr(m.contextId, `${field}.contextId`);
-  if (contextId) message.contextId = contextId;
-  const taskId = optStr(m.taskId, `${field}.taskId`, 64);
-  if (taskId) message.taskId = taskId;
-  const metadata = optObj(m.metadata, `${field}.metadata`);
-  if (metadata) message.metadata = metadata;
-  const extensions = optStrArray(m.extensions, `${field}.extensions`);
-  if (extensions?.length) message.extensions = extensions;
-  const refs = optStrArray(m.referenceTaskIds, `${field}.referenceTaskIds`);
-  if (refs?.length) message.referenceTaskIds = refs;
-  checkUserMessage(message, field);
-  return message;
+  return finishMessage(m, messageBase(m, role, field, parsePart), field);
 }
 
 /** v1.0 (spec §9, ProtoJSON as `a2a.proto` defines it). */
@@ -90,67 +72,16 @@ export class V1Dialect implements WireDialect {
   };
 
   parse(op: Operation, p: Json): ParsedParams {
-    switch (op) {
-      case 'send':
-      case 'stream': {
-        const message = parseV1Message(p.message, 'params.message');
-        const cfg = optObj(p.configuration, 'params.configuration') ?? {};
-        const acceptedOutputModes = optStrArray(cfg.acceptedOutputModes, 'params.configuration.acceptedOutputModes');
-        checkAcceptedOutputModes(acceptedOutputModes, 'params.configuration.acceptedOutputModes');
-        optObj(p.metadata, 'params.metadata');
-        return {
-          op,
-          params: {
-            message,
-            returnImmediately: optBool(cfg.returnImmediately, 'params.configuration.returnImmediately') ?? false,
-            historyLength: optInt(cfg.historyLength, 'params.configuration.historyLength', 0, 2 ** 31 - 1),
-            acceptedOutputModes,
-            pushConfigRequested:
-              cfg.taskPushNotificationConfig !== undefined && cfg.taskPushNotificationConfig !== null,
-          },
-        };
-      }
-      case 'get':
-        return {
-          op,
-          params: {
-            id: str(p.id, 'params.id'),
-            historyLength: optInt(p.historyLength, 'params.historyLength', 0, 2 ** 31 - 1),
-          },
-        };
-      case 'list': {
-        const status = optStr(p.status, 'params.status', 32);
-        if (status !== undefined && status !== 'TASK_STATE_UNSPECIFIED' && !isTaskState(status)) {
-          throw A2aError.invalidParams('params.status', 'must be a TASK_STATE_* value');
-        }
-        return {
-          op,
-          params: {
-            contextId: optStr(p.contextId, 'params.contextId'),
-            state: status && isTaskState(status) ? status : undefined,
-            pageSize: optInt(p.pageSize, 'params.pageSize', 1, MAX_PAGE_SIZE) ?? DEFAULT_PAGE_SIZE,
-            pageToken: optStr(p.pageToken, 'params.pageToken', 512),
-            historyLength: optInt(p.historyLength, 'params.historyLength', 0, 2 ** 31 - 1),
-            statusTimestampAfter: optTimestamp(p.statusTimestampAfter, 'params.statusTimestampAfter'),
-            includeArtifacts: optBool(p.includeArtifacts, 'params.includeArtifacts') ?? false,
-          },
-        };
-      }
-      case 'cancel':
-        return { op, params: { id: str(p.id, 'params.id') } };
-      case 'subscribe':
-        return { op, params: { id: str(p.id, 'params.id') } };
-      case 'push_set':
-      case 'push_get':
-      case 'push_list':
-      case 'push_delete':
-      case 'extended_card':
-        return { op, params: p };
-      default: {
-        const unreachable: never = op;
-        return unreachable;
-      }
-    }
+    return parseParams(op, p, {
+      message: parseV1Message,
+      returnImmediately: (cfg) => optBool(cfg.returnImmediately, 'params.configuration.returnImmediately') ?? false,
+      pushConfigKey: 'taskPushNotificationConfig',
+      state: (status) => {
+        if (status === undefined || status === 'TASK_STATE_UNSPECIFIED') return undefined;
+        if (!isTaskState(status)) throw A2aError.invalidParams('params.status', 'must be a TASK_STATE_* value');
+        return status;
+      },
+    });
   }
 
   task(t: TaskSnapshot, view: TaskView): unknown {

@@ -141,8 +141,8 @@ export class TaskService {
    * turn, or starts a new turn of an interrupted task.
    */
   async continue(input: SendInput & { taskId: string }): Promise<{ taskId: string; seq: number }> {
-    const first = await this.findRow(input.tenantId, input.taskId, input.agent.id);
-    return this.inflight.withLock(first.taskId, async () => {
+    // Keyed by the id as given: the row is read (and checked) once, under the lock.
+    return this.inflight.withLock(input.taskId, async () => {
       const row = await this.findRow(input.tenantId, input.taskId, input.agent.id);
       if (isTerminal(row.state)) throw TaskError.terminal(row.taskId, row.state);
       if (input.message.contextId && input.message.contextId !== row.contextId) {
