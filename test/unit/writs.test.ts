@@ -1,0 +1,76 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { parseWrits, WritScanner } from '../../src/orchestrator/writs.js';
+
+describe('writ scanner', () => {
+  it('finds command lines and keeps them out of the visible text', () => {
+    const r = parseWrits('Let me check.\n/mem search cats\n/fetch https://example.com/x\nDone soon.');
+    assert.equal(r.visible, 'Let me check.\nDone soon.');
+    assert.deepEqual(r.writs, [
+      { verb: 'mem', args: 'search cats' },
+      { verb: 'fetch', args: 'https://example.com/x' },
+    ]);
+  });
+
+  it('ignores commands inside fenced code blocks', () => {
+    const text = 'Example:\n```\n/agent x do it\n```\n~~~\n/mem list\n~~~\n';
+    const r = parseWrits(text);
+    assert.equal(r.visible, text);
+    assert.deepEqual(r.writs, []);
+  });
+
+  it('collects block commands up to their terminator, fences included', () => {
+    const r = parseWrits(
+      'Writing.\n/write notes/a.md\n# Title\n```\n/not a command\n```\n/endwrite\n/parallel\n/agent a one\n\n/agent b two\n/endparallel\nok',
+    );
+    assert.equal(r.visible, 'Writing.\nok');
+    assert.deepEqual(r.writs, [
+      { verb: 'write', args: 'notes/a.md', body: '# Title\n```\n/not a command\n```' },
+      { verb: 'parallel', args: '', body: '/agent a one\n\n/agent b two' },
+    ]);
+  });
+
+  it('reports an unterminated block instead of dropping it', () => {
+    const r = parseWrits('/write a.txt\nhello');
+    assert.equal(r.writs.length, 1);
+    assert.equal(r.writs[0]?.body, 'hello');
+    assert.match(r.writs[0]?.error ?? '', /unterminated \/write block/);
+  });
+
+  it('treats lines that only look like commands as text', () => {
+    const r = parseWrits('/usr/bin/env is a path\n  /Agent no\nx /agent not at line start');
+    assert.equal(r.visible, '/usr/bin/env is a path\n  /Agent no\nx /agent not at line start');
+    assert.deepEqual(r.writs, []);
+  });
+
+  it('accepts indented commands and CRLF line ends', () => {
+    const r = parseWrits('  /mem add milk\r\nbye\r\n');
+    assert.deepEqual(r.writs, [{ verb: 'mem', args: 'add milk' }]);
+    assert.equal(r.visible, 'bye\r\n');
+  });
+
+  it('streams visible text at once and holds back only command lines, whatever the chunking', () => {
+    const text = 'Hello there\n/agent helper find it\nand then\n   \n/write x\nbody\n/endwrite\nbye';
+    const whole = parseWrits(text);
+    for (const size of [1, 2, 3, 7, 100]) {
+      const s = new WritScanner();
+      let shown = '';
+      const early: string[] = [];
+      for (let i = 0; i < text.length; i += size) {
+        const out = s.push(text.slice(i, i + size));
+        shown += out;
+        early.push(out);
+      }
+      const end = s.end();
+      shown += end.tail;
+      assert.equal(shown, whole.visible, `chunk size ${size}`);
+      assert.deepEqual(end.writs, whole.writs, `chunk size ${size}`);
+      assert.ok(!shown.includes('/agent'));
+    }
+    // Ordinary text is released before its line ends.
+    const s = new WritScanner();
+    assert.equal(s.push('Hel'), 'Hel');
+    assert.equal(s.push('lo\n/ag'), 'lo\n');
+    assert.equal(s.push('ent a b\nnext'), 'next');
+  });
+});
