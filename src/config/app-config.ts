@@ -42,6 +42,11 @@ export const CONFIG_ENV = {
   openaiBaseUrl: 'OPENAI_BASE_URL',
   ollamaHost: 'OLLAMA_HOST',
   openrouterApiKey: 'OPENROUTER_API_KEY',
+  maxModelCalls: 'ARBITER_MAX_MODEL_CALLS',
+  maxDelegationDepth: 'ARBITER_MAX_DELEGATION_DEPTH',
+  maxWriteBytes: 'ARBITER_MAX_WRITE_BYTES',
+  fetchTimeoutMs: 'ARBITER_FETCH_TIMEOUT_MS',
+  fetchAllowlist: 'ARBITER_FETCH_ALLOWLIST',
 } as const satisfies Record<string, string>;
 
 export type ConfigKey = keyof typeof CONFIG_ENV;
@@ -192,6 +197,41 @@ export class AppConfig {
   @IsString()
   @MinLength(1)
   openrouterApiKey?: string;
+
+  /** Model calls an agent may make in one turn (each tool round trip is one more). */
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 1 and 50' })
+  @Min(1, { message: 'must be an integer between 1 and 50' })
+  @Max(50, { message: 'must be an integer between 1 and 50' })
+  maxModelCalls = 6;
+
+  /** How deep `/agent` delegation may nest below the agent the request named. */
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 0 and 8' })
+  @Min(0, { message: 'must be an integer between 0 and 8' })
+  @Max(8, { message: 'must be an integer between 0 and 8' })
+  maxDelegationDepth = 2;
+
+  /** Largest file one `/write` may produce. */
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 1 and 10485760' })
+  @Min(1, { message: 'must be an integer between 1 and 10485760' })
+  @Max(10 * 1024 * 1024, { message: 'must be an integer between 1 and 10485760' })
+  maxWriteBytes = 256 * 1024;
+
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 100 and 120000' })
+  @Min(100, { message: 'must be an integer between 100 and 120000' })
+  @Max(120_000, { message: 'must be an integer between 100 and 120000' })
+  fetchTimeoutMs = 30_000;
+
+  /**
+   * `host` or `host:port` entries `/fetch` may reach even though they resolve
+   * to private or loopback addresses (tests, in-cluster services). Empty by default.
+   */
+  @IsString()
+  @Matches(/^[A-Za-z0-9.:[\],_-]*$/, { message: 'must be comma-separated host or host:port entries' })
+  fetchAllowlist = '';
 
   /** Directory of operator-provided, read-only agent files (`*.json`). */
   get agentsDir(): string {

@@ -1,5 +1,7 @@
 import type { DataSourceOptions } from 'typeorm';
 import type { AppConfig } from '../config/app-config.js';
+import { ConversationEntity } from '../orchestrator/entities/conversation.entity.js';
+import { MemoryEntryEntity } from '../orchestrator/entities/memory-entry.entity.js';
 import { AgentEntity } from '../registry/entities/agent.entity.js';
 import { TaskEventEntity } from '../tasks/entities/task-event.entity.js';
 import { TaskEntity } from '../tasks/entities/task.entity.js';
@@ -10,7 +12,16 @@ import { MIGRATIONS } from './migrations/index.js';
 import { pgliteDriver } from './pglite-pool.js';
 import { TypeOrmLogger } from './typeorm-logger.js';
 
-export const ENTITIES = [TenantEntity, TenantTokenEntity, AuditEntryEntity, AgentEntity, TaskEntity, TaskEventEntity];
+export const ENTITIES = [
+  TenantEntity,
+  TenantTokenEntity,
+  AuditEntryEntity,
+  AgentEntity,
+  TaskEntity,
+  TaskEventEntity,
+  MemoryEntryEntity,
+  ConversationEntity,
+];
 
 /**
  * The one DataSource definition, shared by the app and the TypeORM CLI

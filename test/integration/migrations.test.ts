@@ -10,7 +10,17 @@ import { MIGRATIONS } from '../../src/database/migrations/index.js';
 import { freshDatabase, REAL_POSTGRES, type TestDatabase } from '../helpers/database.js';
 import { tempHome } from '../helpers/server.js';
 
-const TABLES = ['a2a_tasks', 'agents', 'audit_log', 'migrations', 'task_events', 'tenant_tokens', 'tenants'];
+const TABLES = [
+  'a2a_tasks',
+  'agents',
+  'audit_log',
+  'conversations',
+  'memory_entries',
+  'migrations',
+  'task_events',
+  'tenant_tokens',
+  'tenants',
+];
 
 describe(`migrations (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'})`, () => {
   let db: TestDatabase;

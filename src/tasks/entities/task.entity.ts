@@ -9,7 +9,7 @@ import { TenantEntity } from '../../tenants/entities/tenant.entity.js';
  */
 @Entity({ name: 'a2a_tasks' })
 @Index('idx_a2a_tasks_list', ['tenantId', 'agentId', 'updatedAt', 'taskId'])
-@Index('idx_a2a_tasks_context', ['tenantId', 'contextId'])
+@Index('idx_a2a_tasks_context', ['tenantId', 'contextId', 'agentId', 'createdAt'])
 @Index('uq_a2a_tasks_message', ['tenantId', 'agentId', 'messageId'], { unique: true })
 export class TaskEntity {
   @PrimaryColumn({ name: 'task_id', type: 'varchar', length: 64 })

@@ -1,0 +1,193 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { isIP, type LookupFunction } from 'node:net';
+import ipaddr from 'ipaddr.js';
+
+/**
+ * Outbound HTTP that cannot be pointed at the inside of the network (SSRF):
+ * only http and https; every address a name resolves to must be a public
+ * unicast address (no loopback, private, link-local — cloud metadata lives
+ * there — CGNAT, multicast, reserved); the connection is made to the
+ * address that was checked, so DNS rebinding cannot switch it; and each
+ * redirect is checked again.
+ */
+export interface EgressPolicy {
+  /** Allow private and loopback addresses (in-cluster deployments). */
+  allowPrivate: boolean;
+  /** `host` or `host:port` entries allowed whatever they resolve to. */
+  allowHosts: ReadonlySet<string>;
+}
+
+export class EgressError extends Error {
+  constructor(
+    readonly code: 'blocked' | 'bad_url' | 'dns' | 'transport' | 'timeout' | 'too_many_redirects' | 'cancelled',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'EgressError';
+  }
+}
+
+/** Why an address may not be reached, or null for a public unicast address. */
+export function blockedRange(address: string): string | null {
+  if (!ipaddr.isValid(address)) return 'invalid address';
+  const ip = ipaddr.process(address); // IPv4-mapped IPv6 becomes IPv4
+  const range = ip.range();
+  return range === 'unicast' ? null : range;
+}
+
+function hostAllowed(url: URL, policy: EgressPolicy): boolean {
+  if (policy.allowPrivate) return true;
+  const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  const port = url.port || (url.protocol === 'https:' ? '443' : '80');
+  return policy.allowHosts.has(host) || policy.allowHosts.has(`${host}:${port}`);
+}
+
+/** A `lookup` for http.request that refuses names resolving to blocked addresses and pins the checked one. */
+function guardedLookup(url: URL): LookupFunction {
+  return ((hostname: string, options: object, callback: (...args: unknown[]) => void) => {
+    dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
+      if (err) return callback(new EgressError('dns', `cannot resolve ${hostname}`));
+      const bad = addresses.map((a) => [a.address, blockedRange(a.address)] as const).find(([, r]) => r !== null);
+      if (bad) {
+        return callback(new EgressError('blocked', `${url.hostname} resolves to a ${bad[1]} address (blocked)`));
+      }
+      const first = addresses[0];
+      if (!first) return callback(new EgressError('dns', `cannot resolve ${hostname}`));
+      if ((options as { all?: boolean }).all) return callback(null, [first]);
+      callback(null, first.address, first.family);
+    });
+  }) as LookupFunction;
+}
+
+/** Checks a URL before connecting: scheme, and literal addresses (which skip DNS). */
+export function checkUrl(raw: string | URL, policy: EgressPolicy): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new EgressError('bad_url', 'not a valid URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new EgressError('bad_url', `scheme ${url.protocol.replace(':', '')} is not allowed (http and https only)`);
+  }
+  if (url.username || url.password) throw new EgressError('bad_url', 'credentials in the URL are not allowed');
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (isIP(host) && !hostAllowed(url, policy)) {
+    const range = blockedRange(host);
+    if (range) throw new EgressError('blocked', `${host} is a ${range} address (blocked)`);
+  }
+  return url;
+}
+
+export interface EgressResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+  /** The body was longer than `maxBytes` and was cut. */
+  truncated: boolean;
+  url: URL;
+}
+
+export interface EgressRequest {
+  method?: 'GET' | 'POST';
+  headers?: Record<string, string>;
+  body?: string;
+  signal?: AbortSignal;
+  timeoutMs: number;
+  maxBytes: number;
+  maxRedirects?: number;
+}
+
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
+/** One guarded request, following redirects (each one checked). */
+export async function egressRequest(raw: string | URL, policy: EgressPolicy, req: EgressRequest): Promise<EgressResponse> {
+  const timeout = AbortSignal.timeout(req.timeoutMs);
+  const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
+  let url = checkUrl(raw, policy);
+  let method = req.method ?? 'GET';
+  let body = req.body;
+  for (let hop = 0; ; hop++) {
+    let res: IncomingMessage;
+    try {
+      res = await send(url, policy, { ...req, method, body }, signal);
+    } catch (err) {
+      if (err instanceof EgressError) throw err;
+      if (req.signal?.aborted) throw new EgressError('cancelled', 'cancelled');
+      if (timeout.aborted) throw new EgressError('timeout', `no answer within ${Math.round(req.timeoutMs / 1000)} s`);
+      throw new EgressError('transport', (err as NodeJS.ErrnoException).code ?? 'connection failed');
+    }
+    const location = res.headers.location;
+    if (REDIRECTS.has(res.statusCode ?? 0) && location) {
+      res.resume();
+      if (hop >= (req.maxRedirects ?? 5)) throw new EgressError('too_many_redirects', 'too many redirects');
+      url = checkUrl(new URL(location, url), policy);
+      if (res.statusCode === 303 || ((res.statusCode === 301 || res.statusCode === 302) && method === 'POST')) {
+        method = 'GET';
+        body = undefined;
+      }
+      continue;
+    }
+    return await readBody(res, url, req.maxBytes, signal, req.signal, timeout);
+  }
+}
+
+function send(url: URL, policy: EgressPolicy, req: EgressRequest, signal: AbortSignal): Promise<IncomingMessage> {
+  const allowed = hostAllowed(url, policy);
+  const make = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const r = make(url, {
+      method: req.method ?? 'GET',
+      headers: { 'user-agent': 'arbiter', ...req.headers },
+      signal,
+      ...(allowed ? {} : { lookup: guardedLookup(url) }),
+    });
+    r.once('response', resolve);
+    r.once('error', (err) => reject((err as { cause?: unknown }).cause instanceof EgressError ? err.cause : err));
+    r.end(req.body);
+  });
+}
+
+async function readBody(
+  res: IncomingMessage,
+  url: URL,
+  maxBytes: number,
+  signal: AbortSignal,
+  caller: AbortSignal | undefined,
+  timeout: AbortSignal,
+): Promise<EgressResponse> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let truncated = false;
+  try {
+    for await (const chunk of res) {
+      const b = chunk as Buffer;
+      if (size + b.length > maxBytes) {
+        chunks.push(b.subarray(0, maxBytes - size));
+        size = maxBytes;
+        truncated = true;
+        res.destroy();
+        break;
+      }
+      chunks.push(b);
+      size += b.length;
+    }
+  } catch (err) {
+    if (caller?.aborted) throw new EgressError('cancelled', 'cancelled');
+    if (timeout.aborted || signal.aborted) throw new EgressError('timeout', 'the response did not finish in time');
+    throw new EgressError('transport', (err as NodeJS.ErrnoException).code ?? 'connection lost');
+  }
+  return { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), truncated, url };
+}
+
+/** Parses `ARBITER_*_ALLOWLIST`-style values: comma-separated `host` or `host:port`. */
+export function parseHostList(value: string | undefined): Set<string> {
+  return new Set(
+    (value ?? '')
+      .split(',')
+      .map((s) => s.trim().toLowerCase())
+      .filter(Boolean),
+  );
+}
