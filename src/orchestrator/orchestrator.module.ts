@@ -2,13 +2,19 @@ import { Module } from '@nestjs/common';
 import { ModelsController } from './models.controller.js';
 import { OrchestratorService } from './orchestrator.service.js';
 import { ModelRouter } from './providers/model-router.service.js';
+import { MemoryService } from './tools/memory.service.js';
 import { ORCHESTRATOR } from './run-event.js';
 import { RegistryModule } from '../registry/registry.module.js';
 
 @Module({
   imports: [RegistryModule],
   controllers: [ModelsController],
-  providers: [ModelRouter, OrchestratorService, { provide: ORCHESTRATOR, useExisting: OrchestratorService }],
-  exports: [ORCHESTRATOR, ModelRouter],
+  providers: [
+    ModelRouter,
+    MemoryService,
+    OrchestratorService,
+    { provide: ORCHESTRATOR, useExisting: OrchestratorService },
+  ],
+  exports: [ORCHESTRATOR, ModelRouter, MemoryService],
 })
 export class OrchestratorModule {}

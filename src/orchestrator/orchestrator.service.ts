@@ -1,18 +1,20 @@
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
+import { AsyncQueue } from '../common/async-queue.js';
+import { parseHostList, type EgressPolicy } from '../common/net/egress.js';
+import { MemoryService } from './tools/memory.service.js';
+import { TurnLoop, type TurnDeps } from './turn-loop.js';
 import { ModelRouter } from './providers/model-router.service.js';
 import { echoTurn } from './providers/echo.model.js';
 import { ProviderError, type ChatMessage } from './providers/provider.js';
 import type { Orchestrator, RunContext, RunEvent, RunInput } from './run-event.js';
-import { systemPrompt } from './system-prompt.js';
 import { AgentCatalog } from '../registry/services/agent-catalog.service.js';
-import { MASTER_AGENT_ID } from '../registry/constitution.js';
 
 /**
- * Runs an agent turn on the agent's model: a real provider (Anthropic, or
- * any OpenAI-compatible server) or the offline `echo` placeholder. The
- * model's text is forwarded as it streams. (Slash-command tools and
- * delegation are the next step of the orchestrator; see the README.)
+ * Runs an agent turn on the agent's model — a real provider (Anthropic, or
+ * any OpenAI-compatible server) or the offline `echo` placeholder — through
+ * the turn loop: text forwarded as it streams, slash commands run as tools,
+ * their results fed back, delegation to sub-agents.
  */
 @Injectable()
 export class OrchestratorService implements Orchestrator, OnModuleInit {
@@ -22,7 +24,13 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
     private readonly config: AppConfig,
     private readonly router: ModelRouter,
     private readonly catalog: AgentCatalog,
-  ) {}
+    private readonly memory: MemoryService,
+  ) {
+    const fetchPolicy: EgressPolicy = { allowPrivate: false, allowHosts: parseHostList(config.fetchAllowlist) };
+    this.deps = { config, router, catalog, memory, fetchPolicy };
+  }
+
+  private readonly deps: TurnDeps;
 
   onModuleInit(): void {
     const real = this.router.configured().filter((p) => p !== 'echo' && p !== 'ollama');
@@ -50,44 +58,50 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
       yield { type: 'error', code: e.code, message: e.message };
       return;
     }
-    if (target.kind === 'echo') {
+    const word = first.value.text.trim();
+    if (target.kind === 'echo' && (word === 'hold' || word === 'ask')) {
+      // The echo placeholder's two control words (see echo.model.ts).
       yield* echoTurn(it, first.value, signal, { chunks: this.config.echoChunks, delayMs: this.config.echoDelayMs });
       return;
     }
-    // Earlier turns of this task (a continuation after input-required), then the new message.
+    // Earlier turns of this task or context, then the new message.
     const messages: ChatMessage[] = [
       ...(ctx.history ?? []).filter((m) => m.content.length > 0),
       { role: 'user', content: first.value.text },
     ];
-    let system = systemPrompt(c);
-    if (ctx.agent.id === MASTER_AGENT_ID) {
-      // The master agent sees the tenant's catalogue.
-      const roster = await this.catalog.roster(ctx.tenantId);
-      if (roster) system += `\n\n${roster}`;
-    }
-    let content = '';
-    let usage = { inputTokens: 0, outputTokens: 0 };
-    try {
-      for await (const ev of this.router.stream(
-        target.provider,
-        { model: target.model, system, messages, maxTokens: c.max_tokens, temperature: c.temperature },
-        signal,
-      )) {
-        if (ev.type === 'text') {
-          content += ev.delta;
-          yield { type: 'text', delta: ev.delta };
-        } else if (ev.type === 'usage') {
-          usage = { inputTokens: ev.inputTokens, outputTokens: ev.outputTokens };
+    // The loop pushes events from nested and parallel turns; this generator hands them on in order.
+    const events = new AsyncQueue<RunEvent>();
+    const local = new AbortController();
+    const onAbort = (): void => local.abort(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    const loop = new TurnLoop(this.deps, ctx.tenantId, local.signal, (e) => events.push(e));
+    const finished = loop.agentTurn(ctx.agent, messages, 0).then(
+      (content) => {
+        events.push({ type: 'done', content });
+        events.close();
+      },
+      (err: unknown) => {
+        if (local.signal.aborted) {
+          events.fail(local.signal.reason instanceof Error ? local.signal.reason : new Error('aborted'));
+          return;
         }
-      }
-    } catch (err) {
-      signal.throwIfAborted();
-      const e = err instanceof ProviderError ? err : new ProviderError('provider_error', 'the model call failed');
-      this.logger.warn({ code: e.code, provider: target.provider.name, taskId: ctx.taskId }, e.message);
-      yield { type: 'error', code: e.code, message: e.message };
-      return;
+        if (err instanceof ProviderError) {
+          this.logger.warn({ code: err.code, taskId: ctx.taskId }, err.message);
+          events.push({ type: 'usage', ...loop.usage });
+          events.push({ type: 'error', code: err.code, message: err.message });
+          events.close();
+          return;
+        }
+        events.fail(err instanceof Error ? err : new Error(String(err)));
+      },
+    );
+    try {
+      yield* events;
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      // The consumer stopped early (the task ended elsewhere): stop the loop too.
+      if (!local.signal.aborted) local.abort(new Error('run abandoned'));
+      await finished;
     }
-    yield { type: 'usage', ...usage };
-    yield { type: 'done', content };
   }
 }

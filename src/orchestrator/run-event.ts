@@ -22,8 +22,18 @@ export interface RunContext {
  * A2A dialects and the native API are projections of the same sequence.
  */
 export type RunEvent =
-  /** A chunk of the agent's reply, forwarded as soon as the model produces it. */
-  | { type: 'text'; delta: string }
+  /**
+   * A chunk of an agent's visible reply, forwarded as soon as the model
+   * produces it. Depth 0 is the agent the request named; a delegated
+   * sub-agent's text has depth ≥ 1 and its agent id.
+   */
+  | { type: 'text'; delta: string; depth?: number; agent?: string }
+  /** A slash command ran (`ok` false for an `ERR:` result). `args` is shortened. */
+  | { type: 'tool_call'; tool: string; args: string; ok: boolean; depth: number; agent: string }
+  /** A file written with `/write` for the client. */
+  | { type: 'file'; path: string; content: string; mediaType: string; depth: number; agent: string }
+  /** A delegated agent's whole reply, at the end of its turn. */
+  | { type: 'sub_agent_response'; agent: string; depth: number; content: string }
   /** Token counts so far for this turn. */
   | { type: 'usage'; inputTokens: number; outputTokens: number }
   /** The turn needs more input from the user (task goes to input-required). */

@@ -42,6 +42,8 @@ export type TaskEventBody =
   | { kind: 'message'; payload: { message: MessageJson } }
   /** Artifact content; text deltas are `append` chunks of the turn's response artifact. */
   | { kind: 'artifact'; payload: { artifact: ArtifactJson; append: boolean; lastChunk: boolean } }
+  /** A delegated sub-agent's text as it streams (native streams only; A2A gets its whole reply as an artifact). */
+  | { kind: 'text'; payload: { depth: number; agent: string; delta: string } }
   /** Token counts of the task so far. */
   | { kind: 'usage'; payload: { inputTokens: number; outputTokens: number } };
 

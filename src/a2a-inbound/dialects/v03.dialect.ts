@@ -193,6 +193,7 @@ export class V03Dialect implements WireDialect {
         };
       case 'usage':
       case 'message':
+      case 'text': // sub-agent text: A2A gets the whole reply as a sub_agent_response artifact
         // Token counts reach clients in the task's x-arbiter.* metadata; user messages in its history.
         return undefined;
       default: {

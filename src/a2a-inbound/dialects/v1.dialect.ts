@@ -145,6 +145,7 @@ export class V1Dialect implements WireDialect {
         );
       case 'message':
       case 'usage':
+      case 'text': // sub-agent text: A2A gets the whole reply as a sub_agent_response artifact
         return undefined;
       default: {
         const unreachable: never = e;

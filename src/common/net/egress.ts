@@ -103,7 +103,11 @@ export interface EgressRequest {
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
 /** One guarded request, following redirects (each one checked). */
-export async function egressRequest(raw: string | URL, policy: EgressPolicy, req: EgressRequest): Promise<EgressResponse> {
+export async function egressRequest(
+  raw: string | URL,
+  policy: EgressPolicy,
+  req: EgressRequest,
+): Promise<EgressResponse> {
   const timeout = AbortSignal.timeout(req.timeoutMs);
   const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
   let url = checkUrl(raw, policy);
@@ -145,7 +149,7 @@ function send(url: URL, policy: EgressPolicy, req: EgressRequest, signal: AbortS
       ...(allowed ? {} : { lookup: guardedLookup(url) }),
     });
     r.once('response', resolve);
-    r.once('error', (err) => reject((err as { cause?: unknown }).cause instanceof EgressError ? err.cause : err));
+    r.once('error', (err: Error & { cause?: unknown }) => reject(err.cause instanceof EgressError ? err.cause : err));
     r.end(req.body);
   });
 }

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RunEvent, RunInput } from '../run-event.js';
+import type { CompletionEvent, CompletionRequest, Provider } from './provider.js';
 
 /** Splits text into about `n` chunks on word boundaries (at least one chunk). */
 export function chunkText(text: string, n: number): string[] {
@@ -62,5 +63,28 @@ export async function* echoTurn(
     yield { type: 'usage', inputTokens, outputTokens: Math.ceil(out.length / 4) };
     yield { type: 'done', content: out };
     return;
+  }
+}
+
+/**
+ * `echo` as a provider, for the turn loop: streams the last user message
+ * back. A slash command in the input is therefore echoed and run, so the
+ * tools can be tried without a model.
+ */
+export class EchoProvider implements Provider {
+  readonly name = 'echo';
+
+  constructor(private readonly opts: EchoOptions) {}
+
+  async *complete(req: CompletionRequest, signal: AbortSignal): AsyncGenerator<CompletionEvent> {
+    const last = req.messages[req.messages.length - 1]?.content ?? '';
+    const inputTokens = Math.ceil((req.system.length + req.messages.reduce((n, m) => n + m.content.length, 0)) / 4);
+    for (const chunk of chunkText(last, this.opts.chunks)) {
+      if (this.opts.delayMs > 0) await sleep(this.opts.delayMs, undefined, { signal });
+      signal.throwIfAborted();
+      yield { type: 'text', delta: chunk };
+    }
+    yield { type: 'usage', inputTokens, outputTokens: Math.ceil(last.length / 4) };
+    yield { type: 'stop', reason: 'end_turn' };
   }
 }

@@ -114,6 +114,15 @@ export function mergeChunks(events: TaskEventBody[]): TaskEventBody[] {
       };
       continue;
     }
+    if (
+      prev?.kind === 'text' &&
+      e.kind === 'text' &&
+      prev.payload.depth === e.payload.depth &&
+      prev.payload.agent === e.payload.agent
+    ) {
+      out[out.length - 1] = { kind: 'text', payload: { ...prev.payload, delta: prev.payload.delta + e.payload.delta } };
+      continue;
+    }
     if (prev?.kind === 'usage' && e.kind === 'usage') {
       out[out.length - 1] = e;
       continue;

@@ -38,6 +38,19 @@ function agentMessage(ctx: RunContext, messageId: string, text: string): Message
   return { messageId, role: 'ROLE_AGENT', parts: [{ text }], contextId: ctx.contextId, taskId: ctx.taskId };
 }
 
+/** A whole artifact in one event (a tool call, a file, a sub-agent's reply). */
+function oneShot(
+  artifactId: string,
+  name: string,
+  parts: ArtifactJson['parts'],
+  metadata: Record<string, unknown>,
+): TaskEventBody {
+  return {
+    kind: 'artifact',
+    payload: { artifact: { artifactId, name, parts, metadata }, append: false, lastChunk: true },
+  };
+}
+
 /**
  * Runs the orchestrator for a task and writes what it emits to the event
  * log: `working`, text chunks as appends to the turn's `response` artifact,
@@ -110,6 +123,7 @@ export class TaskRunner {
       for (;;) {
         const artifactId = `${ctx.taskId}-text-${turn}`;
         let chunks = 0;
+        let extras = 0;
         let outcome: 'done' | 'input' | 'error' | 'none' = 'none';
         for await (const ev of this.orchestrator.run(ctx, run.inbox, signal)) {
           if (writer.rejected) return;
@@ -117,6 +131,11 @@ export class TaskRunner {
             case 'text': {
               if (ev.delta.length === 0) break;
               const delta = storable(ev.delta);
+              if ((ev.depth ?? 0) > 0) {
+                // A sub-agent's text: in the log (native streams show it live), not in the response artifact.
+                emit({ kind: 'text', payload: { depth: ev.depth ?? 1, agent: ev.agent ?? '', delta } });
+                break;
+              }
               emit({
                 kind: 'artifact',
                 payload: {
@@ -128,6 +147,42 @@ export class TaskRunner {
               chunks++;
               break;
             }
+            case 'tool_call':
+              emit(
+                oneShot(
+                  `${ctx.taskId}-tool-${turn}-${++extras}`,
+                  'tool_call',
+                  [{ data: { tool: ev.tool, ok: ev.ok, args: storable(ev.args) } }],
+                  { 'x-arbiter.tool_call': true, 'x-arbiter.depth': ev.depth, 'x-arbiter.agent': ev.agent },
+                ),
+              );
+              break;
+            case 'file':
+              emit(
+                oneShot(
+                  `${ctx.taskId}-file-${turn}-${++extras}`,
+                  ev.path,
+                  [
+                    {
+                      raw: Buffer.from(ev.content, 'utf8').toString('base64'),
+                      filename: ev.path,
+                      mediaType: ev.mediaType,
+                    },
+                  ],
+                  { 'x-arbiter.file': true, 'x-arbiter.depth': ev.depth, 'x-arbiter.agent': ev.agent },
+                ),
+              );
+              break;
+            case 'sub_agent_response':
+              emit(
+                oneShot(
+                  `${ctx.taskId}-sub-${turn}-${++extras}`,
+                  'sub_agent_response',
+                  [{ data: { agent: ev.agent, depth: ev.depth, content: storable(ev.content) } }],
+                  { 'x-arbiter.sub_agent': true },
+                ),
+              );
+              break;
             case 'usage':
               tokens.input = base.input + ev.inputTokens;
               tokens.output = base.output + ev.outputTokens;
