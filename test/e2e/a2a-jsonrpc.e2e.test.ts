@@ -579,14 +579,39 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
       });
       const { events } = await readSse(ev);
       assert.equal(Number(events[0].id), 3);
+      // Native frames: ids are log seqs, in order (events with no native frame leave gaps).
       const seqs = events.map((e) => Number(e.id));
+      assert.ok(seqs.every((s, i) => s >= 3 && (i === 0 || s >= seqs[i - 1])));
+      assert.equal(events[0].event, 'stream_start');
       assert.deepEqual(
-        seqs,
-        seqs.map((_, i) => 3 + i),
+        events.slice(-2).map((e) => e.event),
+        ['stream_end', 'done'],
+      );
+      assert.deepEqual(
+        { ...events[events.length - 1].data, input_tokens: 0, output_tokens: 0 },
+        {
+          seq: seqs[seqs.length - 1],
+          request_id: id,
+          ok: true,
+          content: 'native view',
+          input_tokens: 0,
+          output_tokens: 0,
+        },
+      );
+      // The raw log on request.
+      const log = await readSse(
+        await fetch(`${url}/v1/requests/${id}/events?since_seq=2&format=log`, {
+          headers: { authorization: `Bearer ${t.token}` },
+        }),
+      );
+      const logSeqs = log.events.map((e) => Number(e.id));
+      assert.deepEqual(
+        logSeqs,
+        logSeqs.map((_, i) => 3 + i),
         'gap-free',
       );
-      assert.equal(events[events.length - 1].event, 'status');
-      assert.equal(events[events.length - 1].data.state, 'TASK_STATE_COMPLETED');
+      assert.equal(log.events[log.events.length - 1].event, 'status');
+      assert.equal(log.events[log.events.length - 1].data.state, 'TASK_STATE_COMPLETED');
 
       const held = await call({
         ...send('SendMessage', 'hold'),

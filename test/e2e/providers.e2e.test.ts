@@ -124,7 +124,13 @@ describe('model providers (against a fake provider speaking each wire format)', 
       headers: { authorization: `Bearer ${t.token}` },
     });
     const { events } = await readSse(ev);
-    assert.equal(events[events.length - 1].data.state, 'TASK_STATE_FAILED');
+    assert.deepEqual(
+      events.slice(-3).map((e) => e.event),
+      ['error', 'stream_end', 'done'],
+    );
+    const done = events[events.length - 1].data;
+    assert.equal(done.ok, false);
+    assert.equal(done.error_code, 'provider_error');
   });
 
   it('an unconfigured provider or unknown model fails clearly, naming what is configured', async () => {

@@ -39,6 +39,10 @@ class EventsQuery {
   @Min(0, { message: 'since_seq must be a non-negative integer' })
   @Max(2 ** 31 - 1)
   since_seq?: number;
+
+  @IsOptional()
+  @IsIn(['native', 'log'])
+  format?: 'native' | 'log';
 }
 
 /** The native view of a task (a task id is its request id). */
@@ -147,11 +151,17 @@ export class RequestsController {
       throw rest(err);
     }
     const abort = new AbortController();
-    const events = this.tasks.tail(id, q.since_seq ?? resume ?? 0, abort.signal);
+    const since = q.since_seq ?? resume ?? 0;
+    const tasks = this.tasks;
+    // The native catalogue by default; `format=log` gives the stored events as they are.
     async function* frames() {
-      for await (const e of events) {
-        yield { id: e.seq, event: e.kind, data: { seq: e.seq, kind: e.kind, created_at: e.createdAt, ...e.payload } };
+      if (q.format === 'log') {
+        for await (const e of tasks.tail(id, since, abort.signal)) {
+          yield { id: e.seq, event: e.kind, data: { seq: e.seq, kind: e.kind, created_at: e.createdAt, ...e.payload } };
+        }
+        return;
       }
+      yield* tasks.nativeTail(t.tenantId, id, since, abort.signal);
     }
     await writeSse(res, frames(), {
       heartbeatMs: this.config.sseHeartbeatMs,

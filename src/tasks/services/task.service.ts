@@ -18,6 +18,7 @@ import { TaskEventBus } from './event-bus.service.js';
 import { InFlightRegistry } from './in-flight.registry.js';
 import { CancelReason, TaskRunner } from './task-runner.service.js';
 import { LeaseService } from './lease.service.js';
+import { nativeFrames, type NativeFrame } from '../native-events.js';
 
 /** A task as read back: the row plus artifacts folded from the log while it runs. */
 export interface TaskSnapshot {
@@ -264,6 +265,25 @@ export class TaskService {
       signal?.removeEventListener('abort', onAbort);
       unsubscribe();
       live.close();
+    }
+  }
+
+  /** The task's events after `afterSeq` in the native catalogue (see native-events.ts), until the end. */
+  async *nativeTail(
+    tenantId: string,
+    taskId: string,
+    afterSeq: number,
+    signal?: AbortSignal,
+  ): AsyncGenerator<NativeFrame> {
+    const row = await this.findRow(tenantId, taskId);
+    const info = { id: row.taskId, agentId: row.agentId, contextId: row.contextId };
+    for await (const e of this.tail(row.taskId, afterSeq, signal)) {
+      let tokens: { input: number; output: number } | undefined;
+      if (e.kind === 'status' && isTerminal(e.payload.state)) {
+        const end = await this.repo.findForTenant(tenantId, row.taskId);
+        if (end) tokens = { input: end.inputTokens, output: end.outputTokens };
+      }
+      yield* nativeFrames(e, info, tokens);
     }
   }
 

@@ -1,0 +1,138 @@
+import type { PartJson, StoredTaskEvent } from './task-events.js';
+import { isTerminal, type TaskStateName } from './task-state.js';
+
+/**
+ * Arbiter's native event catalogue, a projection of the task event log
+ * (the A2A dialects are the other projections):
+ *
+ *   request_received   the message that started (or continued) the request
+ *   stream_start       the agent started (depth 0)
+ *   text               a chunk of an agent's visible reply (depth 0, or a sub-agent's depth ≥ 1)
+ *   tool_call          a slash command ran: tool, ok
+ *   file               a file written with /write
+ *   sub_agent_response a delegated agent's whole reply
+ *   token_usage        tokens so far
+ *   input_required     the agent asks for more input
+ *   error              the run failed: error_code, message
+ *   stream_end         the agent stopped (depth 0)
+ *   done               the end: ok, content, tokens, error_code on failure
+ *
+ * Every frame carries the `seq` of the log event it comes from as its SSE
+ * `id`; one event can yield several frames (a terminal status yields
+ * `stream_end` and `done`), which then share the id.
+ */
+export interface NativeFrame {
+  id: number;
+  event: string;
+  data: Record<string, unknown>;
+}
+
+export interface NativeTaskInfo {
+  id: string;
+  agentId: string;
+  contextId: string;
+}
+
+/** `code: message` error text → its stable code; other texts are turned into one. */
+export function errorCode(error: string, state: TaskStateName): { code: string; message: string } {
+  if (state === 'TASK_STATE_CANCELED') return { code: 'cancelled', message: error || 'canceled' };
+  const m = /^([a-z][a-z_]{1,40}): ([\s\S]*)$/.exec(error);
+  if (m?.[1] && m[2] !== undefined) return { code: m[1], message: m[2] };
+  const slug = error
+    .toLowerCase()
+    .replace(/[^a-z]+/g, '_')
+    .replace(/^_|_$/g, '')
+    .slice(0, 40);
+  return { code: slug || 'failed', message: error || 'failed' };
+}
+
+const textOf = (parts: PartJson[] | undefined): string => (parts ?? []).map((p) => p.text ?? '').join('');
+
+/** The frames one log event yields. `tokens` are the task's final counts, for `done`. */
+export function nativeFrames(
+  e: StoredTaskEvent,
+  task: NativeTaskInfo,
+  tokens?: { input: number; output: number },
+): NativeFrame[] {
+  const at = { id: e.seq, base: { seq: e.seq, request_id: task.id } };
+  const f = (event: string, data: Record<string, unknown>): NativeFrame => ({
+    id: at.id,
+    event,
+    data: { ...at.base, ...data },
+  });
+  switch (e.kind) {
+    case 'message':
+      return [
+        f('request_received', {
+          agent: task.agentId,
+          context_id: task.contextId,
+          message: textOf(e.payload.message.parts),
+          // A task's creation writes submitted (1), its message (2), working (3); later messages continue it.
+          ...(e.seq > 2 ? { continuation: true } : {}),
+        }),
+      ];
+    case 'text':
+      return [f('text', { depth: e.payload.depth, agent: e.payload.agent, content: e.payload.delta })];
+    case 'usage':
+      return [f('token_usage', { input_tokens: e.payload.inputTokens, output_tokens: e.payload.outputTokens })];
+    case 'artifact': {
+      const a = e.payload.artifact;
+      const meta = a.metadata ?? {};
+      const depth = typeof meta['x-arbiter.depth'] === 'number' ? meta['x-arbiter.depth'] : 0;
+      const agent = typeof meta['x-arbiter.agent'] === 'string' ? meta['x-arbiter.agent'] : task.agentId;
+      const data = a.parts[0]?.data as Record<string, unknown> | undefined;
+      if (meta['x-arbiter.tool_call'] === true && data) {
+        return [f('tool_call', { tool: data.tool, ok: data.ok, args: data.args ?? '', depth, agent })];
+      }
+      if (meta['x-arbiter.sub_agent'] === true && data) {
+        return [f('sub_agent_response', { agent: data.agent, depth: data.depth, content: data.content })];
+      }
+      if (meta['x-arbiter.file'] === true) {
+        const part = a.parts[0];
+        const bytes = Buffer.from(part?.raw ?? '', 'base64');
+        return [
+          f('file', {
+            path: part?.filename ?? a.name,
+            media_type: part?.mediaType ?? 'text/plain',
+            size: bytes.length,
+            content: bytes.toString('utf8'),
+            depth,
+            agent,
+          }),
+        ];
+      }
+      const text = textOf(a.parts);
+      if (a.artifactId.startsWith(`${task.id}-text-`)) {
+        return text ? [f('text', { depth: 0, agent: task.agentId, content: text })] : [];
+      }
+      return [f('artifact', { artifact: a, append: e.payload.append, last_chunk: e.payload.lastChunk })];
+    }
+    case 'status': {
+      const p = e.payload;
+      switch (p.state) {
+        case 'TASK_STATE_SUBMITTED':
+          return [];
+        case 'TASK_STATE_WORKING':
+          return [f('stream_start', { depth: 0, agent: task.agentId })];
+        case 'TASK_STATE_INPUT_REQUIRED':
+        case 'TASK_STATE_AUTH_REQUIRED':
+          return [f('input_required', { content: textOf(p.message?.parts) })];
+        default:
+          break;
+      }
+      if (!isTerminal(p.state)) return [];
+      const counts = tokens ? { input_tokens: tokens.input, output_tokens: tokens.output } : {};
+      const end = f('stream_end', { depth: 0, agent: task.agentId });
+      if (p.state === 'TASK_STATE_COMPLETED') {
+        return [end, f('done', { ok: true, content: textOf(p.message?.parts), ...counts })];
+      }
+      const { code, message } = errorCode(p.error ?? '', p.state);
+      const done = f('done', { ok: false, content: '', error_code: code, error: message, ...counts });
+      return p.state === 'TASK_STATE_CANCELED' ? [end, done] : [f('error', { error_code: code, message }), end, done];
+    }
+    default: {
+      const unreachable: never = e;
+      return unreachable;
+    }
+  }
+}
