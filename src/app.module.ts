@@ -11,6 +11,7 @@ import { HealthModule } from './health/health.module.js';
 import { A2aInboundModule } from './a2a-inbound/a2a-inbound.module.js';
 import { RegistryModule } from './registry/registry.module.js';
 import { TasksModule } from './tasks/tasks.module.js';
+import { NativeApiModule } from './native-api/native-api.module.js';
 import { TenantsModule } from './tenants/tenants.module.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -59,6 +60,7 @@ export class AppModule {
         RegistryModule,
         TasksModule,
         A2aInboundModule,
+        NativeApiModule,
       ],
       providers: [{ provide: APP_FILTER, useClass: HttpExceptionFilter }],
     };

@@ -9,6 +9,7 @@ export type ErrorCode =
   | 'method_not_allowed'
   | 'conflict'
   | 'read_only'
+  | 'unprocessable'
   | 'unavailable'
   | 'internal';
 
@@ -57,6 +58,8 @@ export function httpStatusOf(code: ErrorCode): number {
       return 409;
     case 'payload_too_large':
       return 413;
+    case 'unprocessable':
+      return 422;
     case 'unsupported_media_type':
       return 415;
     case 'unavailable':

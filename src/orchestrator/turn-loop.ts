@@ -80,6 +80,7 @@ export class TurnLoop {
     const convo = [...messages];
     const maxCalls = this.deps.config.maxModelCalls;
     let shownBefore = false;
+    let lastShown = '';
     const allVisible: string[] = [];
     for (let call = 1; ; call++) {
       this.signal.throwIfAborted();
@@ -89,10 +90,13 @@ export class TurnLoop {
       const show = (text: string): void => {
         if (!text) return;
         if (!separated) {
-          this.emit({ type: 'text', delta: '\n\n', depth, agent: agent.id });
+          // A paragraph break between what successive model calls show.
+          const gap = lastShown.endsWith('\n\n') ? '' : lastShown.endsWith('\n') ? '\n' : '\n\n';
+          if (gap) this.emit({ type: 'text', delta: gap, depth, agent: agent.id });
           separated = true;
         }
         shownBefore = true;
+        lastShown = text;
         this.emit({ type: 'text', delta: text, depth, agent: agent.id });
       };
       const req = { model, system, messages: mergeRoles(convo), maxTokens: c.max_tokens, temperature: c.temperature };

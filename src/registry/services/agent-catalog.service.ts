@@ -18,7 +18,10 @@ import type { AgentEntity } from '../entities/agent.entity.js';
 import { AgentRepository, DuplicateAgentError } from '../repositories/agent.repository.js';
 import { loadFileAgents, type FileAgent } from './file-agents.loader.js';
 
-export type AgentSource = 'builtin' | 'file' | 'stored';
+export type AgentSource = 'builtin' | 'file' | 'stored' | 'inline';
+
+/** The id a request's own `agent_def` runs under: never a catalog id (no agent id can contain `~`). */
+export const INLINE_AGENT_ID = '~inline';
 
 /** An agent as the rest of the system sees it, whatever its source. */
 export interface ResolvedAgent {
@@ -165,6 +168,21 @@ export class AgentCatalog implements OnModuleInit {
     if (row) return fromRow(row);
     const file = this.fileAgents.get(id);
     return file ? fromFile(file) : null;
+  }
+
+  /** An unregistered agent defined in a request (`agent_def`), validated like a stored one. */
+  async inline(def: unknown): Promise<ResolvedAgent> {
+    if (def === null || typeof def !== 'object' || Array.isArray(def)) {
+      throw DomainError.validation([{ field: 'agent_def', messages: ['agent_def must be a JSON object'] }]);
+    }
+    const dto = await validateDef(def, 'agent_def', []);
+    return {
+      id: INLINE_AGENT_ID,
+      source: 'inline',
+      constitution: applyConstitution('inline', {}, dto),
+      createdAt: null,
+      updatedAt: null,
+    };
   }
 
   async get(tenantId: string, id: string): Promise<AgentView> {

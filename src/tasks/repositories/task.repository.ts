@@ -250,6 +250,35 @@ export class TaskRepository {
     return rows.map(toStoredEvent);
   }
 
+  /**
+   * The latest `limit` tasks of a context with one agent, oldest first: a
+   * conversation's turns (context ids are per tenant and agent here).
+   */
+  async contextTasks(tenantId: string, agentId: string, contextId: string, limit: number): Promise<TaskEntity[]> {
+    const rows = await this.ds.getRepository(TaskEntity).find({
+      where: { tenantId, agentId, contextId },
+      order: { createdAt: 'DESC', taskId: 'DESC' },
+      take: limit,
+    });
+    return rows.reverse();
+  }
+
+  /** Deletes a context's tasks (with their events) that are terminal; returns how many. */
+  async deleteContext(tenantId: string, agentId: string, contextId: string): Promise<number> {
+    const res = await this.ds
+      .getRepository(TaskEntity)
+      .createQueryBuilder()
+      .delete()
+      .where('tenant_id = :tenantId AND agent_id = :agentId AND context_id = :contextId', {
+        tenantId,
+        agentId,
+        contextId,
+      })
+      .andWhere(`state IN ('TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED')`)
+      .execute();
+    return res.affected ?? 0;
+  }
+
   /** Newest status first; keyset on (updated_at, task_id). */
   list(q: TaskListQuery): Promise<TaskEntity[]> {
     const qb = this.filtered(q);

@@ -45,6 +45,24 @@ export interface SendInput {
   message: MessageJson;
   /** What the model sees for this message. */
   text: string;
+  /** Stored on a new task (and shown in its `metadata`). */
+  metadata?: Record<string, unknown>;
+}
+
+/** A conversation turn as the model and the native API see it. */
+export interface ContextTurn {
+  role: 'user' | 'assistant';
+  content: string;
+  requestId: string;
+  at: string;
+}
+
+/** How much of a context's past a new turn replays to the model. */
+const CONTEXT_TASKS = 20;
+const CONTEXT_CHARS = 64 * 1024;
+
+function messageText(m: MessageJson): string {
+  return m.parts.map((p) => p.text ?? (p.data !== undefined ? JSON.stringify(p.data) : '')).join('\n');
 }
 
 const now = (): string => new Date().toISOString();
@@ -95,7 +113,7 @@ export class TaskService {
           tenantId: input.tenantId,
           agentId: input.agent.id,
           contextId,
-          metadata: {},
+          metadata: input.metadata ?? {},
         },
         events,
         [message],
@@ -110,9 +128,13 @@ export class TaskService {
       if (!existing) throw err;
       return { taskId: existing.taskId, events: [], snapshot: await this.snapshotOf(existing), duplicate: true };
     }
+    // A message in an existing context continues that conversation: the model sees its earlier turns.
+    const history = input.message.contextId
+      ? await this.contextHistory(input.tenantId, input.agent.id, contextId, taskId).catch(() => [])
+      : [];
     this.runner.start({
       alreadyWorking: true,
-      ctx: { tenantId: input.tenantId, agent: input.agent, taskId, contextId },
+      ctx: { tenantId: input.tenantId, agent: input.agent, taskId, contextId, history },
       first: { text: input.text, messageId: message.messageId },
       artifacts: [],
       tokens: { input: 0, output: 0 },
@@ -128,7 +150,7 @@ export class TaskService {
       errorMessage: '',
       history: [message],
       artifacts: [],
-      metadata: {},
+      metadata: input.metadata ?? {},
       inputTokens: 0,
       outputTokens: 0,
       createdAt: at,
@@ -170,7 +192,7 @@ export class TaskService {
           // Everything before this message: the model sees the task's conversation.
           history: (row.history as MessageJson[]).map((m) => ({
             role: m.role === 'ROLE_AGENT' ? ('assistant' as const) : ('user' as const),
-            content: m.parts.map((p) => p.text ?? (p.data !== undefined ? JSON.stringify(p.data) : '')).join('\n'),
+            content: messageText(m),
           })),
         },
         first: runInput,
@@ -179,6 +201,57 @@ export class TaskService {
       });
       return { taskId: row.taskId, seq };
     });
+  }
+
+  /**
+   * The turns of a context with one agent, oldest first: each task's
+   * messages (user messages, and the agent's replies and questions). Failed
+   * or canceled turns keep their user message and have no reply.
+   */
+  async contextTurns(tenantId: string, agentId: string, contextId: string, limit = 100): Promise<ContextTurn[]> {
+    const rows = await this.repo.contextTasks(tenantId, agentId, contextId, limit);
+    return rows.flatMap((row) =>
+      (row.history as MessageJson[]).map((m) => ({
+        role: m.role === 'ROLE_AGENT' ? ('assistant' as const) : ('user' as const),
+        content: messageText(m),
+        requestId: row.taskId,
+        at: row.updatedAt.toISOString(),
+      })),
+    );
+  }
+
+  /** What the model replays for a new turn in a context: the latest turns, within a size budget. */
+  private async contextHistory(
+    tenantId: string,
+    agentId: string,
+    contextId: string,
+    exceptTaskId: string,
+  ): Promise<{ role: 'user' | 'assistant'; content: string }[]> {
+    const turns = (await this.contextTurns(tenantId, agentId, contextId, CONTEXT_TASKS + 1)).filter(
+      (t) => t.requestId !== exceptTaskId,
+    );
+    const out: { role: 'user' | 'assistant'; content: string }[] = [];
+    let size = 0;
+    for (let i = turns.length - 1; i >= 0; i--) {
+      const t = turns[i];
+      if (!t || !t.content) continue;
+      size += t.content.length;
+      if (size > CONTEXT_CHARS) break;
+      out.unshift({ role: t.role, content: t.content });
+    }
+    return out;
+  }
+
+  /** Removes a context's ended turns (a deleted conversation); running ones are canceled first. */
+  async deleteContext(tenantId: string, agentId: string, contextId: string): Promise<void> {
+    const rows = await this.repo.contextTasks(tenantId, agentId, contextId, 10_000);
+    for (const row of rows) {
+      if (isTerminal(row.state)) continue;
+      await this.cancel(tenantId, row.taskId).catch((err: unknown) => {
+        if (!(err instanceof TaskError)) throw err;
+      });
+    }
+    await this.repo.deleteContext(tenantId, agentId, contextId);
   }
 
   /** Cancels a task that is not terminal; the task ends `canceled` exactly once. */

@@ -1,0 +1,76 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Req, Res } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { CurrentTenant, type TenantPrincipal } from '../common/auth.decorators.js';
+import { PageQueryDto } from '../common/pagination.dto.js';
+import { validateAs } from '../common/validation.js';
+import { ConversationService } from './conversations.service.js';
+import { ConversationCreateDto, ConversationPatchDto, MessageDto } from './dto.js';
+import { NativeRuns } from './native-runs.service.js';
+
+/** `/v1/conversations`: threads with one agent, whose earlier turns the model sees. */
+@Controller('v1/conversations')
+export class ConversationsController {
+  constructor(
+    private readonly conversations: ConversationService,
+    private readonly runs: NativeRuns,
+  ) {}
+
+  @Post()
+  async create(@CurrentTenant() t: TenantPrincipal, @Body() body: unknown) {
+    const dto = await validateAs(ConversationCreateDto, body ?? {});
+    return this.conversations.create(t.tenantId, dto.agent, dto.title);
+  }
+
+  @Get()
+  async list(@CurrentTenant() t: TenantPrincipal, @Query() query: unknown) {
+    const q = await validateAs(PageQueryDto, query);
+    return this.conversations.list(t.tenantId, q.limit, q.cursor);
+  }
+
+  @Get(':id')
+  get(@CurrentTenant() t: TenantPrincipal, @Param('id') id: string) {
+    return this.conversations.get(t.tenantId, id);
+  }
+
+  @Patch(':id')
+  async rename(@CurrentTenant() t: TenantPrincipal, @Param('id') id: string, @Body() body: unknown) {
+    const dto = await validateAs(ConversationPatchDto, body);
+    return this.conversations.rename(t.tenantId, id, dto.title);
+  }
+
+  @Delete(':id')
+  @HttpCode(204)
+  async delete(@CurrentTenant() t: TenantPrincipal, @Param('id') id: string): Promise<void> {
+    await this.conversations.delete(t.tenantId, id);
+  }
+
+  @Get(':id/messages')
+  messages(@CurrentTenant() t: TenantPrincipal, @Param('id') id: string) {
+    return this.conversations.messages(t.tenantId, id);
+  }
+
+  /** A new message: the agent's turn streams as SSE; its reply joins the thread when the run succeeds. */
+  @Post(':id/messages')
+  async send(
+    @CurrentTenant() t: TenantPrincipal,
+    @Param('id') id: string,
+    @Body() body: unknown,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const dto = await validateAs(MessageDto, body);
+    const key = this.runs.idempotencyKey(req);
+    const { conversation, agent } = await this.conversations.forMessage(t.tenantId, id);
+    const run = await this.runs.start(
+      {
+        tenantId: t.tenantId,
+        agent,
+        message: dto.message,
+        contextId: conversation.id,
+        request: ['conversation', conversation.id, dto],
+      },
+      key,
+    );
+    await this.runs.stream(t.tenantId, run, res);
+  }
+}

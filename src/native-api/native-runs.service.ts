@@ -1,0 +1,92 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { AppConfig } from '../config/app-config.js';
+import { DomainError } from '../common/errors.js';
+import { writeSse } from '../common/sse.js';
+import { Lifecycle } from '../health/lifecycle.service.js';
+import type { ResolvedAgent } from '../registry/services/agent-catalog.service.js';
+import { TaskService } from '../tasks/services/task.service.js';
+
+const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
+const KEY = /^[\x21-\x7e]{1,255}$/;
+const FINGERPRINT = 'x-arbiter.request_fingerprint';
+
+export interface NativeStart {
+  tenantId: string;
+  agent: ResolvedAgent;
+  message: string;
+  contextId?: string;
+  /** What makes two requests "the same" for `Idempotency-Key`. */
+  request: unknown;
+}
+
+/**
+ * Starts native runs (`/v1/orchestrate`, `/v1/agents/:id/chat`, conversation
+ * messages) on the task machinery and streams them in the native event
+ * catalogue. `Idempotency-Key` is durable: the key becomes the messageId of
+ * the request's task (unique per tenant and agent), so a retry — on any
+ * replica, after a restart — finds that task and replays its events.
+ */
+@Injectable()
+export class NativeRuns {
+  constructor(
+    private readonly tasks: TaskService,
+    private readonly config: AppConfig,
+    private readonly lifecycle: Lifecycle,
+  ) {}
+
+  /** Reads and checks the `Idempotency-Key` header. */
+  idempotencyKey(req: Request): string | undefined {
+    const raw = req.headers['idempotency-key'];
+    if (raw === undefined) return undefined;
+    if (typeof raw !== 'string' || !KEY.test(raw)) {
+      throw DomainError.validation([
+        { field: 'Idempotency-Key', messages: ['Idempotency-Key must be 1-255 printable ASCII characters'] },
+      ]);
+    }
+    return raw;
+  }
+
+  async start(s: NativeStart, key: string | undefined): Promise<{ taskId: string; replayed: boolean }> {
+    if (this.lifecycle.shuttingDown) throw new DomainError('unavailable', 'server is shutting down; retry the request');
+    const fingerprint = sha256(JSON.stringify(s.request));
+    const r = await this.tasks.create({
+      tenantId: s.tenantId,
+      agent: s.agent,
+      message: {
+        messageId: key ? `idem:${sha256(key).slice(0, 48)}` : randomUUID(),
+        role: 'ROLE_USER',
+        parts: [{ text: s.message }],
+        ...(s.contextId ? { contextId: s.contextId } : {}),
+      },
+      text: s.message,
+      metadata: key ? { [FINGERPRINT]: fingerprint } : {},
+    });
+    if (r.duplicate && r.snapshot.metadata[FINGERPRINT] !== fingerprint) {
+      throw new DomainError(
+        'unprocessable',
+        'this Idempotency-Key was already used for a different request; use a new key for a new request',
+      );
+    }
+    return { taskId: r.taskId, replayed: Boolean(r.duplicate) };
+  }
+
+  /** Streams the run's events from the first one (a replay sends the stored ones, then live ones). */
+  async stream(tenantId: string, run: { taskId: string; replayed: boolean }, res: Response): Promise<void> {
+    res.setHeader('Arbiter-Request-Id', run.taskId);
+    if (run.replayed) res.setHeader('Idempotent-Replayed', 'true');
+    const abort = new AbortController();
+    await writeSse(res, this.tasks.nativeTail(tenantId, run.taskId, 0, abort.signal), {
+      heartbeatMs: this.config.sseHeartbeatMs,
+      abort,
+      onError: () => ({
+        event: 'error',
+        data: {
+          error_code: 'internal',
+          message: `event stream failed; resume from GET /v1/requests/${run.taskId}/events`,
+        },
+      }),
+    });
+  }
+}

@@ -1,0 +1,64 @@
+import { Body, Controller, Param, Post, Req, Res } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { CurrentTenant, type TenantPrincipal } from '../common/auth.decorators.js';
+import { DomainError } from '../common/errors.js';
+import { validateAs } from '../common/validation.js';
+import { MASTER_AGENT_ID } from '../registry/constitution.js';
+import { AgentCatalog } from '../registry/services/agent-catalog.service.js';
+import { ChatDto, OrchestrateDto } from './dto.js';
+import { NativeRuns } from './native-runs.service.js';
+
+/**
+ * The native streaming API: a message in, Arbiter's event catalogue out
+ * (SSE). `/v1/orchestrate` names the agent in the body (default `index`,
+ * or an inline `agent_def`); `/v1/agents/:id/chat` in the path.
+ */
+@Controller()
+export class OrchestrateController {
+  constructor(
+    private readonly runs: NativeRuns,
+    private readonly catalog: AgentCatalog,
+  ) {}
+
+  @Post('v1/orchestrate')
+  async orchestrate(
+    @CurrentTenant() t: TenantPrincipal,
+    @Body() body: unknown,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const dto = await validateAs(OrchestrateDto, body);
+    if (dto.agent !== undefined && dto.agent_def !== undefined) {
+      throw DomainError.validation([{ field: 'agent_def', messages: ['give agent or agent_def, not both'] }]);
+    }
+    const key = this.runs.idempotencyKey(req);
+    const agent = dto.agent_def
+      ? await this.catalog.inline(dto.agent_def)
+      : await this.catalog.resolve(t.tenantId, dto.agent ?? MASTER_AGENT_ID);
+    if (!agent) throw DomainError.notFound(`agent '${dto.agent}'`);
+    const run = await this.runs.start(
+      { tenantId: t.tenantId, agent, message: dto.message, contextId: dto.context_id, request: ['orchestrate', dto] },
+      key,
+    );
+    await this.runs.stream(t.tenantId, run, res);
+  }
+
+  @Post('v1/agents/:id/chat')
+  async chat(
+    @CurrentTenant() t: TenantPrincipal,
+    @Param('id') id: string,
+    @Body() body: unknown,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const dto = await validateAs(ChatDto, body);
+    const key = this.runs.idempotencyKey(req);
+    const agent = await this.catalog.resolve(t.tenantId, id);
+    if (!agent) throw DomainError.notFound(`agent '${id}'`);
+    const run = await this.runs.start(
+      { tenantId: t.tenantId, agent, message: dto.message, contextId: dto.context_id, request: ['chat', id, dto] },
+      key,
+    );
+    await this.runs.stream(t.tenantId, run, res);
+  }
+}
