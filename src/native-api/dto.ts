@@ -1,6 +1,7 @@
 import { IsObject, IsOptional, IsString, Matches, MaxLength, MinLength } from 'class-validator';
 
 export const MAX_MESSAGE_CHARS = 200_000;
+// eslint-disable-next-line no-control-regex
 const NO_CONTROL = /^[^\u0000-\u001f\u007f]*$/;
 
 /** `POST /v1/agents/:id/chat` and `POST /v1/conversations/:id/messages`. */

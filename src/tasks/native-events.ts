@@ -1,5 +1,5 @@
 import type { PartJson, StoredTaskEvent } from './task-events.js';
-import { isTerminal, type TaskStateName } from './task-state.js';
+import type { TaskStateName } from './task-state.js';
 
 /**
  * Arbiter's native event catalogue, a projection of the task event log
@@ -117,10 +117,12 @@ export function nativeFrames(
         case 'TASK_STATE_INPUT_REQUIRED':
         case 'TASK_STATE_AUTH_REQUIRED':
           return [f('input_required', { content: textOf(p.message?.parts) })];
-        default:
+        case 'TASK_STATE_COMPLETED':
+        case 'TASK_STATE_FAILED':
+        case 'TASK_STATE_CANCELED':
+        case 'TASK_STATE_REJECTED':
           break;
       }
-      if (!isTerminal(p.state)) return [];
       const counts = tokens ? { input_tokens: tokens.input, output_tokens: tokens.output } : {};
       const end = f('stream_end', { depth: 0, agent: task.agentId });
       if (p.state === 'TASK_STATE_COMPLETED') {
