@@ -12,7 +12,28 @@ import type { AddressInfo } from 'node:net';
  *   `deny`           401 with a body that echoes a key
  *   `slow`           a chunk every 100 ms for 10 s (for cancellation)
  */
+export interface ScriptCall {
+  model: string;
+  system: string;
+  messages: { role: string; content: string }[];
+  /** The last message's content. */
+  last: string;
+  /** 1 for this model's first request, 2 for the next … */
+  call: number;
+}
+
+/** A scripted reply: the text to stream, optionally slowly or failing after some text. */
+export type ScriptReply = string | { text: string; delayMs?: number; failAfter?: boolean; status?: number };
+
 export class FakeProvider {
+  /**
+   * Scripted models: a request for a model named here is answered by the
+   * script (as real streamed chunks of the wire format), so tests can make
+   * an agent emit slash commands, delegate and so on.
+   */
+  readonly scripts = new Map<string, (c: ScriptCall) => ScriptReply>();
+  private readonly calls = new Map<string, number>();
+
   private server!: Server;
   url = '';
   requests: { path: string; headers: IncomingMessage['headers']; body: any }[] = [];
@@ -30,6 +51,63 @@ export class FakeProvider {
     await new Promise((r) => this.server.close(r));
   }
 
+  /** Streams a scripted reply in the wire format, a few characters per chunk. */
+  private async scripted(
+    res: ServerResponse,
+    anthropic: boolean,
+    r: { text: string; delayMs?: number; failAfter?: boolean; status?: number },
+  ): Promise<void> {
+    if (r.status) {
+      res.writeHead(r.status, { 'content-type': 'application/json', 'retry-after': '0' });
+      res.end('{"error":{"message":"scripted failure"}}');
+      return;
+    }
+    let closed = false;
+    res.on('close', () => {
+      if (!res.writableFinished) {
+        closed = true;
+        this.closedEarly++;
+      }
+    });
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const send = (event: string | undefined, data: unknown): void => {
+      res.write(`${event ? `event: ${event}\n` : ''}data: ${JSON.stringify(data)}\n\n`);
+    };
+    if (anthropic)
+      send('message_start', { type: 'message_start', message: { usage: { input_tokens: 10, output_tokens: 1 } } });
+    const pieces = r.text.match(/[^\n]{1,7}|\n/g) ?? [];
+    for (const piece of pieces) {
+      if (closed) return;
+      if (anthropic) {
+        send('content_block_delta', {
+          type: 'content_block_delta',
+          index: 0,
+          delta: { type: 'text_delta', text: piece },
+        });
+      } else {
+        send(undefined, { choices: [{ index: 0, delta: { content: piece } }] });
+      }
+      await new Promise((resolve) => setTimeout(resolve, r.delayMs ?? 2));
+    }
+    if (r.failAfter) {
+      res.destroy();
+      return;
+    }
+    if (anthropic) {
+      send('message_delta', {
+        type: 'message_delta',
+        delta: { stop_reason: 'end_turn' },
+        usage: { output_tokens: pieces.length },
+      });
+      send('message_stop', { type: 'message_stop' });
+    } else {
+      send(undefined, { choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
+      send(undefined, { choices: [], usage: { prompt_tokens: 10, completion_tokens: pieces.length } });
+      res.write('data: [DONE]\n\n');
+    }
+    res.end();
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     let raw = '';
     for await (const c of req) raw += String(c);
@@ -37,6 +115,16 @@ export class FakeProvider {
     this.requests.push({ path: req.url ?? '', headers: req.headers, body });
     const anthropic = req.url === '/v1/messages';
     const last: string = body.messages[body.messages.length - 1].content;
+    const script = this.scripts.get(body.model);
+    if (script) {
+      const call = (this.calls.get(body.model) ?? 0) + 1;
+      this.calls.set(body.model, call);
+      const system: string = anthropic ? body.system : body.messages[0].content;
+      const messages = (anthropic ? body.messages : body.messages.slice(1)) as { role: string; content: string }[];
+      const reply = script({ model: body.model, system, messages, last, call });
+      await this.scripted(res, anthropic, typeof reply === 'string' ? { text: reply } : reply);
+      return;
+    }
     const [verb, ...rest] = last.split(' ');
     const text = rest.join(' ');
     const n = (this.attempts.get(last) ?? 0) + 1;
