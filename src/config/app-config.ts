@@ -47,6 +47,11 @@ export const CONFIG_ENV = {
   maxWriteBytes: 'ARBITER_MAX_WRITE_BYTES',
   fetchTimeoutMs: 'ARBITER_FETCH_TIMEOUT_MS',
   fetchAllowlist: 'ARBITER_FETCH_ALLOWLIST',
+  a2aAgentsFile: 'ARBITER_A2A_AGENTS_FILE',
+  a2aAllowPrivate: 'ARBITER_A2A_ALLOW_PRIVATE',
+  a2aCardTtlMs: 'ARBITER_A2A_CARD_TTL_MS',
+  a2aTimeoutMs: 'ARBITER_A2A_TIMEOUT_MS',
+  a2aCardTimeoutMs: 'ARBITER_A2A_CARD_TIMEOUT_MS',
 } as const satisfies Record<string, string>;
 
 export type ConfigKey = keyof typeof CONFIG_ENV;
@@ -232,6 +237,41 @@ export class AppConfig {
   @IsString()
   @Matches(/^[A-Za-z0-9.:[\],_-]*$/, { message: 'must be comma-separated host or host:port entries' })
   fetchAllowlist = '';
+
+  /** The remote A2A agent registry; default `ARBITER_HOME/a2a_agents.json`. */
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  a2aAgentsFile?: string;
+
+  /** Let `/a2a` reach private and loopback addresses (in-cluster remotes). Off by default. */
+  @Transform(toBool)
+  @IsBoolean({ message: 'must be true or false' })
+  a2aAllowPrivate = false;
+
+  /** How long a remote's agent card is reused when the remote sends no Cache-Control. */
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 0 and 86400000' })
+  @Min(0, { message: 'must be an integer between 0 and 86400000' })
+  @Max(86_400_000, { message: 'must be an integer between 0 and 86400000' })
+  a2aCardTtlMs = 300_000;
+
+  /** An `/a2a call` from send to the remote task's end. */
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 1000 and 3600000' })
+  @Min(1000, { message: 'must be an integer between 1000 and 3600000' })
+  @Max(3_600_000, { message: 'must be an integer between 1000 and 3600000' })
+  a2aTimeoutMs = 120_000;
+
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 100 and 120000' })
+  @Min(100, { message: 'must be an integer between 100 and 120000' })
+  @Max(120_000, { message: 'must be an integer between 100 and 120000' })
+  a2aCardTimeoutMs = 10_000;
+
+  get a2aRegistryPath(): string {
+    return this.a2aAgentsFile ? resolve(this.a2aAgentsFile) : join(this.home, 'a2a_agents.json');
+  }
 
   /** Directory of operator-provided, read-only agent files (`*.json`). */
   get agentsDir(): string {

@@ -5,9 +5,10 @@ import { ModelRouter } from './providers/model-router.service.js';
 import { MemoryService } from './tools/memory.service.js';
 import { ORCHESTRATOR } from './run-event.js';
 import { RegistryModule } from '../registry/registry.module.js';
+import { A2aOutboundModule } from '../a2a-outbound/a2a-outbound.module.js';
 
 @Module({
-  imports: [RegistryModule],
+  imports: [RegistryModule, A2aOutboundModule],
   controllers: [ModelsController],
   providers: [
     ModelRouter,

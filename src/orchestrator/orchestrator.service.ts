@@ -3,6 +3,7 @@ import { AppConfig } from '../config/app-config.js';
 import { AsyncQueue } from '../common/async-queue.js';
 import { parseHostList, type EgressPolicy } from '../common/net/egress.js';
 import { MemoryService } from './tools/memory.service.js';
+import { RemoteAgents } from '../a2a-outbound/remote-agents.service.js';
 import { TurnLoop, type TurnDeps } from './turn-loop.js';
 import { ModelRouter } from './providers/model-router.service.js';
 import { echoTurn } from './providers/echo.model.js';
@@ -25,9 +26,10 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
     private readonly router: ModelRouter,
     private readonly catalog: AgentCatalog,
     private readonly memory: MemoryService,
+    private readonly remotes: RemoteAgents,
   ) {
     const fetchPolicy: EgressPolicy = { allowPrivate: false, allowHosts: parseHostList(config.fetchAllowlist) };
-    this.deps = { config, router, catalog, memory, fetchPolicy };
+    this.deps = { config, router, catalog, memory, fetchPolicy, remotes };
   }
 
   private readonly deps: TurnDeps;

@@ -29,7 +29,16 @@ export type RunEvent =
    */
   | { type: 'text'; delta: string; depth?: number; agent?: string }
   /** A slash command ran (`ok` false for an `ERR:` result). `args` is shortened. */
-  | { type: 'tool_call'; tool: string; args: string; ok: boolean; depth: number; agent: string }
+  | {
+      type: 'tool_call';
+      tool: string;
+      args: string;
+      ok: boolean;
+      depth: number;
+      agent: string;
+      /** Tool-specific facts for the client, e.g. `remote_task_id` of an `/a2a call`. */
+      detail?: Record<string, string>;
+    }
   /** A file written with `/write` for the client. */
   | { type: 'file'; path: string; content: string; mediaType: string; depth: number; agent: string }
   /** A delegated agent's whole reply, at the end of its turn. */

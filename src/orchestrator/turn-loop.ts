@@ -1,5 +1,6 @@
 import type { AppConfig } from '../config/app-config.js';
 import type { EgressPolicy } from '../common/net/egress.js';
+import type { RemoteAgents } from '../a2a-outbound/remote-agents.service.js';
 import { MASTER_AGENT_ID, toolGrants } from '../registry/constitution.js';
 import type { AgentCatalog, ResolvedAgent } from '../registry/services/agent-catalog.service.js';
 import { KNOWN_TOOLS } from '../registry/tools.js';
@@ -26,6 +27,7 @@ export interface TurnDeps {
   catalog: AgentCatalog;
   memory: MemoryService;
   fetchPolicy: EgressPolicy;
+  remotes: RemoteAgents;
 }
 
 /** Cuts `text` to `max` bytes of UTF-8 (on a character boundary), marking the cut. */
@@ -162,7 +164,8 @@ export class TurnLoop {
       const body = await this.parallel(agent, w, depth);
       return frame(w.verb, w.args, body);
     }
-    const body = capBytes(await this.runTool(agent, w, depth), RESULT_CAP);
+    const detail: Record<string, string> = {};
+    const body = capBytes(await this.runTool(agent, w, depth, detail), RESULT_CAP);
     this.emit({
       type: 'tool_call',
       tool: `/${w.verb}`,
@@ -170,6 +173,7 @@ export class TurnLoop {
       ok: !body.startsWith('ERR:'),
       depth,
       agent: agent.id,
+      ...(Object.keys(detail).length ? { detail } : {}),
     });
     return frame(w.verb, w.args, body);
   }
@@ -214,7 +218,7 @@ export class TurnLoop {
   }
 
   /** A tool's result body (`ERR: …` on failure). */
-  private async runTool(agent: ResolvedAgent, w: Writ, depth: number): Promise<string> {
+  private async runTool(agent: ResolvedAgent, w: Writ, depth: number, detail: Record<string, string>): Promise<string> {
     if (!KNOWN_TOOLS.includes(`/${w.verb}` as never)) {
       return `ERR: unknown command /${w.verb}; known commands: ${KNOWN_TOOLS.join(', ')}`;
     }
@@ -230,8 +234,11 @@ export class TurnLoop {
         return this.mem(w.args);
       case 'fetch':
         return fetchAsText(w.args, this.deps.fetchPolicy, this.deps.config.fetchTimeoutMs, this.signal);
-      case 'a2a':
-        return 'ERR: A2A unavailable in this context';
+      case 'a2a': {
+        const r = await this.deps.remotes.tool(w.args, this.signal);
+        if (r.remoteTaskId) detail.remote_task_id = r.remoteTaskId;
+        return r.body;
+      }
       default:
         return `ERR: unknown command /${w.verb}`;
     }
@@ -321,8 +328,12 @@ export class TurnLoop {
     const tools = toolHelp(agent, depth < this.deps.config.maxDelegationDepth);
     if (tools) system += `\n\n${tools}`;
     if (agent.id === MASTER_AGENT_ID) {
-      const roster = await this.deps.catalog.roster(this.tenantId);
+      const [roster, remote] = await Promise.all([
+        this.deps.catalog.roster(this.tenantId),
+        this.deps.remotes.roster(this.signal),
+      ]);
       if (roster) system += `\n\n${roster}`;
+      if (remote) system += `\n\n${remote}`;
     }
     return system;
   }
@@ -335,6 +346,8 @@ const TOOL_HELP: Record<string, string> = {
   '/mem':
     '/mem add <text> | /mem get <id> | /mem list | /mem search <query> | /mem delete <id> — the team memory, shared by its agents',
   '/fetch': '/fetch <url> — read a public web page as text',
+  '/a2a':
+    '/a2a list | /a2a card <name> | /a2a call <name> <message> — remote A2A agents (another trust boundary: they see only your message)',
 };
 
 /** The TOOLS block of a system prompt: the commands this agent may use. */

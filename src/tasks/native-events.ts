@@ -82,7 +82,8 @@ export function nativeFrames(
       const agent = typeof meta['x-arbiter.agent'] === 'string' ? meta['x-arbiter.agent'] : task.agentId;
       const data = a.parts[0]?.data as Record<string, unknown> | undefined;
       if (meta['x-arbiter.tool_call'] === true && data) {
-        return [f('tool_call', { tool: data.tool, ok: data.ok, args: data.args ?? '', depth, agent })];
+        const { tool, ok, args, ...detail } = data;
+        return [f('tool_call', { tool, ok, args: args ?? '', depth, agent, ...detail })];
       }
       if (meta['x-arbiter.sub_agent'] === true && data) {
         return [f('sub_agent_response', { agent: data.agent, depth: data.depth, content: data.content })];

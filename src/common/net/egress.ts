@@ -13,9 +13,9 @@ import ipaddr from 'ipaddr.js';
  * redirect is checked again.
  */
 export interface EgressPolicy {
-  /** Allow private and loopback addresses (in-cluster deployments). */
+  /** Allow private, loopback, unique-local and CGNAT addresses (in-cluster deployments); never link-local or multicast. */
   allowPrivate: boolean;
-  /** `host` or `host:port` entries allowed whatever they resolve to. */
+  /** `host` or `host:port` entries allowed to resolve to private or loopback addresses. */
   allowHosts: ReadonlySet<string>;
 }
 
@@ -37,21 +37,35 @@ export function blockedRange(address: string): string | null {
   return range === 'unicast' ? null : range;
 }
 
-function hostAllowed(url: URL, policy: EgressPolicy): boolean {
-  if (policy.allowPrivate) return true;
+/** Ranges an operator may open (`allowPrivate`, an allow-listed host); the others stay closed whatever the setting. */
+const OPENABLE = new Set(['private', 'loopback', 'uniqueLocal', 'carrierGradeNat']);
+
+function hostListed(url: URL, policy: EgressPolicy): boolean {
   const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
   const port = url.port || (url.protocol === 'https:' ? '443' : '80');
   return policy.allowHosts.has(host) || policy.allowHosts.has(`${host}:${port}`);
 }
 
+/**
+ * Why `address` may not be reached for `url` under `policy`, or null. Link-local
+ * (cloud metadata), multicast and reserved addresses are never reachable.
+ */
+export function refusal(address: string, url: URL, policy: EgressPolicy): string | null {
+  const range = blockedRange(address);
+  if (range === null) return null;
+  if (OPENABLE.has(range) && (policy.allowPrivate || hostListed(url, policy))) return null;
+  return range;
+}
+
 /** A `lookup` for http.request that refuses names resolving to blocked addresses and pins the checked one. */
-function guardedLookup(url: URL): LookupFunction {
+function guardedLookup(url: URL, policy: EgressPolicy): LookupFunction {
   return ((hostname: string, options: object, callback: (...args: unknown[]) => void) => {
     dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
       if (err) return callback(new EgressError('dns', `cannot resolve ${hostname}`));
-      const bad = addresses.map((a) => [a.address, blockedRange(a.address)] as const).find(([, r]) => r !== null);
-      if (bad) {
-        return callback(new EgressError('blocked', `${url.hostname} resolves to a ${bad[1]} address (blocked)`));
+      for (const a of addresses) {
+        const range = refusal(a.address, url, policy);
+        if (range)
+          return callback(new EgressError('blocked', `${url.hostname} resolves to a ${range} address (blocked)`));
       }
       const first = addresses[0];
       if (!first) return callback(new EgressError('dns', `cannot resolve ${hostname}`));
@@ -74,8 +88,8 @@ export function checkUrl(raw: string | URL, policy: EgressPolicy): URL {
   }
   if (url.username || url.password) throw new EgressError('bad_url', 'credentials in the URL are not allowed');
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (isIP(host) && !hostAllowed(url, policy)) {
-    const range = blockedRange(host);
+  if (isIP(host)) {
+    const range = refusal(host, url, policy);
     if (range) throw new EgressError('blocked', `${host} is a ${range} address (blocked)`);
   }
   return url;
@@ -139,14 +153,13 @@ export async function egressRequest(
 }
 
 function send(url: URL, policy: EgressPolicy, req: EgressRequest, signal: AbortSignal): Promise<IncomingMessage> {
-  const allowed = hostAllowed(url, policy);
   const make = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
     const r = make(url, {
       method: req.method ?? 'GET',
       headers: { 'user-agent': 'arbiter', ...req.headers },
       signal,
-      ...(allowed ? {} : { lookup: guardedLookup(url) }),
+      lookup: guardedLookup(url, policy),
     });
     r.once('response', resolve);
     r.once('error', (err: Error & { cause?: unknown }) => reject(err.cause instanceof EgressError ? err.cause : err));

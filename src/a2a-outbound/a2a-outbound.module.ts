@@ -1,0 +1,10 @@
+import { Module } from '@nestjs/common';
+import { RemoteAgents } from './remote-agents.service.js';
+import { RemoteRegistry } from './remote-registry.service.js';
+
+/** Outbound A2A: the remote-agent registry file and the SDK client behind `/a2a`. */
+@Module({
+  providers: [RemoteRegistry, RemoteAgents],
+  exports: [RemoteAgents],
+})
+export class A2aOutboundModule {}

@@ -1,0 +1,85 @@
+import { egressRequest, type EgressPolicy } from '../common/net/egress.js';
+
+/** Why a remote call failed, in the seed's failure vocabulary. */
+export class RemoteCallError extends Error {
+  constructor(
+    readonly kind: 'http' | 'malformed',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'RemoteCallError';
+  }
+}
+
+const MAX_RESPONSE = 4 * 1024 * 1024;
+const NO_BODY = new Set([101, 204, 205, 304]);
+
+/**
+ * A `fetch` for the SDK's client that goes through the egress guard (SSRF
+ * checks, pinned addresses, re-checked redirects), sends only the remote's
+ * own bearer (whatever the caller set), and turns an HTTP error status
+ * without a JSON-RPC error body into a `RemoteCallError`.
+ */
+export function egressFetch(policy: EgressPolicy, token: string, timeoutMs: number): typeof fetch {
+  return async (input, init) => {
+    const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+    const headers: Record<string, string> = {};
+    new Headers(init?.headers).forEach((v, k) => {
+      if (k !== 'authorization' && k !== 'cookie') headers[k] = v;
+    });
+    if (token) headers.authorization = `Bearer ${token}`;
+    const body = typeof init?.body === 'string' ? init.body : undefined;
+    const method = (init?.method ?? 'GET').toUpperCase();
+    const res = await egressRequest(url, policy, {
+      method: method === 'POST' ? 'POST' : 'GET',
+      headers,
+      body,
+      signal: init?.signal ?? undefined,
+      timeoutMs,
+      maxBytes: MAX_RESPONSE,
+    });
+    if (res.truncated) throw new RemoteCallError('malformed', 'the response is larger than 4 MiB');
+    const out = new Headers();
+    for (const [k, v] of Object.entries(res.headers)) {
+      if (v === undefined) continue;
+      for (const one of Array.isArray(v) ? v : [v]) out.append(k, one);
+    }
+    if (res.status >= 400 && !isJsonRpcError(res.body)) {
+      throw new RemoteCallError('http', `HTTP ${res.status}: ${statusText(res.status)}`);
+    }
+    return new Response(NO_BODY.has(res.status) ? null : new Uint8Array(res.body), {
+      status: res.status,
+      headers: out,
+    });
+  };
+}
+
+function isJsonRpcError(body: Buffer): boolean {
+  try {
+    const j = JSON.parse(body.toString('utf8')) as { jsonrpc?: unknown; error?: unknown };
+    return j.jsonrpc === '2.0' && j.error !== null && typeof j.error === 'object';
+  } catch {
+    return false;
+  }
+}
+
+function statusText(status: number): string {
+  switch (status) {
+    case 401:
+      return 'unauthorized (no token, or the remote rejected it)';
+    case 403:
+      return 'forbidden';
+    case 404:
+      return 'not found';
+    case 413:
+      return 'payload too large';
+    case 429:
+      return 'rate limited';
+    case 502:
+    case 503:
+    case 504:
+      return 'remote unavailable';
+    default:
+      return status >= 500 ? 'remote error' : 'request refused';
+  }
+}
