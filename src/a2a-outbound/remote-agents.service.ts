@@ -29,7 +29,9 @@ interface CachedCard {
   client: Client;
   expiresAt: number;
   etag?: string;
+  /** Where the card was found, and whether it was asked for as v1.0. */
   source: string;
+  versioned: boolean;
 }
 
 /** What an `/a2a` command returns: the result body, and the remote task it touched. */
@@ -126,7 +128,7 @@ export class RemoteAgents {
       const skills = card.skills.map((s) => s.name || s.id).filter(Boolean);
       const description = (card.description || card.name).replace(/\s+/g, ' ').slice(0, 200);
       return `${description}${skills.length ? ` (skills: ${skills.join(', ')})` : ''}`;
-    } catch (err) {
+    } catch {
       signal.throwIfAborted();
       return '(card unavailable)';
     }
@@ -260,21 +262,43 @@ export class RemoteAgents {
     signal: AbortSignal,
   ): Promise<CachedCard> {
     const fetchImpl = egressFetch(this.policy, remote.token, this.config.a2aCardTimeoutMs);
-    const get = (url: string, etag?: string) =>
+    const get = (url: string, versioned: boolean, etag?: string) =>
       fetchImpl(url, {
-        headers: { accept: 'application/json', 'a2a-version': '1.0', ...(etag ? { 'if-none-match': etag } : {}) },
+        headers: {
+          accept: 'application/json',
+          ...(versioned ? { 'a2a-version': '1.0' } : {}),
+          ...(etag ? { 'if-none-match': etag } : {}),
+        },
         signal,
       });
+    // `<url>/agent-card.json` (the seed's rule), else the origin's well-known card; each asked for as v1.0
+    // first, then without a version (a version-aware v0.3 server refuses a 1.0 request for its card).
     const primary = `${remote.url}/agent-card.json`;
-    let source = previous?.source ?? primary;
-    let res: Response;
-    try {
-      res = await get(source, previous?.etag);
-    } catch (err) {
-      if (!(err instanceof RemoteCallError && /^HTTP 404/.test(err.message)) || source !== primary) throw err;
-      source = `${new URL(remote.url).origin}/.well-known/agent-card.json`;
-      res = await get(source);
+    const wellKnown = `${new URL(remote.url).origin}/.well-known/agent-card.json`;
+    const attempts: [string, boolean][] = previous
+      ? [[previous.source, previous.versioned]]
+      : [
+          [primary, true],
+          [primary, false],
+          [wellKnown, true],
+          [wellKnown, false],
+        ];
+    let res: Response | undefined;
+    let source = primary;
+    let versioned = true;
+    let firstError: unknown;
+    for (const [url, v] of attempts) {
+      try {
+        res = await get(url, v, previous?.etag);
+        source = url;
+        versioned = v;
+        break;
+      } catch (err) {
+        firstError ??= err;
+        if (!(err instanceof RemoteCallError && /^HTTP (400|404|406)/.test(err.message))) throw err;
+      }
     }
+    if (!res) throw firstError;
     const ttl = ttlOf(res.headers.get('cache-control'), this.config.a2aCardTtlMs);
     if (res.status === 304 && previous) return { ...previous, expiresAt: Date.now() + ttl };
     if (res.status !== 200) throw new RemoteCallError('http', `HTTP ${res.status}`);
@@ -302,7 +326,7 @@ export class RemoteAgents {
       throw new RemoteCallError('malformed', `no usable interface in the card (${reason(err)})`);
     }
     const etag = res.headers.get('etag') ?? undefined;
-    return { key, card, raw, client, expiresAt: Date.now() + ttl, etag, source };
+    return { key, card, raw, client, expiresAt: Date.now() + ttl, etag, source, versioned };
   }
 }
 

@@ -110,7 +110,6 @@ export class RemoteRegistry implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger('A2aRegistry');
   private agents = new Map<string, RemoteAgent>();
   private stamp = '';
-  private checkedAt = 0;
   private timer: NodeJS.Timeout | undefined;
   /** The last load problem, for operators (`null` when the file loaded). */
   lastError: string | null = null;
@@ -118,8 +117,8 @@ export class RemoteRegistry implements OnModuleInit, OnModuleDestroy {
   constructor(private readonly config: AppConfig) {}
 
   onModuleInit(): void {
-    this.refresh(true);
-    this.timer = setInterval(() => this.refresh(true), 2_000);
+    this.refresh();
+    this.timer = setInterval(() => this.refresh(), 2_000);
     this.timer.unref();
   }
 
@@ -141,11 +140,8 @@ export class RemoteRegistry implements OnModuleInit, OnModuleDestroy {
     return this.agents.get(name);
   }
 
-  /** Re-reads the file if it changed (at most every 250 ms unless forced). */
-  refresh(force = false): void {
-    const now = Date.now();
-    if (!force && now - this.checkedAt < 250) return;
-    this.checkedAt = now;
+  /** Re-reads the file if it changed (one `stat` per use: cheap, and an edit is seen at once). */
+  refresh(): void {
     let stamp: string;
     try {
       const st = statSync(this.path);

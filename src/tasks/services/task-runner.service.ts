@@ -152,7 +152,7 @@ export class TaskRunner {
                 oneShot(
                   `${ctx.taskId}-tool-${turn}-${++extras}`,
                   'tool_call',
-                  [{ data: { tool: ev.tool, ok: ev.ok, args: storable(ev.args) } }],
+                  [{ data: { tool: ev.tool, ok: ev.ok, args: storable(ev.args), ...ev.detail } }],
                   { 'x-arbiter.tool_call': true, 'x-arbiter.depth': ev.depth, 'x-arbiter.agent': ev.agent },
                 ),
               );

@@ -1,0 +1,228 @@
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { FakeProvider, type ScriptCall, type ScriptReply } from '../helpers/fake-provider.js';
+import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
+import { readSse, waitFor, type SseEvent } from '../helpers/a2a.js';
+import { startReferenceAgent, type ReferenceAgent } from '../helpers/reference-agents.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference servers', () => {
+  let fake: FakeProvider;
+  let server: TestServer;
+  let a: TestTenant;
+  let b: TestTenant;
+  let v1: ReferenceAgent;
+  let v03: ReferenceAgent;
+  let registryFile: string;
+
+  const script = (model: string, fn: (c: ScriptCall) => ScriptReply): string => {
+    fake.scripts.set(model, fn);
+    return `openai/${model}`;
+  };
+  const requestsFor = (model: string) => fake.requests.filter((r) => r.body.model === model);
+  const lastMessage = (r: { body: any }): string => r.body.messages[r.body.messages.length - 1].content;
+  const done = (events: SseEvent[]) => events[events.length - 1].data;
+
+  const writeRegistry = (agents: Record<string, unknown>, file = registryFile): void => {
+    writeFileSync(file, JSON.stringify({ agents }, null, 2));
+  };
+
+  /** Runs `commands` as one scripted response of a fresh agent of tenant `a`; returns what the model got back. */
+  let n = 0;
+  const runCommands = async (commands: string, on: TestServer = server, tenant: TestTenant = a) => {
+    const model = script(`cmd-${++n}`, (c) => (c.call === 1 ? commands : 'done'));
+    const id = `cmd-${n}`;
+    await newAgent(tenant, { id, model });
+    const res = await fetch(`${on.url}/v1/agents/${id}/chat`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tenant.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'go' }),
+    });
+    const { events } = await readSse(res);
+    const fed = requestsFor(`cmd-${n}`).length > 1 ? lastMessage(requestsFor(`cmd-${n}`).at(-1)!) : '';
+    return { events, fed };
+  };
+
+  before(async () => {
+    fake = new FakeProvider();
+    await fake.start();
+    v1 = await startReferenceAgent('v1', { redirectTo: 'http://169.254.169.254/latest/meta-data/' });
+    v03 = await startReferenceAgent('v03');
+    const env = {
+      OPENAI_BASE_URL: `${fake.url}/v1`,
+      ARBITER_DEFAULT_MODEL: 'openai/master',
+    };
+    // Loopback peers need the operator's allow-private switch (a2a-ssrf.e2e runs without it).
+    server = await startTestServer({ env: { ...env, ARBITER_A2A_ALLOW_PRIVATE: 'true' } });
+    registryFile = join(server.home, 'a2a_agents.json');
+    a = await newTenant(server, 'caller');
+    b = await newTenant(server, 'callee');
+    await newAgent(b, {
+      id: 'helper',
+      model: script('helper-m', (c) => `helper says: ${c.last}`),
+      role: 'planning helper',
+      goal: 'summarises plans',
+    });
+    await newAgent(b, { id: 'holder', model: 'echo' });
+    process.env.ARBITER_TEST_B_TOKEN = b.token;
+    writeRegistry({
+      arbiter_b: {
+        url: `${server.url}/v1/a2a/agents/helper`,
+        auth: { type: 'bearer', token_env: 'ARBITER_TEST_B_TOKEN' },
+      },
+      holder: { url: `${server.url}/v1/a2a/agents/holder`, auth: { token: b.token } },
+      ref_v1: { url: `${v1.url}/rpc` },
+      ref_v03: { url: `${v03.url}/rpc` },
+      nocard: { url: `${v1.url}/nothing` },
+      notacard: { url: `${v1.url}/notacard` },
+      broken: { url: `${v1.url}/broken` },
+      rpc_error: { url: `${v1.url}/rpc-error` },
+      garbage: { url: `${v1.url}/garbage` },
+      wrong_token: { url: `${server.url}/v1/a2a/agents/helper`, auth: { token: 'atr_not-a-valid-token' } },
+      no_token: { url: `${server.url}/v1/a2a/agents/helper`, auth: { token_env: 'ARBITER_TEST_UNSET_VAR' } },
+      hop: { url: `${v1.url}/hop` },
+    });
+  });
+  after(async () => {
+    await server.close();
+    await v1.close();
+    await v03.close();
+    await fake.stop();
+  });
+
+  it('Arbiter calls Arbiter: A delegates to B over real HTTP; B sees only the message; A gets the reply', async () => {
+    const model = script('caller-m', (c) =>
+      c.call === 1 ? 'Asking B.\n/a2a call arbiter_b summarise the plan' : `Final: ${c.last.split('\n')[1]}`,
+    );
+    await newAgent(a, { id: 'caller', model });
+    const res = await fetch(`${server.url}/v1/agents/caller/chat`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'plan?' }),
+    });
+    const { events } = await readSse(res);
+    assert.equal(done(events).content, 'Final: helper says: summarise the plan');
+    assert.match(
+      lastMessage(requestsFor('caller-m').at(-1)!),
+      /^\[\/a2a call arbiter_b summarise the plan\]\nhelper says: summarise the plan\n\[END A2A\]$/,
+    );
+    const call = events.find((e) => e.event === 'tool_call')!.data;
+    assert.equal(call.tool, '/a2a');
+    assert.equal(call.ok, true);
+    // B's task list shows the task, and it holds only the message text.
+    const theirs = await b.client.get('/v1/requests?agent_id=helper');
+    const task = theirs.body.items.find((t: any) => t.id === call.remote_task_id);
+    assert.ok(task, 'the remote task id is recorded on the tool_call event');
+    assert.equal(task.state, 'completed');
+    assert.equal(task.history[0].parts[0].text, 'summarise the plan');
+    assert.equal((await a.client.get(`/v1/requests/${call.remote_task_id}`)).status, 404, 'another tenant');
+    const seen = JSON.stringify(requestsFor('helper-m').at(-1)!.body);
+    assert.ok(!seen.includes(a.token) && !seen.includes('caller'), 'nothing of A beyond the message');
+  });
+
+  it('reaches an SDK server speaking v1.0 and one speaking only v0.3 (card from /.well-known)', async () => {
+    const { fed } = await runCommands('/a2a call ref_v1 hello one\n/a2a call ref_v03 hello three');
+    assert.match(fed, /\[\/a2a call ref_v1 hello one\]\nref-v1 heard: hello one\n\[END A2A\]/);
+    assert.match(fed, /\[\/a2a call ref_v03 hello three\]\nref-v03 heard: hello three\n\[END A2A\]/);
+  });
+
+  it('artifact-only replies are read (text, and data as JSON)', async () => {
+    const { fed } = await runCommands('/a2a call ref_v1 artifacts-only the report');
+    assert.match(fed, /\nartifact text for the report\n\{"score":7\}\n\[END A2A\]/);
+  });
+
+  it('list, card and the roster of the master agent', async () => {
+    const { fed } = await runCommands('/a2a list\n/a2a card ref_v03');
+    assert.match(fed, /\[\/a2a list\]\n(.*\n)*arbiter_b — planning helper — summarises plans \(skills: chat\)\n/);
+    assert.match(fed, /\nnocard — \(card unavailable\)\n/);
+    assert.match(fed, /ref_v1 — SDK reference agent speaking A2A 1\.0 \(skills: listen\)/);
+    assert.match(
+      fed,
+      /\[\/a2a card ref_v03\]\nname: ref-v03\n(.*\n)*interface: JSONRPC 0\.3 http:\/\/127\.0\.0\.1:\d+\/rpc\n(.*\n)* {2}- listen: repeats what it heard/,
+    );
+    script('master', () => 'hi');
+    await fetch(`${server.url}/v1/orchestrate`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'who is there?' }),
+    }).then((r) => r.text());
+    const system: string = requestsFor('master').at(-1)!.body.messages[0].content;
+    assert.match(
+      system,
+      /REMOTE A2A AGENTS — delegate with \/a2a call <name> <message> \(distinct trust boundary; no shared memory\):\n(.*\n)* {2}ref_v03 — SDK reference agent speaking A2A 0\.3/,
+    );
+  });
+
+  it('each failure mode has its own ERR line', async () => {
+    const { fed, events } = await runCommands(
+      [
+        '/a2a call ghost hi',
+        '/a2a call nocard hi',
+        '/a2a call notacard hi',
+        '/a2a call broken hi',
+        '/a2a call wrong_token hi',
+        '/a2a call no_token hi',
+        '/a2a call rpc_error hi',
+        '/a2a call garbage hi',
+        '/a2a call ref_v1',
+        '/a2a frobnicate',
+      ].join('\n'),
+    );
+    const results = fed.split(/\n(?=\[\/a2a )/);
+    assert.equal(results.length, 10, fed);
+    assert.match(results[0], /\nERR: no remote agent named 'ghost'\n/);
+    assert.match(results[1], /\nERR: card fetch failed: HTTP 404: not found\n/);
+    assert.match(results[2], /\nERR: card fetch failed: the body is not a valid AgentCard\n/);
+    assert.match(results[3], /\nERR: transport: ECONNREFUSED\n/);
+    assert.match(results[4], /\nERR: (card fetch failed: )?HTTP 401: unauthorized/);
+    assert.match(results[5], /\nERR: HTTP 401: no token \(environment variable ARBITER_TEST_UNSET_VAR is not set\)\n/);
+    assert.match(results[6], /\nERR: JSON-RPC -32603: .*remote exploded/);
+    assert.match(results[7], /\nERR: malformed response: /);
+    assert.match(results[8], /\nERR: usage: \/a2a list \| \/a2a card <name> \| \/a2a call <name> <message>\n/);
+    assert.match(results[9], /\nERR: usage: /);
+    assert.ok(events.filter((e) => e.event === 'tool_call').every((e) => e.data.ok === false));
+    assert.ok(!fed.includes(b.token), 'tokens never reach the model');
+  });
+
+  it("canceling the caller cancels the remote task (Arbiter's and an SDK server's)", async () => {
+    for (const [remote, check] of [
+      ['holder', async (id: string) => (await b.client.get(`/v1/requests/${id}`)).body.state === 'canceled'],
+      ['ref_v1', (id: string) => Promise.resolve(v1.canceled.has(id))],
+    ] as const) {
+      const model = script(`holdcaller-${remote}`, (c) => (c.call === 1 ? `/a2a call ${remote} hold` : 'never'));
+      await newAgent(a, { id: `holdcaller-${remote}`, model });
+      const res = await fetch(`${server.url}/v1/agents/holdcaller-${remote}/chat`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ message: 'go' }),
+      });
+      const id = res.headers.get('arbiter-request-id')!;
+      const reading = readSse(res);
+      // Wait until the remote task exists.
+      let remoteId = '';
+      if (remote === 'holder') {
+        remoteId = await waitFor(async () => {
+          const items = (await b.client.get('/v1/requests?agent_id=holder&state=working')).body.items;
+          return items[0]?.id as string | undefined;
+        });
+      } else {
+        await new Promise((r) => setTimeout(r, 400));
+      }
+      assert.equal((await a.client.post(`/v1/requests/${id}/cancel`)).body.state, 'canceled');
+      const { events } = await reading;
+      assert.equal(done(events).error_code, 'cancelled');
+      if (remote === 'holder') {
+        await waitFor(async () => ((await check(remoteId)) ? true : undefined));
+      } else {
+        await waitFor(() => Promise.resolve(v1.canceled.size > 0 ? true : undefined));
+      }
+    }
+  });
+
+  it('SSRF: a redirect from a trusted remote into the metadata range is refused even with allow-private on', async () => {
+    const { fed } = await runCommands('/a2a call hop hi');
+    assert.match(fed, /ERR: card fetch failed: 169\.254\.169\.254 is a linkLocal address \(blocked\)/);
+  });
+});
