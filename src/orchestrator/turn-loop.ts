@@ -78,7 +78,8 @@ export class TurnLoop {
         ? new EchoProvider({ chunks: this.deps.config.echoChunks, delayMs: this.deps.config.echoDelayMs })
         : target.provider;
     const model = target.kind === 'echo' ? 'echo' : target.model;
-    const system = await this.systemFor(agent, depth);
+    // The echo placeholder never reads the prompt: skip the roster's catalogue and card lookups for it.
+    const system = target.kind === 'echo' ? systemPrompt(c) : await this.systemFor(agent, depth);
     const convo = [...messages];
     const maxCalls = this.deps.config.maxModelCalls;
     let shownBefore = false;
