@@ -1,4 +1,4 @@
-import { TaskError, type TaskErrorCode } from '../tasks/task-errors.js';
+import { SubscriberOverflowError, TaskError, type TaskErrorCode } from '../tasks/task-errors.js';
 
 export type Dialect = '1.0' | '0.3';
 
@@ -29,6 +29,12 @@ export class A2aError extends Error {
 
   static from(err: unknown): A2aError | undefined {
     if (err instanceof A2aError) return err;
+    if (err instanceof SubscriberOverflowError) {
+      return new A2aError('internal', err.message, undefined, {
+        retryable: 'true',
+        resume_after_seq: String(err.resumeAfter),
+      });
+    }
     if (err instanceof TaskError) {
       return err.code === 'invalid_params'
         ? new A2aError('invalid_params', `invalid params: ${err.message}`, err.field)

@@ -31,6 +31,7 @@ export const CONFIG_ENV = {
   echoChunks: 'ARBITER_ECHO_CHUNKS',
   echoDelayMs: 'ARBITER_ECHO_DELAY_MS',
   sseHeartbeatMs: 'ARBITER_SSE_HEARTBEAT_MS',
+  sseBufferEvents: 'ARBITER_SSE_BUFFER_EVENTS',
   maxTextFileBytes: 'ARBITER_MAX_TEXT_FILE_BYTES',
   leaseMs: 'ARBITER_LEASE_MS',
   retentionDays: 'ARBITER_RETENTION_DAYS',
@@ -147,6 +148,13 @@ export class AppConfig {
   @Min(100, { message: 'must be an integer between 100 and 300000' })
   @Max(300_000, { message: 'must be an integer between 100 and 300000' })
   sseHeartbeatMs = 15_000;
+
+  /** Events a live subscriber may have waiting before its stream is closed with a resume hint. */
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 1 and 1000000' })
+  @Min(1, { message: 'must be an integer between 1 and 1000000' })
+  @Max(1_000_000, { message: 'must be an integer between 1 and 1000000' })
+  sseBufferEvents = 10_000;
 
   @Transform(toInt)
   @IsInt({ message: 'must be an integer between 0 and 16777216' })

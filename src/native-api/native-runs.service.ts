@@ -7,6 +7,7 @@ import { writeSse } from '../common/sse.js';
 import { Lifecycle } from '../health/lifecycle.service.js';
 import type { ResolvedAgent } from '../registry/services/agent-catalog.service.js';
 import { TaskService } from '../tasks/services/task.service.js';
+import { streamError } from '../tasks/controllers/requests.controller.js';
 
 const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
 const KEY = /^[\x21-\x7e]{1,255}$/;
@@ -80,13 +81,7 @@ export class NativeRuns {
     await writeSse(res, this.tasks.nativeTail(tenantId, run.taskId, 0, abort.signal), {
       heartbeatMs: this.config.sseHeartbeatMs,
       abort,
-      onError: () => ({
-        event: 'error',
-        data: {
-          error_code: 'internal',
-          message: `event stream failed; resume from GET /v1/requests/${run.taskId}/events`,
-        },
-      }),
+      onError: (err) => streamError(err, run.taskId),
     });
   }
 }

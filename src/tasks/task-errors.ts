@@ -38,3 +38,18 @@ export class TaskError extends Error {
     return new TaskError('invalid_params', `${field} ${problem}`, field);
   }
 }
+
+/** A live subscriber fell behind by more than its buffer: its stream ends; it resumes from `resumeAfter`. */
+export class SubscriberOverflowError extends Error {
+  constructor(
+    readonly taskId: string,
+    /** The seq of the last event the subscriber was given. */
+    readonly resumeAfter: number,
+  ) {
+    super(
+      `the stream fell behind the task's events and was closed; resume after seq ${resumeAfter} ` +
+        `(since_seq=${resumeAfter}, or Last-Event-ID: ${resumeAfter})`,
+    );
+    this.name = 'SubscriberOverflowError';
+  }
+}

@@ -7,7 +7,9 @@ import { InFlightRegistry } from './services/in-flight.registry.js';
 import { TaskRunner } from './services/task-runner.service.js';
 import { TaskService } from './services/task.service.js';
 import { RunShutdown } from './services/shutdown.service.js';
-import { InstanceIdentity, LeaseService } from './services/lease.service.js';
+import { LeaseService } from './services/lease.service.js';
+import { ChangeListener } from './services/change-listener.service.js';
+import { InstanceIdentity } from './services/instance-identity.js';
 
 @Module({
   imports: [OrchestratorModule],
@@ -21,7 +23,8 @@ import { InstanceIdentity, LeaseService } from './services/lease.service.js';
     TaskRunner,
     TaskService,
     RunShutdown,
+    ChangeListener,
   ],
-  exports: [TaskService, InFlightRegistry],
+  exports: [TaskService, InFlightRegistry, ChangeListener],
 })
 export class TasksModule {}

@@ -5,6 +5,7 @@ import { DataSource } from 'typeorm';
 import { loadConfig } from '../../src/config/app-config.js';
 import { dataSourceOptions } from '../../src/database/data-source-options.js';
 import { runMigrations } from '../../src/database/migrate.js';
+import { InstanceIdentity } from '../../src/tasks/services/instance-identity.js';
 import { TaskRepository } from '../../src/tasks/repositories/task.repository.js';
 import { foldArtifacts } from '../../src/tasks/task-events.js';
 import { freshDatabase, REAL_POSTGRES, type TestDatabase } from '../helpers/database.js';
@@ -28,7 +29,7 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
     await ds.initialize();
     await runMigrations(ds, !REAL_POSTGRES);
     await ds.query(`INSERT INTO tenants (id, name) VALUES ($1, 't')`, [TENANT]);
-    repo = new TaskRepository(ds);
+    repo = new TaskRepository(ds, new InstanceIdentity());
   });
   after(async () => {
     await ds.destroy();

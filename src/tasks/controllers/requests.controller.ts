@@ -10,7 +10,7 @@ import { PageQueryDto, DEFAULT_PAGE_SIZE } from '../../common/pagination.dto.js'
 import { writeSse } from '../../common/sse.js';
 import { validateAs } from '../../common/validation.js';
 import { TaskService, type TaskSnapshot } from '../services/task.service.js';
-import { TaskError } from '../task-errors.js';
+import { SubscriberOverflowError, TaskError } from '../task-errors.js';
 import { TASK_STATES, type TaskStateName } from '../task-state.js';
 
 const NATIVE_STATES = TASK_STATES.map((s) => s.replace('TASK_STATE_', '').toLowerCase().replace('_', '-'));
@@ -84,6 +84,30 @@ function rest(err: unknown): unknown {
       return unreachable;
     }
   }
+}
+
+/** The last frame of a native stream that could not go on: a resume hint when it fell behind. */
+export function streamError(err: unknown, requestId: string) {
+  if (err instanceof SubscriberOverflowError) {
+    return {
+      event: 'error',
+      data: {
+        request_id: requestId,
+        error_code: 'subscriber_overflow',
+        message: err.message,
+        since_seq: err.resumeAfter,
+        resume: `GET /v1/requests/${requestId}/events?since_seq=${err.resumeAfter}`,
+      },
+    };
+  }
+  return {
+    event: 'error',
+    data: {
+      request_id: requestId,
+      error_code: 'internal',
+      message: `event stream failed; resume with GET /v1/requests/${requestId}/events`,
+    },
+  };
 }
 
 /** `/v1/requests`: the native view of the same tasks and event log the A2A endpoints use. */
@@ -166,7 +190,7 @@ export class RequestsController {
     await writeSse(res, frames(), {
       heartbeatMs: this.config.sseHeartbeatMs,
       abort,
-      onError: () => ({ event: 'error', data: { error: 'event stream failed', code: 'internal' } }),
+      onError: (err) => streamError(err, id),
     });
   }
 }

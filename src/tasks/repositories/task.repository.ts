@@ -1,9 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
+import { InstanceIdentity } from '../services/instance-identity.js';
 import type { DataSource } from 'typeorm';
 import { TaskEntity } from '../entities/task.entity.js';
 import type { ArtifactJson, MessageJson, StoredTaskEvent, TaskEventBody } from '../task-events.js';
 import { allowedFrom, NON_TERMINAL_STATES, type TaskStateName } from '../task-state.js';
+
+/** The PostgreSQL channel of change notices: `<instance>|<task id>|<last seq>`, sent on commit. */
+export const TASK_EVENTS_CHANNEL = 'arbiter_task_events';
 
 export interface NewTask {
   taskId: string;
@@ -76,7 +80,10 @@ export function toStoredEvent(r: EventRow): StoredTaskEvent {
  */
 @Injectable()
 export class TaskRepository {
-  constructor(@InjectDataSource() private readonly ds: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly ds: DataSource,
+    private readonly identity: InstanceIdentity,
+  ) {}
 
   /**
    * Inserts the task and its first events in one statement (one round trip,
@@ -153,9 +160,10 @@ export class TaskRepository {
          WHERE task_id = $1 AND state = ANY($12::text[])
          RETURNING last_seq
        )
+       , n AS (SELECT pg_notify('${TASK_EVENTS_CHANNEL}', $17::text || '|' || $1 || '|' || t.last_seq) AS sent FROM t)
        INSERT INTO task_events (task_id, seq, kind, payload)
        SELECT $1, t.last_seq - $3::int + e.ord::int, e.value->>'kind', e.value->'payload'
-         FROM t, jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(value, ord)
+         FROM t, n, jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(value, ord)
        RETURNING task_id, seq, kind, payload, created_at`,
       [
         taskId,
@@ -175,10 +183,22 @@ export class TaskRepository {
         change.lease !== undefined,
         change.lease?.owner ?? null,
         change.lease?.ms ?? 0,
+        // The notice (sent on commit) tells other replicas' subscribers to read the log up to this seq.
+        this.identity.id,
       ],
     );
     if (rows.length === 0) return null;
     return rows.map(toStoredEvent).sort((a, b) => a.seq - b.seq);
+  }
+
+  /** A task's state and error text (no tenant check: for the task machinery only). */
+  async stateOf(taskId: string): Promise<{ state: string; errorMessage: string } | null> {
+    const rows = await this.ds.query<{ state: string; error_message: string }[]>(
+      `SELECT state, error_message FROM a2a_tasks WHERE task_id = $1`,
+      [taskId],
+    );
+    const row = rows[0];
+    return row ? { state: row.state, errorMessage: row.error_message } : null;
   }
 
   /** Extends the leases of the runs this instance holds. */

@@ -1,13 +1,19 @@
 import { Injectable } from '@nestjs/common';
 import type { StoredTaskEvent } from '../task-events.js';
 
-export type EventListener = (events: StoredTaskEvent[]) => void;
+/**
+ * A listener gets committed events written by this process, or a poke: the
+ * log holds events up to `pokedSeq` written elsewhere (another replica), to
+ * be read from the log.
+ */
+export type EventListener = (events: StoredTaskEvent[], pokedSeq?: number) => void;
 
 /**
- * Live delivery of committed events, per task, within this process.
- * Listeners get events only after they are durable; a late subscriber reads
- * the log first (see `TaskService.tail`), so the bus may drop nothing it
- * was not told about.
+ * Live delivery of committed events, per task. Events written here are
+ * handed over directly; events written by another replica arrive as a poke
+ * (from PostgreSQL LISTEN/NOTIFY), and the listener reads them from the
+ * log. A late subscriber reads the log first (see `TaskService.tail`), so
+ * the bus may drop nothing it was not told about.
  */
 @Injectable()
 export class TaskEventBus {
@@ -35,7 +41,25 @@ export class TaskEventBus {
     for (const l of [...set]) l(events);
   }
 
+  /** Another replica committed events of `taskId` up to `seq`. */
+  poke(taskId: string, seq: number): void {
+    const set = this.listeners.get(taskId);
+    if (!set) return;
+    for (const l of [...set]) l([], seq);
+  }
+
+  /** After a gap in notices (the listener reconnected): every subscriber re-reads the log. */
+  pokeAll(): void {
+    for (const taskId of [...this.listeners.keys()]) this.poke(taskId, Number.MAX_SAFE_INTEGER);
+  }
+
   listenerCount(taskId: string): number {
     return this.listeners.get(taskId)?.size ?? 0;
+  }
+
+  get subscriberCount(): number {
+    let n = 0;
+    for (const s of this.listeners.values()) n += s.size;
+    return n;
   }
 }

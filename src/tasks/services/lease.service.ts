@@ -1,17 +1,10 @@
-import { hostname } from 'node:os';
-import { randomBytes } from 'node:crypto';
 import { Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
 import { safeError } from '../../common/safe-error.js';
 import { TaskRepository, type Lease } from '../repositories/task.repository.js';
 import { TaskEventBus } from './event-bus.service.js';
 import { InFlightRegistry } from './in-flight.registry.js';
-
-/** This process's identity as a task owner. */
-@Injectable()
-export class InstanceIdentity {
-  readonly id = `${hostname().slice(0, 32)}:${process.pid}:${randomBytes(4).toString('hex')}`;
-}
+import { InstanceIdentity } from './instance-identity.js';
 
 /**
  * No task stays running forever: a run holds a lease on its task, renewed

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { AsyncQueue } from '../../common/async-queue.js';
+import { AppConfig } from '../../config/app-config.js';
+import { AsyncQueue, QueueOverflowError } from '../../common/async-queue.js';
 import type { RunInput } from '../../orchestrator/run-event.js';
 import type { ResolvedAgent } from '../../registry/services/agent-catalog.service.js';
 import type { TaskEntity } from '../entities/task.entity.js';
 import { TaskRepository, type TaskListQuery } from '../repositories/task.repository.js';
-import { TaskError } from '../task-errors.js';
+import { SubscriberOverflowError, TaskError } from '../task-errors.js';
 import {
   foldArtifacts,
   type ArtifactJson,
@@ -88,6 +89,7 @@ export class TaskService {
     private readonly inflight: InFlightRegistry,
     private readonly runner: TaskRunner,
     private readonly leases: LeaseService,
+    private readonly config: AppConfig,
   ) {}
 
   /** Creates a task for a new message and starts its run. */
@@ -307,33 +309,40 @@ export class TaskService {
    * the boundary. Stops early when `signal` aborts.
    */
   async *tail(taskId: string, afterSeq: number, signal?: AbortSignal): AsyncGenerator<StoredTaskEvent> {
-    const live = new AsyncQueue<StoredTaskEvent>(10_000);
-    const unsubscribe = this.bus.subscribe(taskId, (events) => {
+    // Events written here arrive as events; events written by another replica as a poke (read them from the log).
+    const live = new AsyncQueue<StoredTaskEvent | { poke: number }>(this.config.sseBufferEvents);
+    const unsubscribe = this.bus.subscribe(taskId, (events, poked) => {
+      if (poked !== undefined) live.push({ poke: poked });
       for (const e of events) live.push(e);
     });
     const onAbort = (): void => live.close();
     signal?.addEventListener('abort', onAbort, { once: true });
+    let last = afterSeq;
     try {
-      let last = afterSeq;
       for (const e of await this.repo.events(taskId, afterSeq)) {
         last = e.seq;
         yield e;
         if (e.kind === 'status' && isTerminal(e.payload.state)) return;
       }
-      for await (const e of live) {
-        if (e.seq <= last) continue;
-        if (e.seq > last + 1) {
-          // A gap (events committed before we subscribed but after the backlog read): fill it from the log.
-          for (const missed of await this.repo.events(taskId, last, e.seq - 1)) {
-            last = missed.seq;
-            yield missed;
-            if (missed.kind === 'status' && isTerminal(missed.payload.state)) return;
+      for await (const item of live) {
+        const upto = 'poke' in item ? item.poke : item.seq - 1;
+        if (upto > last) {
+          // Written elsewhere, or a gap (committed before we subscribed, after the backlog read): read the log.
+          const missed = await this.repo.events(taskId, last, upto >= Number.MAX_SAFE_INTEGER ? undefined : upto);
+          for (const e of missed) {
+            last = e.seq;
+            yield e;
+            if (e.kind === 'status' && isTerminal(e.payload.state)) return;
           }
         }
-        last = e.seq;
-        yield e;
-        if (e.kind === 'status' && isTerminal(e.payload.state)) return;
+        if ('poke' in item || item.seq <= last) continue;
+        last = item.seq;
+        yield item;
+        if (item.kind === 'status' && isTerminal(item.payload.state)) return;
       }
+    } catch (err) {
+      if (err instanceof QueueOverflowError) throw new SubscriberOverflowError(taskId, last);
+      throw err;
     } finally {
       signal?.removeEventListener('abort', onAbort);
       unsubscribe();
