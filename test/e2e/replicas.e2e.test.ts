@@ -35,8 +35,8 @@ describe('two replicas on one PostgreSQL', { skip: !REAL_POSTGRES && 'needs a Po
       ARBITER_ECHO_DELAY_MS: '60',
     });
     homes.push(tempHome(), tempHome());
-    a = await startServerProcess(env(homes[0]!));
-    b = await startServerProcess(env(homes[1]!));
+    a = await startServerProcess(env(homes[0]));
+    b = await startServerProcess(env(homes[1]));
     const created = await new HttpClient(a.url).withToken(admin).post('/v1/admin/tenants', { name: 'replicas' });
     token = created.body.token.token as string;
     const agent = await new HttpClient(a.url).withToken(token).post('/v1/agents', { id: 'slow', model: 'openai/slow' });
@@ -120,8 +120,8 @@ describe('two replicas on one PostgreSQL', { skip: !REAL_POSTGRES && 'needs a Po
     }).then(readSse);
     const terminal = log.events.filter((e) => e.event === 'status' && /COMPLETED|FAILED|CANCELED/.test(e.data.state));
     assert.equal(terminal.length, 1);
-    assert.equal(terminal[0]!.data.state, 'TASK_STATE_CANCELED');
-    assert.equal(log.events.at(-1)!.id, terminal[0]!.id, 'nothing after the terminal event');
+    assert.equal(terminal[0].data.state, 'TASK_STATE_CANCELED');
+    assert.equal(log.events.at(-1)!.id, terminal[0].id, 'nothing after the terminal event');
     // Reported, not asserted as a timing (shared machine): the notice, not the lease, stopped it.
     assert.ok(stoppedAfter < 5_000, `stopped after ${stoppedAfter} ms`);
   });
