@@ -1,3 +1,4 @@
+import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../common/db-errors.js';
 import { SubscriberOverflowError, TaskError, type TaskErrorCode } from '../tasks/task-errors.js';
 
 export type Dialect = '1.0' | '0.3';
@@ -29,6 +30,12 @@ export class A2aError extends Error {
 
   static from(err: unknown): A2aError | undefined {
     if (err instanceof A2aError) return err;
+    if (isDatabaseUnavailable(err)) {
+      return new A2aError('internal', DATABASE_UNAVAILABLE, undefined, {
+        retryable: 'true',
+        reason: 'database_unavailable',
+      });
+    }
     if (err instanceof SubscriberOverflowError) {
       return new A2aError('internal', err.message, undefined, {
         retryable: 'true',

@@ -1,6 +1,7 @@
 import { Catch, HttpException, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { safeError } from './safe-error.js';
+import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from './db-errors.js';
 import { DomainError, httpStatusOf, requestIdOf, type ErrorCode, type FieldError } from './errors.js';
 
 export interface ErrorBody {
@@ -55,6 +56,9 @@ export function toErrorResponse(err: unknown, requestId: string | undefined): { 
           : err.message;
     return { status, body: { error: message, code: codeOfStatus(status), request_id: requestId } };
   }
+  if (isDatabaseUnavailable(err)) {
+    return { status: 503, body: { error: DATABASE_UNAVAILABLE, code: 'unavailable', request_id: requestId } };
+  }
   return {
     status: 500,
     body: { error: 'internal error; quote the request_id when reporting it', code: 'internal', request_id: requestId },
@@ -67,6 +71,7 @@ export function sendError(res: Response, status: number, body: ErrorBody): void 
     return;
   }
   if (status === 401) res.setHeader('WWW-Authenticate', BEARER_CHALLENGE);
+  if (status === 503) res.setHeader('Retry-After', '1');
   res.status(status).json(body);
 }
 
@@ -79,7 +84,9 @@ export class HttpExceptionFilter implements ExceptionFilter {
     const req = ctx.getRequest<Request>();
     const res = ctx.getResponse<Response>();
     const { status, body } = toErrorResponse(err, requestIdOf(req));
-    if (status >= 500) {
+    if (status === 503) {
+      this.logger.warn({ request_id: requestIdOf(req) }, body.error);
+    } else if (status >= 500) {
       this.logger.error({ err: safeError(err), request_id: requestIdOf(req) }, 'unhandled error');
     }
     sendError(res, status, body);

@@ -46,8 +46,9 @@ export function dataSourceOptions(config: AppConfig): DataSourceOptions {
       url: config.databaseUrl,
       poolSize: config.dbPoolSize,
       applicationName: 'arbiter',
-      connectTimeoutMS: 5_000,
-      extra: { idleTimeoutMillis: 30_000 },
+      // Fail fast when the server is unreachable: a request gets a retryable 503 / -32603, not a hang.
+      connectTimeoutMS: 3_000,
+      extra: { idleTimeoutMillis: 30_000, query_timeout: 15_000, keepAlive: true },
     };
   }
   return {

@@ -1,4 +1,5 @@
-import { All, Controller, HttpCode, Logger, Param, Post, Req, Res } from '@nestjs/common';
+import { All, Controller, HttpCode, Logger, Param, Post, Req, Res, UseFilters } from '@nestjs/common';
+import { A2aUnavailableFilter } from '../a2a-unavailable.filter.js';
 import { safeError } from '../../common/safe-error.js';
 import type { Request, Response } from 'express';
 import { AppConfig } from '../../config/app-config.js';
@@ -26,6 +27,7 @@ const V03 = new V03Dialect();
  * checks the envelope, picks the dialect from the method name and hands the
  * call to the dispatcher. Every JSON-RPC error is HTTP 200.
  */
+@UseFilters(A2aUnavailableFilter)
 @Controller('v1/a2a/agents')
 export class A2aController {
   private readonly logger = new Logger('A2A');

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { safeError } from '../../common/safe-error.js';
+import { isDatabaseUnavailable } from '../../common/db-errors.js';
 import { AsyncQueue } from '../../common/async-queue.js';
 import { ORCHESTRATOR, type Orchestrator, type RunContext, type RunInput } from '../../orchestrator/run-event.js';
 import { TaskRepository } from '../repositories/task.repository.js';
@@ -258,34 +259,77 @@ export class TaskRunner {
         await end([{ kind: 'status', payload: { state: 'TASK_STATE_CANCELED', error: reason, timestamp: now() } }], {
           state: 'TASK_STATE_CANCELED',
           errorMessage: reason,
-        }).catch((e: unknown) =>
-          this.logger.error({ err: safeError(e), taskId: ctx.taskId }, 'could not record cancellation'),
-        );
+        }).catch(async (e: unknown) => {
+          this.logger.warn({ err: safeError(e), taskId: ctx.taskId }, 'could not record cancellation; retrying');
+          await this.lastResort(ctx.taskId, reason, 'TASK_STATE_CANCELED');
+        });
         return;
       }
-      this.logger.error({ err: safeError(err), taskId: ctx.taskId }, 'run failed');
-      await this.fail(ctx, 'internal_error: the run failed unexpectedly', end).catch(async (e: unknown) => {
-        this.logger.error(
+      const outage = isDatabaseUnavailable(err);
+      const error = outage
+        ? 'database_unavailable: the run could not be stored while the database was unreachable'
+        : 'internal_error: the run failed unexpectedly';
+      if (outage) this.logger.warn({ taskId: ctx.taskId }, 'run lost its database');
+      else this.logger.error({ err: safeError(err), taskId: ctx.taskId }, 'run failed');
+      await this.fail(ctx, error, end).catch(async (e: unknown) => {
+        this.logger.warn(
           { err: safeError(e), taskId: ctx.taskId },
           'could not record failure; writing a bare failed status',
         );
-        await this.lastResort(ctx.taskId, 'internal_error: the run failed unexpectedly');
+        await this.lastResort(ctx.taskId, error);
       });
     }
   }
 
-  /** A failed status with nothing else, for when even the normal final write fails. */
-  private async lastResort(taskId: string, error: string): Promise<void> {
+  /**
+   * A failed status with nothing else, for when even the normal final write
+   * fails. If the database cannot take it now (an outage), it is retried
+   * until it can: no run leaves its task non-terminal.
+   */
+  private async lastResort(
+    taskId: string,
+    error: string,
+    state: 'TASK_STATE_FAILED' | 'TASK_STATE_CANCELED' = 'TASK_STATE_FAILED',
+  ): Promise<void> {
     try {
-      const stored = await this.repo.append(
-        taskId,
-        [{ kind: 'status', payload: { state: 'TASK_STATE_FAILED', error, timestamp: now() } }],
-        { state: 'TASK_STATE_FAILED', errorMessage: error, lease: null },
-      );
+      const stored = await this.repo.append(taskId, [{ kind: 'status', payload: { state, error, timestamp: now() } }], {
+        state,
+        errorMessage: error,
+        lease: null,
+      });
       if (stored) this.bus.publish(taskId, stored);
+      this.unrecorded.delete(taskId);
     } catch (err) {
-      this.logger.error({ err: safeError(err), taskId }, 'could not record the failure at all');
+      this.logger.error({ err: safeError(err), taskId }, 'could not record the end of a run; retrying');
+      this.unrecorded.set(taskId, { error, state });
+      this.retryUnrecorded();
     }
+  }
+
+  /** Runs whose end could not be written yet (the database was away), by task id. */
+  private readonly unrecorded = new Map<
+    string,
+    { error: string; state: 'TASK_STATE_FAILED' | 'TASK_STATE_CANCELED' }
+  >();
+  private retryTimer: NodeJS.Timeout | undefined;
+  private retryMs = 250;
+
+  private retryUnrecorded(): void {
+    if (this.retryTimer) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      const pending = [...this.unrecorded];
+      void (async () => {
+        for (const [taskId, { error, state }] of pending) await this.lastResort(taskId, error, state);
+        if (this.unrecorded.size > 0) {
+          this.retryMs = Math.min(this.retryMs * 2, 5_000);
+          this.retryUnrecorded();
+        } else {
+          this.retryMs = 250;
+        }
+      })();
+    }, this.retryMs);
+    this.retryTimer.unref();
   }
 
   private async fail(

@@ -1,0 +1,104 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { freshDatabase, REAL_POSTGRES, type TestDatabase } from '../helpers/database.js';
+import { newTenant, type TestTenant } from '../helpers/factories.js';
+import { readSse, rpc, waitFor } from '../helpers/a2a.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { TcpProxy } from '../helpers/tcp-proxy.js';
+
+/**
+ * PostgreSQL goes away under a running server (a proxy the test owns is cut)
+ * and comes back: requests fail fast with retryable errors, readiness drops,
+ * the service recovers by itself, and no task is left non-terminal.
+ */
+describe('database outage', { skip: !REAL_POSTGRES && 'needs a PostgreSQL server' }, () => {
+  let db: TestDatabase;
+  let proxy: TcpProxy;
+  let server: TestServer;
+  let t: TestTenant;
+
+  before(async () => {
+    db = await freshDatabase();
+    const target = new URL(db.url!);
+    proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
+    await proxy.start();
+    const viaProxy = new URL(db.url!);
+    viaProxy.host = `127.0.0.1:${proxy.port}`;
+    server = await startTestServer({
+      db: { url: viaProxy.toString(), drop: () => Promise.resolve() },
+      env: { ARBITER_ECHO_CHUNKS: '20', ARBITER_ECHO_DELAY_MS: '100' },
+    });
+    t = await newTenant(server, 'outage');
+  });
+  after(async () => {
+    await server.close();
+    await proxy.stop();
+    await db.drop();
+  });
+
+  const send = (text: string, extra: Record<string, unknown> = {}) =>
+    rpc(
+      server.url,
+      t.token,
+      'index',
+      {
+        jsonrpc: '2.0',
+        id: 7,
+        method: 'SendMessage',
+        params: { message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text }] }, ...extra },
+      },
+      { 'a2a-version': '1.0' },
+    );
+
+  it('fails fast and retryably while the database is away, then recovers; the run in flight ends terminal', async () => {
+    const words = Array.from({ length: 40 }, (_, i) => `w${i}`).join(' ');
+    const started = (await (await send(words, { configuration: { returnImmediately: true } })).json()) as any;
+    const taskId = started.result.task.id as string;
+    await new Promise((r) => setTimeout(r, 300));
+
+    await proxy.cut();
+    const t0 = Date.now();
+    const rest = await t.client.get('/v1/agents');
+    assert.equal(rest.status, 503);
+    assert.equal(rest.body.code, 'unavailable');
+    assert.equal(rest.headers.get('retry-after'), '1');
+    const jsonRpc = await send('hello');
+    assert.equal(jsonRpc.status, 503);
+    const body = (await jsonRpc.json()) as any;
+    assert.equal(body.error.code, -32603);
+    assert.match(body.error.message, /database unavailable; retry the request/);
+    assert.ok(
+      JSON.stringify(body.error.data).includes('database_unavailable'),
+      `the reason is in the error data: ${JSON.stringify(body.error.data)}`,
+    );
+    const ready = await server.http.get('/v1/health/ready');
+    assert.equal(ready.status, 503);
+    assert.ok(Date.now() - t0 < 10_000, 'no request hung');
+    assert.equal((await server.http.get('/v1/health')).status, 200, 'liveness is not readiness');
+
+    await new Promise((r) => setTimeout(r, 2500)); // the run finishes its text during the outage
+    await proxy.restore();
+    await waitFor(async () => ((await server.http.get('/v1/health/ready')).status === 200 ? true : undefined), 20_000);
+    const after = await waitFor(async () => {
+      const r = await t.client.get(`/v1/requests/${taskId}`);
+      return r.status === 200 && !['working', 'submitted'].includes(r.body.state) ? r.body : undefined;
+    }, 20_000);
+    assert.equal(after.state, 'failed');
+    assert.match(after.error, /^database_unavailable: /);
+    // The log is intact: gap-free, ending with the one terminal event.
+    const log = await readSse(
+      await fetch(`${server.url}/v1/requests/${taskId}/events?format=log`, {
+        headers: { authorization: `Bearer ${t.token}` },
+      }),
+    );
+    const seqs = log.events.map((e) => Number(e.id));
+    assert.deepEqual(
+      seqs,
+      seqs.map((_, i) => i + 1),
+    );
+    assert.equal(log.events.at(-1)!.data.state, 'TASK_STATE_FAILED');
+    // And the service works again by itself.
+    const again = (await (await send('back again')).json()) as any;
+    assert.equal(again.result.task.status.state, 'TASK_STATE_COMPLETED');
+  });
+});
