@@ -1,0 +1,73 @@
+import '../helpers/quiet.js';
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { TaskService } from '../../src/tasks/services/task.service.js';
+import { SubscriberOverflowError } from '../../src/tasks/task-errors.js';
+import { newTenant, type TestTenant } from '../helpers/factories.js';
+import { readSse, rpc } from '../helpers/a2a.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+describe('a subscriber that cannot keep up', () => {
+  let server: TestServer;
+  let t: TestTenant;
+  before(async () => {
+    server = await startTestServer({
+      env: { ARBITER_SSE_BUFFER_EVENTS: '3', ARBITER_ECHO_CHUNKS: '30', ARBITER_ECHO_DELAY_MS: '15' },
+    });
+    t = await newTenant(server, 'slow-reader');
+  });
+  after(() => server.close());
+
+  it('gets a bounded buffer; on overflow its stream ends with the seq to resume after, and resuming loses nothing', async () => {
+    const words = Array.from({ length: 60 }, (_, i) => `w${i}`).join(' ');
+    const res = await rpc(
+      server.url,
+      t.token,
+      'index',
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendMessage',
+        params: {
+          message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text: words }] },
+          configuration: { returnImmediately: true },
+        },
+      },
+      { 'a2a-version': '1.0' },
+    );
+    const taskId = ((await res.json()) as any).result.task.id as string;
+    const tasks = server.running.app.get(TaskService);
+    const tail = tasks.tail(taskId, 0);
+    const seen: number[] = [];
+    const first = await tail.next();
+    assert.ok(!first.done);
+    seen.push(first.value.seq);
+    // Stop reading while the run writes on: the live buffer (3 events) overflows.
+    await new Promise((r) => setTimeout(r, 1_000));
+    let failure: unknown;
+    try {
+      for (;;) {
+        const next = await tail.next();
+        if (next.done) break;
+        seen.push(next.value.seq);
+      }
+    } catch (err) {
+      failure = err;
+    }
+    assert.ok(failure instanceof SubscriberOverflowError, `overflowed: ${String(failure)}`);
+    assert.equal(failure.resumeAfter, seen.at(-1));
+    assert.match(failure.message, new RegExp(`resume after seq ${seen.at(-1)}`));
+    // Resuming from the hint gives the rest, with no gap.
+    const rest = await readSse(
+      await fetch(`${server.url}/v1/requests/${taskId}/events?format=log&since_seq=${failure.resumeAfter}`, {
+        headers: { authorization: `Bearer ${t.token}` },
+      }),
+    );
+    const all = [...seen, ...rest.events.map((e) => Number(e.id))];
+    assert.deepEqual(
+      all,
+      all.map((_, i) => i + 1),
+    );
+    assert.equal(rest.events.at(-1)!.data.state, 'TASK_STATE_COMPLETED');
+  });
+});
