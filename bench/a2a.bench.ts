@@ -7,7 +7,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { get as httpGet, type ClientRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -19,10 +20,14 @@ const ECHO_ENV = { ARBITER_ECHO_CHUNKS: '4', ARBITER_ECHO_DELAY_MS: '0' };
 
 interface Target {
   name: string;
-  endpoint: string;
+  /** One per replica; requests go round-robin. */
+  endpoints: string[];
   headers: Record<string, string>;
   stop: () => Promise<void>;
 }
+
+let turn = 0;
+const endpointOf = (t: Target): string => t.endpoints[turn++ % t.endpoints.length];
 
 async function freePort(): Promise<number> {
   const srv = createServer();
@@ -73,9 +78,14 @@ async function stopChild(child: ChildProcess): Promise<void> {
   await done;
 }
 
-async function arbiter(name: string, databaseUrl?: string): Promise<Target> {
+interface Replica {
+  child: ChildProcess;
+  url: string;
+  home: string;
+}
+
+async function startReplica(admin: string, databaseUrl?: string): Promise<Replica> {
   const home = mkdtempSync(join(tmpdir(), 'arbiter-bench-'));
-  const admin = `adm_${randomBytes(24).toString('hex')}`;
   // Logs at warn (the reference logs nothing per request), so the port is chosen here.
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
@@ -92,7 +102,15 @@ async function arbiter(name: string, databaseUrl?: string): Promise<Target> {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   await waitHealthy(url);
-  const res = await fetch(`${url}/v1/admin/tenants`, {
+  return { child, url, home };
+}
+
+async function arbiter(name: string, databaseUrl?: string, replicas = 1): Promise<Target & { replicas: Replica[] }> {
+  const admin = `adm_${randomBytes(24).toString('hex')}`;
+  const started: Replica[] = [];
+  for (let i = 0; i < replicas; i++) started.push(await startReplica(admin, databaseUrl));
+  const first = started[0];
+  const res = await fetch(`${first.url}/v1/admin/tenants`, {
     method: 'POST',
     headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
     body: JSON.stringify({ name: 'bench' }),
@@ -100,20 +118,86 @@ async function arbiter(name: string, databaseUrl?: string): Promise<Target> {
   const token = ((await res.json()) as { token: { token: string } }).token.token;
   return {
     name,
-    endpoint: `${url}/v1/a2a/agents/index`,
+    replicas: started,
+    endpoints: started.map((r) => `${r.url}/v1/a2a/agents/index`),
     headers: { authorization: `Bearer ${token}`, 'a2a-version': '1.0' },
     stop: async () => {
-      await stopChild(child);
-      rmSync(home, { recursive: true, force: true });
+      for (const r of started) {
+        await stopChild(r.child);
+        rmSync(r.home, { recursive: true, force: true });
+      }
     },
   };
+}
+
+/** Resident memory of a process, from /proc (MiB). */
+function rssMiB(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? NaN);
+  return kb / 1024;
+}
+
+/**
+ * Resident memory of one replica holding `n` open, idle SSE subscriptions
+ * (`/v1/requests/:id/events` on a task that stays working), against the same
+ * process before them.
+ */
+async function idleSubscriptions(databaseUrl: string, n: number): Promise<{ before: number; after: number }> {
+  const t = await arbiter('rss', databaseUrl);
+  const replica = t.replicas[0];
+  const sockets: ClientRequest[] = [];
+  try {
+    const started = await fetch(t.endpoints[0], {
+      method: 'POST',
+      headers: { ...t.headers, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendMessage',
+        params: {
+          message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'hold' }] },
+          configuration: { returnImmediately: true },
+        },
+      }),
+    });
+    const taskId = ((await started.json()) as { result: { task: { id: string } } }).result.task.id;
+    await load(4, 1, () => sendOnce(t)); // warm the process up as the throughput runs do
+    await new Promise((r) => setTimeout(r, 1000));
+    const before = rssMiB(replica.child.pid!);
+    const url = new URL(`${replica.url}/v1/requests/${taskId}/events`);
+    await Promise.all(
+      Array.from(
+        { length: n },
+        () =>
+          new Promise<void>((resolve, reject) => {
+            const req = httpGet(url, { headers: { authorization: t.headers.authorization }, agent: false }, (res) => {
+              res.once('data', () => resolve()); // the first frame: subscribed
+              res.on('error', () => undefined);
+            });
+            req.on('error', reject);
+            sockets.push(req);
+          }),
+      ),
+    );
+    await new Promise((r) => setTimeout(r, 2000));
+    const after = rssMiB(replica.child.pid!);
+    for (const s of sockets) s.destroy();
+    await fetch(`${replica.url}/v1/requests/${taskId}/cancel`, {
+      method: 'POST',
+      headers: { authorization: t.headers.authorization },
+    });
+    return { before, after };
+  } finally {
+    for (const s of sockets) s.destroy();
+    await t.stop();
+  }
 }
 
 async function reference(): Promise<Target> {
   const { child, url } = await startProcess(['dist/bench/reference-server.js'], ECHO_ENV);
   return {
     name: 'sdk-reference',
-    endpoint: `${url}/rpc`,
+    endpoints: [`${url}/rpc`],
     headers: { 'a2a-version': '1.0' },
     stop: () => stopChild(child),
   };
@@ -135,7 +219,7 @@ function body(method: string): string {
 }
 
 async function sendOnce(t: Target): Promise<void> {
-  const res = await fetch(t.endpoint, {
+  const res = await fetch(endpointOf(t), {
     method: 'POST',
     headers: { ...t.headers, 'content-type': 'application/json' },
     body: body('SendMessage'),
@@ -148,7 +232,7 @@ async function sendOnce(t: Target): Promise<void> {
 /** Returns the time to the first SSE event. */
 async function streamOnce(t: Target): Promise<number> {
   const start = performance.now();
-  const res = await fetch(t.endpoint, {
+  const res = await fetch(endpointOf(t), {
     method: 'POST',
     headers: { ...t.headers, 'content-type': 'application/json' },
     body: body('SendStreamingMessage'),
@@ -232,6 +316,7 @@ async function main(): Promise<void> {
   ];
   const targets: (() => Promise<Target>)[] = [reference, () => arbiter('arbiter-pglite')];
   let dbName: string | undefined;
+  let pgDatabase: string | undefined;
   if (await pgReachable()) {
     dbName = `arbiter_bench_${process.pid}`;
     const c = new pg.Client({ connectionString: PG_URL });
@@ -241,6 +326,9 @@ async function main(): Promise<void> {
     const u = new URL(PG_URL);
     u.pathname = `/${dbName}`;
     targets.push(() => arbiter('arbiter-postgres', u.toString()));
+    // Two replicas on the same database, requests alternating between them.
+    targets.push(() => arbiter('arbiter-pg-x2', u.toString(), 2));
+    pgDatabase = u.toString();
   } else {
     process.stdout.write(`PostgreSQL at ${PG_URL} unreachable; skipping the PostgreSQL run\n`);
   }
@@ -266,6 +354,14 @@ async function main(): Promise<void> {
       } finally {
         await t.stop();
       }
+    }
+    if (pgDatabase) {
+      const n = Number(process.env.BENCH_SUBSCRIPTIONS ?? 1000);
+      const { before, after } = await idleSubscriptions(pgDatabase, n);
+      process.stdout.write(
+        `\nresident memory of one replica (PostgreSQL): ${before.toFixed(1)} MiB idle, ${after.toFixed(1)} MiB with ${n} open idle subscriptions ` +
+          `(+${(((after - before) * 1024) / n).toFixed(1)} KiB each; x${(after / before).toFixed(2)} of the same process without them)\n`,
+      );
     }
   } finally {
     if (dbName) {
