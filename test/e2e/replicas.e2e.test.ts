@@ -7,6 +7,7 @@ import { HttpClient } from '../helpers/http.js';
 import { readSse, waitFor } from '../helpers/a2a.js';
 import { startServerProcess, type ServerProcess } from '../helpers/process.js';
 import { tempHome } from '../helpers/server.js';
+import { TcpProxy } from '../helpers/tcp-proxy.js';
 
 /**
  * Two replicas (child processes) on one PostgreSQL database: any replica
@@ -17,6 +18,9 @@ describe('two replicas on one PostgreSQL', { skip: !REAL_POSTGRES && 'needs a Po
   let fake: FakeProvider;
   let a: ServerProcess;
   let b: ServerProcess;
+  /** A third replica that reaches the database through a proxy the test can cut. */
+  let c: ServerProcess;
+  let proxy: TcpProxy;
   let token: string;
   const homes: string[] = [];
   const admin = `adm_${'r'.repeat(40)}`;
@@ -34,9 +38,15 @@ describe('two replicas on one PostgreSQL', { skip: !REAL_POSTGRES && 'needs a Po
       ARBITER_ECHO_CHUNKS: '12',
       ARBITER_ECHO_DELAY_MS: '60',
     });
-    homes.push(tempHome(), tempHome());
+    homes.push(tempHome(), tempHome(), tempHome());
     a = await startServerProcess(env(homes[0]));
     b = await startServerProcess(env(homes[1]));
+    const target = new URL(db.url!);
+    proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
+    await proxy.start();
+    const viaProxy = new URL(db.url!);
+    viaProxy.host = `127.0.0.1:${proxy.port}`;
+    c = await startServerProcess({ ...env(homes[2]), DATABASE_URL: viaProxy.toString() });
     const created = await new HttpClient(a.url).withToken(admin).post('/v1/admin/tenants', { name: 'replicas' });
     token = created.body.token.token as string;
     const agent = await new HttpClient(a.url).withToken(token).post('/v1/agents', { id: 'slow', model: 'openai/slow' });
@@ -45,6 +55,8 @@ describe('two replicas on one PostgreSQL', { skip: !REAL_POSTGRES && 'needs a Po
   after(async () => {
     await a?.stop('SIGTERM');
     await b?.stop('SIGTERM');
+    await c?.stop('SIGKILL');
+    await proxy?.stop();
     await fake?.stop();
     await db?.drop();
     for (const h of homes) rmSync(h, { recursive: true, force: true });
@@ -140,5 +152,31 @@ describe('two replicas on one PostgreSQL', { skip: !REAL_POSTGRES && 'needs a Po
     assert.equal(fake.requests.length - before, 1, 'one model call');
     const listed = await new HttpClient(b.url).withToken(token).get('/v1/requests?agent_id=slow&limit=100');
     assert.equal(listed.body.items.filter((t: any) => t.id === ta.id).length, 1);
+  });
+
+  it('a replica that loses its database connections (notices included) catches up from the log when they return', async () => {
+    const text = Array.from({ length: 12 }, (_, i) => `part${i}`).join(' ');
+    const started = await rpc(a, 'index', 'SendMessage', {
+      ...message(text),
+      configuration: { returnImmediately: true },
+    });
+    const taskId = ((await started.json()) as any).result.task.id as string;
+    const watching = fetch(`${c.url}/v1/requests/${taskId}/events?format=log`, {
+      headers: { authorization: `Bearer ${token}` },
+    }).then(readSse);
+    await new Promise((r) => setTimeout(r, 150));
+    await proxy.cut(); // C's pool and its LISTEN connection drop; A keeps writing
+    await new Promise((r) => setTimeout(r, 1_200));
+    await proxy.restore();
+    const log = await watching;
+    const seqs = log.events.map((e) => Number(e.id));
+    assert.deepEqual(
+      seqs,
+      seqs.map((_, i) => i + 1),
+      'gap-free across the outage',
+    );
+    assert.equal(log.events.at(-1)!.data.state, 'TASK_STATE_COMPLETED');
+    const chunks = log.events.filter((e) => e.event === 'artifact').map((e) => e.data.artifact.parts[0].text ?? '');
+    assert.equal(chunks.join(''), text);
   });
 });
