@@ -17,17 +17,18 @@ const NO_BODY = new Set([101, 204, 205, 304]);
 /**
  * A `fetch` for the SDK's client that goes through the egress guard (SSRF
  * checks, pinned addresses, re-checked redirects), sends only the remote's
- * own bearer (whatever the caller set), and turns an HTTP error status
+ * own bearer, to its own origin only (whatever the caller set), and turns an HTTP error status
  * without a JSON-RPC error body into a `RemoteCallError`.
  */
-export function egressFetch(policy: EgressPolicy, token: string, timeoutMs: number): typeof fetch {
+export function egressFetch(policy: EgressPolicy, token: string, timeoutMs: number, origin: string): typeof fetch {
   return async (input, init) => {
     const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
     const headers: Record<string, string> = {};
     new Headers(init?.headers).forEach((v, k) => {
       if (k !== 'authorization' && k !== 'cookie') headers[k] = v;
     });
-    if (token) headers.authorization = `Bearer ${token}`;
+    // The remote's token goes only to the remote's own origin (not to another origin its card names).
+    if (token && sameOrigin(url, origin)) headers.authorization = `Bearer ${token}`;
     const body = typeof init?.body === 'string' ? init.body : undefined;
     const method = (init?.method ?? 'GET').toUpperCase();
     const res = await egressRequest(url, policy, {
@@ -52,6 +53,14 @@ export function egressFetch(policy: EgressPolicy, token: string, timeoutMs: numb
       headers: out,
     });
   };
+}
+
+function sameOrigin(url: string, origin: string): boolean {
+  try {
+    return new URL(url).origin === origin;
+  } catch {
+    return false;
+  }
 }
 
 function isJsonRpcError(body: Buffer): boolean {

@@ -261,7 +261,8 @@ export class RemoteAgents {
     previous: CachedCard | undefined,
     signal: AbortSignal,
   ): Promise<CachedCard> {
-    const fetchImpl = egressFetch(this.policy, remote.token, this.config.a2aCardTimeoutMs);
+    const origin = new URL(remote.url).origin;
+    const fetchImpl = egressFetch(this.policy, remote.token, this.config.a2aCardTimeoutMs, origin);
     const get = (url: string, versioned: boolean, etag?: string) =>
       fetchImpl(url, {
         headers: {
@@ -309,7 +310,7 @@ export class RemoteAgents {
       throw new RemoteCallError('malformed', 'the body is not JSON');
     }
     if (!looksLikeCard(raw)) throw new RemoteCallError('malformed', 'the body is not a valid AgentCard');
-    const fetchForCalls = egressFetch(this.policy, remote.token, this.config.a2aTimeoutMs);
+    const fetchForCalls = egressFetch(this.policy, remote.token, this.config.a2aTimeoutMs, origin);
     const resolver = new DefaultAgentCardResolver({ fetchImpl: fetchForCalls, legacyCompat: { enabled: true } });
     const factory = new ClientFactory(
       ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {

@@ -12,7 +12,7 @@ describe('a subscriber that cannot keep up', () => {
   let t: TestTenant;
   before(async () => {
     server = await startTestServer({
-      env: { ARBITER_SSE_BUFFER_EVENTS: '3', ARBITER_ECHO_CHUNKS: '30', ARBITER_ECHO_DELAY_MS: '15' },
+      env: { ARBITER_SSE_BUFFER_EVENTS: '8', ARBITER_ECHO_CHUNKS: '30', ARBITER_ECHO_DELAY_MS: '80' },
     });
     t = await newTenant(server, 'slow-reader');
   });
@@ -42,8 +42,8 @@ describe('a subscriber that cannot keep up', () => {
     const first = await tail.next();
     assert.ok(!first.done);
     seen.push(first.value.seq);
-    // Stop reading while the run writes on: the live buffer (3 events) overflows.
-    await new Promise((r) => setTimeout(r, 1_000));
+    // Stop reading while the run writes on: the live buffer (8 events) overflows.
+    await new Promise((r) => setTimeout(r, 1_500));
     let failure: unknown;
     try {
       for (;;) {
@@ -69,5 +69,15 @@ describe('a subscriber that cannot keep up', () => {
       all.map((_, i) => i + 1),
     );
     assert.equal(rest.events.at(-1)!.data.state, 'TASK_STATE_COMPLETED');
+    // Resuming at (or past) the end of a finished task ends at once instead of waiting forever.
+    const last = all.at(-1)!;
+    for (const since of [last, last + 5]) {
+      const empty = await readSse(
+        await fetch(`${server.url}/v1/requests/${taskId}/events?since_seq=${since}`, {
+          headers: { authorization: `Bearer ${t.token}` },
+        }),
+      );
+      assert.deepEqual(empty.events, []);
+    }
   });
 });

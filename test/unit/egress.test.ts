@@ -1,6 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { blockedRange, checkUrl, EgressError } from '../../src/common/net/egress.js';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { blockedRange, checkUrl, EgressError, egressRequest } from '../../src/common/net/egress.js';
 import { capBytes, frame } from '../../src/orchestrator/turn-loop.js';
 import { sanitizePath } from '../../src/orchestrator/tools/files.js';
 
@@ -42,6 +44,74 @@ describe('egress guard', () => {
     refused('not a url', /not a valid URL/);
     assert.equal(checkUrl('http://127.0.0.1:9999/x', policy).port, '9999');
     assert.equal(checkUrl('https://example.com/', policy).hostname, 'example.com');
+  });
+});
+
+describe('egress over real sockets', () => {
+  it('never reuses a connection opened under a looser policy (each request is checked again)', async () => {
+    const server = createServer((_req, res) => res.end('internal'));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `http://localhost:${(server.address() as AddressInfo).port}/`;
+    try {
+      const open = await egressRequest(
+        url,
+        { allowPrivate: true, allowHosts: new Set() },
+        { timeoutMs: 2000, maxBytes: 100 },
+      );
+      assert.equal(open.body.toString(), 'internal');
+      await assert.rejects(
+        egressRequest(url, { allowPrivate: false, allowHosts: new Set() }, { timeoutMs: 2000, maxBytes: 100 }),
+        (e: unknown) => e instanceof EgressError && e.code === 'blocked',
+      );
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+
+  it('drops credentials when a redirect leaves the origin', async () => {
+    const seen: IncomingHttpHeaders[] = [];
+    const target = createServer((req, res) => {
+      seen.push(req.headers);
+      res.end('ok');
+    });
+    await new Promise<void>((r) => target.listen(0, '127.0.0.1', r));
+    const targetUrl = `http://127.0.0.1:${(target.address() as AddressInfo).port}/landing`;
+    const hop = createServer((req, res) => {
+      seen.push(req.headers);
+      res.writeHead(302, { location: targetUrl });
+      res.end();
+    });
+    await new Promise<void>((r) => hop.listen(0, '127.0.0.1', r));
+    try {
+      const res = await egressRequest(
+        `http://127.0.0.1:${(hop.address() as AddressInfo).port}/start`,
+        { allowPrivate: true, allowHosts: new Set() },
+        {
+          timeoutMs: 2000,
+          maxBytes: 100,
+          headers: { authorization: 'Bearer secret', cookie: 'a=b', accept: 'text/plain' },
+        },
+      );
+      assert.equal(res.body.toString(), 'ok');
+      assert.equal(seen[0]?.authorization, 'Bearer secret');
+      assert.equal(seen[1]?.authorization, undefined);
+      assert.equal(seen[1]?.cookie, undefined);
+      assert.equal(seen[1]?.accept, 'text/plain');
+      await assert.rejects(
+        egressRequest(
+          'http://127.0.0.1:1/',
+          { allowPrivate: true, allowHosts: new Set() },
+          { timeoutMs: 2000, maxBytes: 1 },
+        ),
+        (e: unknown) => e instanceof EgressError && e.code === 'transport',
+      );
+    } finally {
+      for (const s of [hop, target]) {
+        s.closeAllConnections();
+        s.close();
+      }
+    }
   });
 });
 

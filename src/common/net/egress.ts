@@ -127,10 +127,11 @@ export async function egressRequest(
   let url = checkUrl(raw, policy);
   let method = req.method ?? 'GET';
   let body = req.body;
+  let headers = req.headers ?? {};
   for (let hop = 0; ; hop++) {
     let res: IncomingMessage;
     try {
-      res = await send(url, policy, { ...req, method, body }, signal);
+      res = await send(url, policy, { ...req, method, body, headers }, signal);
     } catch (err) {
       if (err instanceof EgressError) throw err;
       if (req.signal?.aborted) throw new EgressError('cancelled', 'cancelled');
@@ -141,7 +142,15 @@ export async function egressRequest(
     if (REDIRECTS.has(res.statusCode ?? 0) && location) {
       res.resume();
       if (hop >= (req.maxRedirects ?? 5)) throw new EgressError('too_many_redirects', 'too many redirects');
-      url = checkUrl(new URL(location, url), policy);
+      let next: URL;
+      try {
+        next = new URL(location, url);
+      } catch {
+        throw new EgressError('bad_url', 'the redirect location is not a valid URL');
+      }
+      // Credentials never follow a redirect to another origin.
+      if (next.origin !== url.origin) headers = withoutCredentials(headers);
+      url = checkUrl(next, policy);
       if (res.statusCode === 303 || ((res.statusCode === 301 || res.statusCode === 302) && method === 'POST')) {
         method = 'GET';
         body = undefined;
@@ -160,6 +169,8 @@ function send(url: URL, policy: EgressPolicy, req: EgressRequest, signal: AbortS
       headers: { 'user-agent': 'arbiter', ...req.headers },
       signal,
       lookup: guardedLookup(url, policy),
+      // A fresh connection every time: a pooled socket would skip the lookup (and the check) entirely.
+      agent: false,
     });
     r.once('response', resolve);
     r.once('error', (err: Error & { cause?: unknown }) => reject(err.cause instanceof EgressError ? err.cause : err));
@@ -197,6 +208,14 @@ async function readBody(
     throw new EgressError('transport', (err as NodeJS.ErrnoException).code ?? 'connection lost');
   }
   return { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), truncated, url };
+}
+
+function withoutCredentials(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(headers).filter(
+      ([k]) => !['authorization', 'cookie', 'proxy-authorization'].includes(k.toLowerCase()),
+    ),
+  );
 }
 
 /** Parses `ARBITER_*_ALLOWLIST`-style values: comma-separated `host` or `host:port`. */

@@ -82,6 +82,11 @@ export class ChangeListener implements OnApplicationBootstrap, BeforeApplication
       await client.end().catch(() => undefined);
       return;
     }
+    if (this.stopped) {
+      // Shut down while connecting: this connection must not outlive the process's intent.
+      await client.end().catch(() => undefined);
+      return;
+    }
     this.client = client;
     this.connected = true;
     this.retryMs = 100;

@@ -290,6 +290,7 @@ export class TaskRunner {
     taskId: string,
     error: string,
     state: 'TASK_STATE_FAILED' | 'TASK_STATE_CANCELED' = 'TASK_STATE_FAILED',
+    schedule = true,
   ): Promise<void> {
     try {
       const stored = await this.repo.append(taskId, [{ kind: 'status', payload: { state, error, timestamp: now() } }], {
@@ -302,7 +303,7 @@ export class TaskRunner {
     } catch (err) {
       this.logger.error({ err: safeError(err), taskId }, 'could not record the end of a run; retrying');
       this.unrecorded.set(taskId, { error, state });
-      this.retryUnrecorded();
+      if (schedule) this.retryUnrecorded();
     }
   }
 
@@ -314,13 +315,15 @@ export class TaskRunner {
   private retryTimer: NodeJS.Timeout | undefined;
   private retryMs = 250;
 
+  /** One retry loop at a time; it re-arms itself (with backoff) only after a pass has finished. */
   private retryUnrecorded(): void {
     if (this.retryTimer) return;
     this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined;
-      const pending = [...this.unrecorded];
       void (async () => {
-        for (const [taskId, { error, state }] of pending) await this.lastResort(taskId, error, state);
+        for (const [taskId, { error, state }] of [...this.unrecorded]) {
+          await this.lastResort(taskId, error, state, false);
+        }
+        this.retryTimer = undefined;
         if (this.unrecorded.size > 0) {
           this.retryMs = Math.min(this.retryMs * 2, 5_000);
           this.retryUnrecorded();

@@ -317,12 +317,19 @@ export class TaskService {
     });
     const onAbort = (): void => live.close();
     signal?.addEventListener('abort', onAbort, { once: true });
+    if (signal?.aborted) live.close(); // gone before we listened
     let last = afterSeq;
     try {
       for (const e of await this.repo.events(taskId, afterSeq)) {
         last = e.seq;
         yield e;
         if (e.kind === 'status' && isTerminal(e.payload.state)) return;
+      }
+      // Resuming after the end (since_seq at or past the terminal event): nothing will come.
+      const now = await this.repo.stateOf(taskId);
+      if (!now || isTerminal(now.state)) {
+        for (const e of await this.repo.events(taskId, last)) yield e;
+        return;
       }
       for await (const item of live) {
         const upto = 'poke' in item ? item.poke : item.seq - 1;
