@@ -55,7 +55,9 @@ describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference
       ARBITER_DEFAULT_MODEL: 'openai/master',
     };
     // Loopback peers need the operator's allow-private switch (a2a-ssrf.e2e runs without it).
-    server = await startTestServer({ env: { ...env, ARBITER_A2A_ALLOW_PRIVATE: 'true' } });
+    server = await startTestServer({
+      env: { ...env, ARBITER_A2A_ALLOW_PRIVATE: 'true', ARBITER_A2A_CARD_TTL_MS: '0' },
+    });
     registryFile = join(server.home, 'a2a_agents.json');
     a = await newTenant(server, 'caller');
     b = await newTenant(server, 'callee');
@@ -126,6 +128,20 @@ describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference
     const { fed } = await runCommands('/a2a call ref_v1 hello one\n/a2a call ref_v03 hello three');
     assert.match(fed, /\[\/a2a call ref_v1 hello one\]\nref-v1 heard: hello one\n\[END A2A\]/);
     assert.match(fed, /\[\/a2a call ref_v03 hello three\]\nref-v03 heard: hello three\n\[END A2A\]/);
+  });
+
+  it('card caching: revalidated with its ETag when stale (TTL 0 here), reused while Cache-Control max-age holds', async () => {
+    await runCommands('/a2a call ref_v1 warm\n/a2a call ref_v03 warm');
+    const v1Before = { ...v1.cardFetches };
+    const v03Before = v03.cardFetches.count;
+    const { fed } = await runCommands('/a2a call ref_v1 first\n/a2a call ref_v03 second');
+    assert.match(fed, /ref-v1 heard: first/);
+    assert.match(fed, /ref-v03 heard: second/);
+    // ref_v1 sends an ETag and no Cache-Control: with a TTL of 0 every use asks again, and gets a 304.
+    assert.equal(v1.cardFetches.count - v1Before.count, 1);
+    assert.equal(v1.cardFetches.notModified - v1Before.notModified, 1);
+    // The SDK's v0.3 card router sends Cache-Control: max-age=3600: no request at all.
+    assert.equal(v03.cardFetches.count - v03Before, 0);
   });
 
   it('artifact-only replies are read (text, and data as JSON)', async () => {

@@ -106,6 +106,8 @@ export interface ReferenceAgent {
   url: string;
   /** Remote task ids the executor was asked to cancel. */
   canceled: Set<string>;
+  /** Card requests (v1: `/rpc/agent-card.json`; v03: `/.well-known/agent-card.json`), and how many were answered 304. */
+  cardFetches: { count: number; notModified: number };
   close(): Promise<void>;
 }
 
@@ -121,6 +123,7 @@ export async function startReferenceAgent(
 ): Promise<ReferenceAgent> {
   const app = express();
   const canceled = new Set<string>();
+  const cardFetches = { count: 0, notModified: 0 };
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
   });
@@ -140,7 +143,15 @@ export async function startReferenceAgent(
     });
   const handler = new DefaultRequestHandler(card(`${url}/rpc`), new InMemoryTaskStore(), executor(name, canceled));
   if (kind === 'v1') {
-    app.get('/rpc/agent-card.json', (_req, res) => {
+    app.get('/rpc/agent-card.json', (req, res) => {
+      cardFetches.count++;
+      const etag = '"card-v1"';
+      res.setHeader('ETag', etag);
+      if (req.headers['if-none-match'] === etag) {
+        cardFetches.notModified++;
+        res.status(304).end();
+        return;
+      }
       res.json(AgentCard.toJSON(card(`${url}/rpc`)));
     });
     app.get('/broken/agent-card.json', (_req, res) => {
@@ -171,6 +182,10 @@ export async function startReferenceAgent(
     }
     app.use('/rpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
   } else {
+    app.use('/.well-known/agent-card.json', (_req, _res, next) => {
+      cardFetches.count++;
+      next();
+    });
     app.use('/.well-known/agent-card.json', legacyAgentCardRouter({ agentCardProvider: handler }));
     app.use(
       '/rpc',
@@ -184,6 +199,7 @@ export async function startReferenceAgent(
   return {
     url,
     canceled,
+    cardFetches,
     close: () =>
       new Promise<void>((r) => {
         server.closeAllConnections();
