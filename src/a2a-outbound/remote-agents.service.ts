@@ -10,12 +10,12 @@ import {
   JsonRpcTransportFactory,
 } from '@a2a-js/sdk/client';
 import { AppConfig } from '../config/app-config.js';
+import { capBytes } from '../common/text.js';
 import { EgressError, type EgressPolicy } from '../common/net/egress.js';
 import { egressFetch, RemoteCallError } from './egress-fetch.js';
 import { RemoteRegistry, type RemoteAgent } from './remote-registry.service.js';
 
 const REPLY_CAP = 16 * 1024;
-const TRUNCATED = '\n... [truncated]';
 const MAX_TTL_MS = 86_400_000;
 
 type Json = Record<string, unknown>;
@@ -43,14 +43,7 @@ export interface RemoteResult {
 const TERMINAL = new Set(['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED']);
 const INTERRUPTED = new Set(['TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_AUTH_REQUIRED']);
 
-function capText(text: string): string {
-  if (Buffer.byteLength(text) <= REPLY_CAP) return text;
-  let cut = Buffer.from(text)
-    .subarray(0, REPLY_CAP - Buffer.byteLength(TRUNCATED))
-    .toString('utf8');
-  if (cut.endsWith('\uFFFD')) cut = cut.slice(0, -1);
-  return cut + TRUNCATED;
-}
+const capText = (text: string): string => capBytes(text, REPLY_CAP);
 
 /** Text of ProtoJSON parts: text as is, data as JSON, files as a short note. */
 function partsText(parts: unknown): string {

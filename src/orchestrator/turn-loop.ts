@@ -1,5 +1,6 @@
 import type { AppConfig } from '../config/app-config.js';
 import type { EgressPolicy } from '../common/net/egress.js';
+import { capBytes } from '../common/text.js';
 import type { RemoteAgents } from '../a2a-outbound/remote-agents.service.js';
 import { MASTER_AGENT_ID, toolGrants } from '../registry/constitution.js';
 import type { AgentCatalog, ResolvedAgent } from '../registry/services/agent-catalog.service.js';
@@ -18,7 +19,6 @@ import { BLOCK_VERBS, parseCommandLine, WritScanner, type Writ } from './writs.j
 export const RESULT_CAP = 16 * 1024;
 export const STEP_BUDGET = 32 * 1024;
 export const MAX_PARALLEL = 16;
-const TRUNCATED = '\n... [truncated]';
 const MAX_FILES_PER_RUN = 32;
 
 export interface TurnDeps {
@@ -28,15 +28,6 @@ export interface TurnDeps {
   memory: MemoryService;
   fetchPolicy: EgressPolicy;
   remotes: RemoteAgents;
-}
-
-/** Cuts `text` to `max` bytes of UTF-8 (on a character boundary), marking the cut. */
-export function capBytes(text: string, max: number): string {
-  if (Buffer.byteLength(text) <= max) return text;
-  const room = Math.max(0, max - Buffer.byteLength(TRUNCATED));
-  let cut = Buffer.from(text).subarray(0, room).toString('utf8');
-  if (cut.endsWith('\uFFFD')) cut = cut.slice(0, -1);
-  return cut + TRUNCATED;
 }
 
 /** `[/verb args]` … `[END VERB]` around a result. */

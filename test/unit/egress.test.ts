@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { blockedRange, checkUrl, EgressError, egressRequest } from '../../src/common/net/egress.js';
-import { capBytes, frame } from '../../src/orchestrator/turn-loop.js';
+import { capBytes } from '../../src/common/text.js';
+import { frame } from '../../src/orchestrator/turn-loop.js';
 import { sanitizePath } from '../../src/orchestrator/tools/files.js';
 
 describe('egress guard', () => {
