@@ -59,18 +59,15 @@ export class ConversationsController {
     @Res() res: Response,
   ): Promise<void> {
     const dto = await validateAs(MessageDto, body);
-    const key = this.runs.idempotencyKey(req);
-    const { conversation, agent } = await this.conversations.forMessage(t.tenantId, id);
-    const run = await this.runs.start(
-      {
+    await this.runs.serve(req, res, t.tenantId, async () => {
+      const { conversation, agent } = await this.conversations.forMessage(t.tenantId, id);
+      return {
         tenantId: t.tenantId,
         agent,
         message: dto.message,
         contextId: conversation.id,
         request: ['conversation', conversation.id, dto],
-      },
-      key,
-    );
-    await this.runs.stream(t.tenantId, run, res);
+      };
+    });
   }
 }

@@ -37,6 +37,17 @@ export class NativeRuns {
     private readonly lifecycle: Lifecycle,
   ) {}
 
+  /**
+   * One native POST: checks `Idempotency-Key`, builds the start (agent
+   * resolution and validation stay with the caller), starts or finds the
+   * run, and streams it.
+   */
+  async serve(req: Request, res: Response, tenantId: string, build: () => Promise<NativeStart>): Promise<void> {
+    const key = this.idempotencyKey(req);
+    const run = await this.start(await build(), key);
+    await this.stream(tenantId, run, res);
+  }
+
   /** Reads and checks the `Idempotency-Key` header. */
   idempotencyKey(req: Request): string | undefined {
     const raw = req.headers['idempotency-key'];

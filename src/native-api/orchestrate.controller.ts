@@ -31,16 +31,19 @@ export class OrchestrateController {
     if (dto.agent !== undefined && dto.agent_def !== undefined) {
       throw DomainError.validation([{ field: 'agent_def', messages: ['give agent or agent_def, not both'] }]);
     }
-    const key = this.runs.idempotencyKey(req);
-    const agent = dto.agent_def
-      ? await this.catalog.inline(dto.agent_def)
-      : await this.catalog.resolve(t.tenantId, dto.agent ?? MASTER_AGENT_ID);
-    if (!agent) throw DomainError.notFound(`agent '${dto.agent}'`);
-    const run = await this.runs.start(
-      { tenantId: t.tenantId, agent, message: dto.message, contextId: dto.context_id, request: ['orchestrate', dto] },
-      key,
-    );
-    await this.runs.stream(t.tenantId, run, res);
+    await this.runs.serve(req, res, t.tenantId, async () => {
+      const agent = dto.agent_def
+        ? await this.catalog.inline(dto.agent_def)
+        : await this.catalog.resolve(t.tenantId, dto.agent ?? MASTER_AGENT_ID);
+      if (!agent) throw DomainError.notFound(`agent '${dto.agent}'`);
+      return {
+        tenantId: t.tenantId,
+        agent,
+        message: dto.message,
+        contextId: dto.context_id,
+        request: ['orchestrate', dto],
+      };
+    });
   }
 
   @Post('v1/agents/:id/chat')
@@ -52,13 +55,16 @@ export class OrchestrateController {
     @Res() res: Response,
   ): Promise<void> {
     const dto = await validateAs(ChatDto, body);
-    const key = this.runs.idempotencyKey(req);
-    const agent = await this.catalog.resolve(t.tenantId, id);
-    if (!agent) throw DomainError.notFound(`agent '${id}'`);
-    const run = await this.runs.start(
-      { tenantId: t.tenantId, agent, message: dto.message, contextId: dto.context_id, request: ['chat', id, dto] },
-      key,
-    );
-    await this.runs.stream(t.tenantId, run, res);
+    await this.runs.serve(req, res, t.tenantId, async () => {
+      const agent = await this.catalog.resolve(t.tenantId, id);
+      if (!agent) throw DomainError.notFound(`agent '${id}'`);
+      return {
+        tenantId: t.tenantId,
+        agent,
+        message: dto.message,
+        contextId: dto.context_id,
+        request: ['chat', id, dto],
+      };
+    });
   }
 }

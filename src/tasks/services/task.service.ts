@@ -320,16 +320,20 @@ export class TaskService {
     if (signal?.aborted) live.close(); // gone before we listened
     let last = afterSeq;
     try {
-      for (const e of await this.repo.events(taskId, afterSeq)) {
+      const backlog = await this.repo.events(taskId, afterSeq);
+      for (const e of backlog) {
         last = e.seq;
         yield e;
         if (e.kind === 'status' && isTerminal(e.payload.state)) return;
       }
-      // Resuming after the end (since_seq at or past the terminal event): nothing will come.
-      const now = await this.repo.stateOf(taskId);
-      if (!now || isTerminal(now.state)) {
-        for (const e of await this.repo.events(taskId, last)) yield e;
-        return;
+      // An empty backlog may mean a resume at or past the end (nothing will come); a non-empty one without the
+      // terminal event means it was not written yet, and it will arrive live.
+      if (backlog.length === 0) {
+        const now = await this.repo.stateOf(taskId);
+        if (!now || isTerminal(now.state)) {
+          for (const e of await this.repo.events(taskId, last)) yield e;
+          return;
+        }
       }
       for await (const item of live) {
         const upto = 'poke' in item ? item.poke : item.seq - 1;
