@@ -13,6 +13,7 @@ import { RegistryModule } from './registry/registry.module.js';
 import { TasksModule } from './tasks/tasks.module.js';
 import { NativeApiModule } from './native-api/native-api.module.js';
 import { TenantsModule } from './tenants/tenants.module.js';
+import { AdminModule } from './admin/admin.module.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -61,6 +62,7 @@ export class AppModule {
         TasksModule,
         A2aInboundModule,
         NativeApiModule,
+        AdminModule,
       ],
       providers: [{ provide: APP_FILTER, useClass: HttpExceptionFilter }],
     };

@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import type { Response } from 'express';
+import { DomainError } from './errors.js';
 
 export interface SseFrame {
   id?: number | string;
@@ -11,7 +12,8 @@ export interface SseFrame {
  * Writes an SSE response from `frames`: an `id:` line when the frame has
  * one, heartbeat comments while idle, and backpressure from the socket.
  * Returns when the frames end or the client goes away (then `abort` fires,
- * so the producer can stop).
+ * so the producer can stop). When the server aborts the stream with a
+ * `DomainError` (its access was revoked), `onError` gives the last frame.
  */
 export async function writeSse(
   res: Response,
@@ -58,6 +60,12 @@ export async function writeSse(
     for await (const frame of frames) {
       if (closed) break;
       await write(frame);
+    }
+    // Stopped by the server (the stream's access was revoked): the last frame says why.
+    const reason: unknown = opts.abort?.signal.reason;
+    if (!closed && opts.abort?.signal.aborted && reason instanceof DomainError) {
+      const last = opts.onError?.(reason);
+      if (last) await write(last);
     }
   } catch (err) {
     const last = opts.onError?.(err);

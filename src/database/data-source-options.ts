@@ -1,6 +1,6 @@
 import type { DataSourceOptions } from 'typeorm';
 import type { AppConfig } from '../config/app-config.js';
-import { ConversationEntity } from '../orchestrator/entities/conversation.entity.js';
+import { ConversationEntity } from '../native-api/entities/conversation.entity.js';
 import { MemoryEntryEntity } from '../orchestrator/entities/memory-entry.entity.js';
 import { AgentEntity } from '../registry/entities/agent.entity.js';
 import { TaskEventEntity } from '../tasks/entities/task-event.entity.js';

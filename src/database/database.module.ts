@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
 import { dataSourceOptions } from './data-source-options.js';
 import { runMigrations } from './migrate.js';
+import { ReplicaChannel } from './replica-channel.service.js';
 
 @Global()
 @Module({
@@ -38,5 +39,7 @@ import { runMigrations } from './migrate.js';
       },
     }),
   ],
+  providers: [ReplicaChannel],
+  exports: [ReplicaChannel],
 })
 export class DatabaseModule {}

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { Response } from 'express';
 import type { DataSource } from 'typeorm';
 import { Public } from '../common/auth.decorators.js';
+import { ReplicaChannel } from '../database/replica-channel.service.js';
 import { Lifecycle } from './lifecycle.service.js';
 
 const READY_TIMEOUT_MS = 2_000;
@@ -13,6 +14,7 @@ export class HealthController {
   constructor(
     @InjectDataSource() private readonly ds: DataSource,
     private readonly lifecycle: Lifecycle,
+    private readonly notices: ReplicaChannel,
   ) {}
 
   /** Liveness: the process answers. */
@@ -22,7 +24,11 @@ export class HealthController {
     return { status: 'ok' };
   }
 
-  /** Readiness: not shutting down, and the database answers within 2 s. */
+  /**
+   * Readiness: not shutting down, the database answers within 2 s, and (on
+   * PostgreSQL) the connection that hears other replicas' writes is up —
+   * without it, live streams of runs held elsewhere would stall.
+   */
   @Get('ready')
   async ready(@Res({ passthrough: true }) res: Response): Promise<Record<string, string>> {
     if (this.lifecycle.shuttingDown) {
@@ -37,7 +43,11 @@ export class HealthController {
           timer = setTimeout(() => reject(new Error('timeout')), READY_TIMEOUT_MS);
         }),
       ]);
-      return { status: 'ready', database: 'ok' };
+      if (this.notices.enabled && !this.notices.connected) {
+        res.status(503);
+        return { status: 'unavailable', database: 'ok', notices: 'reconnecting' };
+      }
+      return { status: 'ready', database: 'ok', ...(this.notices.enabled ? { notices: 'ok' } : {}) };
     } catch {
       res.status(503);
       return { status: 'unavailable', database: 'unreachable' };

@@ -2,15 +2,21 @@ import { Module } from '@nestjs/common';
 import { HealthModule } from '../health/health.module.js';
 import { RegistryModule } from '../registry/registry.module.js';
 import { TasksModule } from '../tasks/tasks.module.js';
-import { ConversationsController } from './conversations.controller.js';
-import { ConversationService } from './conversations.service.js';
-import { NativeRuns } from './native-runs.service.js';
-import { OrchestrateController } from './orchestrate.controller.js';
+import { TenantsModule } from '../tenants/tenants.module.js';
+import { ConversationsController } from './controllers/conversations.controller.js';
+import { OrchestrateController } from './controllers/orchestrate.controller.js';
+import { RequestsController } from './controllers/requests.controller.js';
+import { ConversationService } from './services/conversations.service.js';
+import { NativeRuns } from './services/native-runs.service.js';
+import { NativeTail } from './services/native-tail.service.js';
 
-/** Arbiter's native API over the task machinery: `/v1/orchestrate`, agent chat, conversations. */
+/**
+ * Arbiter's native API over the task engine: `/v1/orchestrate`, agent chat,
+ * conversations, and `/v1/requests` with the native event catalogue.
+ */
 @Module({
-  imports: [TasksModule, RegistryModule, HealthModule],
-  controllers: [OrchestrateController, ConversationsController],
-  providers: [NativeRuns, ConversationService],
+  imports: [TasksModule, RegistryModule, HealthModule, TenantsModule],
+  controllers: [OrchestrateController, ConversationsController, RequestsController],
+  providers: [NativeRuns, NativeTail, ConversationService],
 })
 export class NativeApiModule {}

@@ -1,30 +1,39 @@
 import { Module } from '@nestjs/common';
 import { OrchestratorModule } from '../orchestrator/orchestrator.module.js';
-import { RequestsController } from './controllers/requests.controller.js';
+import { EventBus } from './event-log/event-bus.js';
+import { EventLog } from './event-log/event-log.service.js';
+import { ReplicaNotices } from './event-log/replica-notices.service.js';
+import { TaskEventRepository } from './repositories/task-event.repository.js';
 import { TaskRepository } from './repositories/task.repository.js';
-import { TaskEventBus } from './services/event-bus.service.js';
-import { InFlightRegistry } from './services/in-flight.registry.js';
-import { TaskRunner } from './services/task-runner.service.js';
-import { TaskService } from './services/task.service.js';
-import { RunShutdown } from './services/shutdown.service.js';
-import { LeaseService } from './services/lease.service.js';
-import { ChangeListener } from './services/change-listener.service.js';
-import { InstanceIdentity } from './services/instance-identity.js';
+import { InstanceIdentity } from './runs/instance-identity.js';
+import { LeaseService } from './runs/lease.service.js';
+import { RunEnd } from './runs/run-end.js';
+import { RunRegistry } from './runs/run-registry.js';
+import { RunShutdown } from './runs/shutdown.service.js';
+import { TaskRunner } from './runs/task-runner.service.js';
+import { TaskService } from './task.service.js';
 
+/**
+ * The task engine: task rows and their event log (`event-log/`), the runs
+ * that write it (`runs/`), and `TaskService`, the one way in. Surfaces (A2A,
+ * the native API) use `TaskService` and `EventLog.tail`.
+ */
 @Module({
   imports: [OrchestratorModule],
-  controllers: [RequestsController],
   providers: [
     TaskRepository,
-    TaskEventBus,
-    InFlightRegistry,
+    TaskEventRepository,
+    EventBus,
+    EventLog,
+    ReplicaNotices,
     InstanceIdentity,
-    LeaseService,
+    RunRegistry,
+    RunEnd,
     TaskRunner,
-    TaskService,
+    LeaseService,
     RunShutdown,
-    ChangeListener,
+    TaskService,
   ],
-  exports: [TaskService, InFlightRegistry, ChangeListener],
+  exports: [TaskService, EventLog],
 })
 export class TasksModule {}

@@ -3,28 +3,28 @@ import { APP_GUARD } from '@nestjs/core';
 import { PassportModule } from '@nestjs/passport';
 import { AccessGuard, AdminGuard, TenantGuard } from './auth/access.guard.js';
 import { AdminBearerStrategy, TenantBearerStrategy } from './auth/bearer.strategies.js';
-import { AdminTenantsController } from './controllers/admin-tenants.controller.js';
 import { AuditRepository } from './repositories/audit.repository.js';
 import { TenantRepository } from './repositories/tenant.repository.js';
 import { AdminTokenService } from './services/admin-token.service.js';
+import { OpenStreams } from './services/open-streams.service.js';
 import { TenantAuthService } from './services/tenant-auth.service.js';
 import { TenantsService } from './services/tenants.service.js';
 
 @Module({
   imports: [PassportModule.register({ session: false })],
-  controllers: [AdminTenantsController],
   providers: [
     TenantRepository,
     AuditRepository,
     AdminTokenService,
     TenantAuthService,
     TenantsService,
+    OpenStreams,
     TenantBearerStrategy,
     AdminBearerStrategy,
     TenantGuard,
     AdminGuard,
     { provide: APP_GUARD, useClass: AccessGuard },
   ],
-  exports: [TenantsService, TenantAuthService],
+  exports: [TenantsService, TenantAuthService, OpenStreams],
 })
 export class TenantsModule {}

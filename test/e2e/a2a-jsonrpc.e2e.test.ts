@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { readSse, rpc, waitFor } from '../helpers/a2a.js';
-import { TaskEventBus } from '../../src/tasks/services/event-bus.service.js';
+import { EventBus } from '../../src/tasks/event-log/event-bus.js';
 
 const V1 = { 'a2a-version': '1.0' };
 
@@ -367,16 +367,17 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
       }
       assert.ok(seen.includes(': keep-alive'), 'heartbeat seen');
       const taskId = /"id":"([0-9a-f-]{36})"/.exec(seen)![1];
-      const bus = server.running.app.get(TaskEventBus);
-      assert.equal(bus.listenerCount(taskId), 1, 'the stream is subscribed');
+      const bus = server.running.app.get(EventBus);
+      assert.equal(bus.listenerCount(taskId), 2, 'the stream is subscribed (and the run watches its task)');
       await reader.cancel();
       ac.abort();
-      // The server notices the disconnect and closes the tail: its listener is gone.
-      await waitFor(async () => (bus.listenerCount(taskId) === 0 ? true : undefined), 5_000);
+      // The server notices the disconnect and closes the tail: its listener is gone; the run's stays.
+      await waitFor(async () => (bus.listenerCount(taskId) === 1 ? true : undefined), 5_000);
       const still = await call({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: taskId } });
       assert.equal(still.result.status.state, 'TASK_STATE_WORKING');
       const canceled = await call({ jsonrpc: '2.0', id: 1, method: 'CancelTask', params: { id: taskId } });
       assert.equal(canceled.result.status.state, 'TASK_STATE_CANCELED');
+      assert.equal(bus.listenerCount(taskId), 0, 'the run stopped and let go');
     });
 
     it('v0.3 resubscribe replays the log then tails; a terminal task gets one final status-update', async () => {

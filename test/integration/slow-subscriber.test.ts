@@ -1,8 +1,8 @@
 import '../helpers/quiet.js';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { TaskService } from '../../src/tasks/services/task.service.js';
-import { SubscriberOverflowError } from '../../src/tasks/task-errors.js';
+import { EventLog } from '../../src/tasks/event-log/event-log.service.js';
+import { TaskError } from '../../src/tasks/task.errors.js';
 import { newTenant, type TestTenant } from '../helpers/factories.js';
 import { readSse, rpc } from '../helpers/a2a.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -36,8 +36,8 @@ describe('a subscriber that cannot keep up', () => {
       { 'a2a-version': '1.0' },
     );
     const taskId = ((await res.json()) as any).result.task.id as string;
-    const tasks = server.running.app.get(TaskService);
-    const tail = tasks.tail(taskId, 0);
+    const log = server.running.app.get(EventLog);
+    const tail = log.tail(t.id, taskId, 0);
     const seen: number[] = [];
     const first = await tail.next();
     assert.ok(!first.done);
@@ -54,7 +54,10 @@ describe('a subscriber that cannot keep up', () => {
     } catch (err) {
       failure = err;
     }
-    assert.ok(failure instanceof SubscriberOverflowError, `overflowed: ${String(failure)}`);
+    assert.ok(
+      failure instanceof TaskError && failure.reason === 'subscriber_overflow',
+      `overflowed: ${String(failure)}`,
+    );
     assert.equal(failure.resumeAfter, seen.at(-1));
     assert.match(failure.message, new RegExp(`resume after seq ${seen.at(-1)}`));
     // Resuming from the hint gives the rest, with no gap.

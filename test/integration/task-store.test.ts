@@ -5,8 +5,9 @@ import { DataSource } from 'typeorm';
 import { loadConfig } from '../../src/config/app-config.js';
 import { dataSourceOptions } from '../../src/database/data-source-options.js';
 import { runMigrations } from '../../src/database/migrate.js';
-import { InstanceIdentity } from '../../src/tasks/services/instance-identity.js';
+import { InstanceIdentity } from '../../src/tasks/runs/instance-identity.js';
 import { TaskRepository } from '../../src/tasks/repositories/task.repository.js';
+import { TaskEventRepository } from '../../src/tasks/repositories/task-event.repository.js';
 import { foldArtifacts } from '../../src/tasks/task-events.js';
 import { freshDatabase, REAL_POSTGRES, type TestDatabase } from '../helpers/database.js';
 import { tempHome } from '../helpers/server.js';
@@ -19,7 +20,8 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
   let db: TestDatabase;
   let home: string;
   let ds: DataSource;
-  let repo: TaskRepository;
+  let tasks: TaskRepository;
+  let repo: TaskEventRepository;
   before(async () => {
     db = await freshDatabase();
     home = tempHome();
@@ -29,7 +31,9 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
     await ds.initialize();
     await runMigrations(ds, !REAL_POSTGRES);
     await ds.query(`INSERT INTO tenants (id, name) VALUES ($1, 't')`, [TENANT]);
-    repo = new TaskRepository(ds, new InstanceIdentity());
+    const identity = new InstanceIdentity();
+    tasks = new TaskRepository(ds, identity);
+    repo = new TaskEventRepository(ds, identity);
   });
   after(async () => {
     await ds.destroy();
@@ -38,10 +42,11 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
   });
 
   const newTask = async (id: string) =>
-    repo.create(
+    tasks.create(
       { taskId: id, messageId: `m-${id}`, tenantId: TENANT, agentId: 'a', contextId: 'c', metadata: {} },
       [{ kind: 'status', payload: { state: 'TASK_STATE_SUBMITTED', timestamp: ts() } }],
-      [],
+      'TASK_STATE_SUBMITTED',
+      { owner: 'test', ms: 30_000 },
     );
 
   it('appends with gap-free seqs, also under concurrent writers', async () => {
@@ -56,12 +61,12 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
       ]),
     );
     await Promise.all(writes);
-    const events = await repo.events('t-seq', 0);
+    const events = await repo.events(TENANT, 't-seq', 0);
     assert.deepEqual(
       events.map((e) => e.seq),
       Array.from({ length: 42 }, (_, i) => i + 1),
     );
-    const row = await repo.findForTenant(TENANT, 't-seq');
+    const row = await tasks.find(TENANT, 't-seq');
     assert.equal(row?.lastSeq, 42);
   });
 
@@ -74,7 +79,7 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
       null,
       'submitted → completed skips working',
     );
-    assert.equal((await repo.events('t-sm', 0)).length, 1);
+    assert.equal((await repo.events(TENANT, 't-sm', 0)).length, 1);
   });
 
   it('a terminal task never changes: conditional appends refuse, and the database itself refuses', async () => {
@@ -98,7 +103,7 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
       ds.query(`UPDATE a2a_tasks SET history = '[]'::jsonb || history || '[{}]'::jsonb WHERE task_id = 't-term'`),
       /terminal/,
     );
-    const row = await repo.findForTenant(TENANT, 't-term');
+    const row = await tasks.find(TENANT, 't-term');
     assert.equal(row?.state, 'TASK_STATE_CANCELED');
     assert.equal(row?.lastSeq, 2);
   });
@@ -116,16 +121,16 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
     await ds.query(
       `UPDATE a2a_tasks SET updated_at = now() - interval '40 days' WHERE task_id IN ('t-old-done', 't-old-running')`,
     );
-    assert.equal(await repo.purgeEnded(30, 1), 1);
-    assert.equal(await repo.purgeEnded(30, 1), 0);
-    assert.equal(await repo.findForTenant(TENANT, 't-old-done'), null);
-    assert.deepEqual(await repo.events('t-old-done', 0), []);
-    assert.ok(await repo.findForTenant(TENANT, 't-old-running'), 'a running task is never purged');
-    assert.ok(await repo.findForTenant(TENANT, 't-new-done'));
+    assert.equal(await tasks.purgeEnded(30, 1), 1);
+    assert.equal(await tasks.purgeEnded(30, 1), 0);
+    assert.equal(await tasks.find(TENANT, 't-old-done'), null);
+    assert.deepEqual(await repo.events(TENANT, 't-old-done', 0), []);
+    assert.ok(await tasks.find(TENANT, 't-old-running'), 'a running task is never purged');
+    assert.ok(await tasks.find(TENANT, 't-new-done'));
   });
 
   it('another tenant cannot read a task', async () => {
-    assert.equal(await repo.findForTenant('00000000-0000-4000-8000-00000000000b', 't-seq'), null);
+    assert.equal(await tasks.find('00000000-0000-4000-8000-00000000000b', 't-seq'), null);
   });
 });
 

@@ -1,5 +1,5 @@
 import type { Dialect } from '../a2a-errors.js';
-import type { TaskSnapshot } from '../../tasks/services/task.service.js';
+import type { TaskSnapshot } from '../../tasks/task-snapshot.js';
 import type { MessageJson, StoredTaskEvent } from '../../tasks/task-events.js';
 import type { TaskStateName } from '../../tasks/task-state.js';
 
@@ -78,6 +78,8 @@ export interface WireDialect {
   readonly version: Dialect;
   /** Method name → operation, for this dialect's names. */
   readonly methods: Readonly<Record<string, Operation>>;
+  /** v0.3's `tasks/resubscribe` replays the whole log; v1.0's SubscribeToTask starts from the current task. */
+  readonly replaysOnSubscribe: boolean;
   parse(op: Operation, params: Record<string, unknown>): ParsedParams;
   task(task: TaskSnapshot, view: TaskView): unknown;
   /** SendMessage's result (v1.0 wraps the task; v0.3 returns it bare). */

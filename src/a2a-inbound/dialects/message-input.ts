@@ -22,19 +22,16 @@ export function checkAcceptedOutputModes(modes: string[] | undefined, field: str
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 /**
- * Checks a message's parts and renders them into the text the model sees:
- * text as is, data as JSON, `text/*` files (inline bytes, up to the limit)
- * with a header line. Anything else is ContentTypeNotSupported.
+ * Checks a message's parts before the engine takes it: text and data as
+ * they are, `text/*` files with inline bytes up to the limit, valid base64
+ * and no NUL bytes (the engine shows the model their text). Anything else is
+ * ContentTypeNotSupported.
  */
-export function renderParts(parts: PartJson[], field: string, maxFileBytes: number): string {
-  const out: string[] = [];
+export function checkParts(parts: PartJson[], field: string, maxFileBytes: number): void {
   parts.forEach((p, i) => {
     const at = `${field}[${i}]`;
-    if (typeof p.text === 'string') {
-      out.push(p.text);
-    } else if (p.data !== undefined) {
-      out.push(JSON.stringify(p.data));
-    } else if (typeof p.raw === 'string') {
+    if (typeof p.text === 'string' || p.data !== undefined) return;
+    if (typeof p.raw === 'string') {
       const media = (p.mediaType ?? '').toLowerCase();
       if (!media.startsWith('text/')) {
         throw new A2aError(
@@ -48,21 +45,19 @@ export function renderParts(parts: PartJson[], field: string, maxFileBytes: numb
       if (bytes.length > maxFileBytes) {
         throw new A2aError('content_type_not_supported', `${at}: file is larger than ${maxFileBytes} bytes`);
       }
-      const content = new TextDecoder('utf-8', { fatal: false }).decode(bytes);
-      if (content.includes('\u0000')) {
+      if (bytes.includes(0)) {
         throw new A2aError('content_type_not_supported', `${at}: the file holds NUL bytes, so it is not text`);
       }
-      out.push(`[file ${p.filename || 'unnamed'} (${p.mediaType})]\n${content}`);
-    } else if (typeof p.url === 'string') {
+      return;
+    }
+    if (typeof p.url === 'string') {
       throw new A2aError(
         'content_type_not_supported',
         `${at}: file references by URL are not supported; send the bytes inline`,
       );
-    } else {
-      throw A2aError.invalidParams(at, 'must carry text, data, or a file');
     }
+    throw A2aError.invalidParams(at, 'must carry text, data, or a file');
   });
-  return out.join('\n');
 }
 
 /** Common checks of a user message, after a dialect has put it in v1.0 form. */

@@ -1,5 +1,5 @@
 import { A2aError } from '../a2a-errors.js';
-import type { TaskSnapshot } from '../../tasks/services/task.service.js';
+import type { TaskSnapshot } from '../../tasks/task-snapshot.js';
 import type { ArtifactJson, MessageJson, PartJson } from '../../tasks/task-events.js';
 import type { TaskStateName } from '../../tasks/task-state.js';
 import {
@@ -105,6 +105,7 @@ function artifactToV03(a: ArtifactJson): Json {
 /** v0.3 (the seeds' dialect): `kind` discriminators, lowercase states, `final` on the last status. */
 export class V03Dialect implements WireDialect {
   readonly version = '0.3' as const;
+  readonly replaysOnSubscribe = true;
   readonly methods: Readonly<Record<string, Operation>> = {
     'message/send': 'send',
     'message/stream': 'stream',

@@ -1,6 +1,6 @@
 import { StreamResponse, Task } from '@a2a-js/sdk';
 import { A2aError } from '../a2a-errors.js';
-import type { TaskSnapshot } from '../../tasks/services/task.service.js';
+import type { TaskSnapshot } from '../../tasks/task-snapshot.js';
 import type { MessageJson, PartJson } from '../../tasks/task-events.js';
 import { isTaskState } from '../../tasks/task-state.js';
 import {
@@ -57,6 +57,7 @@ export function parseV1Message(v: unknown, field: string): MessageJson {
 /** v1.0 (spec §9, ProtoJSON as `a2a.proto` defines it). */
 export class V1Dialect implements WireDialect {
   readonly version = '1.0' as const;
+  readonly replaysOnSubscribe = false;
   readonly methods: Readonly<Record<string, Operation>> = {
     SendMessage: 'send',
     SendStreamingMessage: 'stream',

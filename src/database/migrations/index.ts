@@ -2,6 +2,7 @@ import { Initial1763771000000 } from './1763771000000-initial.js';
 import { Tasks1763780000000 } from './1763780000000-tasks.js';
 import { TaskMessageId1763790000000 } from './1763790000000-task-message-id.js';
 import { MemoryConversations1763800000000 } from './1763800000000-memory-conversations.js';
+import { TaskInputs1763810000000 } from './1763810000000-task-inputs.js';
 
 /** Every migration, oldest first. Never edit one that has been committed; add a new one. */
 export const MIGRATIONS = [
@@ -9,4 +10,5 @@ export const MIGRATIONS = [
   Tasks1763780000000,
   TaskMessageId1763790000000,
   MemoryConversations1763800000000,
+  TaskInputs1763810000000,
 ];

@@ -1,5 +1,7 @@
 import { Column, CreateDateColumn, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
 import { TenantEntity } from '../../tenants/entities/tenant.entity.js';
+import type { ArtifactJson, MessageJson } from '../task-events.js';
+import type { TaskStateName } from '../task-state.js';
 
 /**
  * One A2A task (== one native request). `history`, `artifacts` and
@@ -11,6 +13,7 @@ import { TenantEntity } from '../../tenants/entities/tenant.entity.js';
 @Index('idx_a2a_tasks_list', ['tenantId', 'agentId', 'updatedAt', 'taskId'])
 @Index('idx_a2a_tasks_context', ['tenantId', 'contextId', 'agentId', 'createdAt'])
 @Index('uq_a2a_tasks_message', ['tenantId', 'agentId', 'messageId'], { unique: true })
+@Index('idx_a2a_tasks_lease', ['leaseExpiresAt'], { where: '"lease_expires_at" IS NOT NULL' })
 export class TaskEntity {
   @PrimaryColumn({ name: 'task_id', type: 'varchar', length: 64 })
   taskId: string;
@@ -34,7 +37,7 @@ export class TaskEntity {
 
   /** `TASK_STATE_*` (ProtoJSON enum name). */
   @Column({ type: 'varchar', length: 32 })
-  state: string;
+  state: TaskStateName;
 
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
@@ -44,16 +47,16 @@ export class TaskEntity {
   updatedAt: Date;
 
   @Column({ name: 'status_message', type: 'jsonb', nullable: true })
-  statusMessage: Record<string, unknown> | null;
+  statusMessage: MessageJson | null;
 
   @Column({ name: 'error_message', type: 'text', default: '' })
   errorMessage: string;
 
   @Column({ type: 'jsonb', default: [] })
-  history: Record<string, unknown>[];
+  history: MessageJson[];
 
   @Column({ type: 'jsonb', default: [] })
-  artifacts: Record<string, unknown>[];
+  artifacts: ArtifactJson[];
 
   @Column({ type: 'jsonb', default: {} })
   metadata: Record<string, unknown>;
@@ -67,6 +70,10 @@ export class TaskEntity {
   /** Seq of the last event written for this task; the next one is last_seq + 1. */
   @Column({ name: 'last_seq', type: 'integer', default: 0 })
   lastSeq: number;
+
+  /** Seq of the newest user message; a run settles the task only after taking every message up to it. */
+  @Column({ name: 'last_input_seq', type: 'integer', default: 0 })
+  lastInputSeq: number;
 
   @Column({ name: 'owner_instance', type: 'varchar', length: 64, nullable: true })
   ownerInstance: string | null;

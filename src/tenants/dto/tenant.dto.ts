@@ -18,6 +18,11 @@ export class CreateTenantDto {
 export class UpdateTenantDto {
   @IsBoolean()
   disabled: boolean;
+
+  /** With `disabled: true`: also cancel the tenant's unfinished tasks. */
+  @IsOptional()
+  @IsBoolean()
+  cancel_running?: boolean;
 }
 
 export class AuditQueryDto extends PageQueryDto {

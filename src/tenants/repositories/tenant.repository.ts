@@ -126,6 +126,16 @@ export class TenantRepository {
     };
   }
 
+  /** Of these token ids, the ones still active with an enabled tenant. */
+  async usableTokens(tokenIds: string[]): Promise<string[]> {
+    const rows: { id: string }[] = await this.ds.query(
+      `SELECT k.id FROM tenant_tokens k JOIN tenants t ON t.id = k.tenant_id
+        WHERE k.id = ANY($1::uuid[]) AND k.revoked_at IS NULL AND t.disabled_at IS NULL`,
+      [tokenIds],
+    );
+    return rows.map((r) => r.id);
+  }
+
   /** Records use at most once a minute per token, so auth stays a read on the hot path. */
   async touchToken(tokenId: string): Promise<void> {
     await this.ds.query(

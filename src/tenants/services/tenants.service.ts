@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
 import { CURSOR_FIELDS, decodeCursor, encodeCursor } from '../../common/cursor.js';
 import { DomainError } from '../../common/errors.js';
 import { DEFAULT_PAGE_SIZE, type Page } from '../../common/pagination.dto.js';
@@ -8,6 +9,7 @@ import { TenantTokenEntity } from '../entities/tenant-token.entity.js';
 import type { TenantEntity } from '../entities/tenant.entity.js';
 import { AuditRepository } from '../repositories/audit.repository.js';
 import { TenantRepository } from '../repositories/tenant.repository.js';
+import { OpenStreams, type AccessChange } from './open-streams.service.js';
 import { generateTenantToken, sha256Hex, tokenPrefix } from './token-crypto.js';
 
 export interface TenantView {
@@ -67,13 +69,33 @@ function tokenView(k: TenantTokenEntity): TokenView {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** Tenant lifecycle and token management; every change writes an audit row in the same transaction. */
+/**
+ * Tenant lifecycle and token management; every change writes an audit row
+ * in the same transaction. A revoked token or a disabled tenant is refused
+ * from the next request on, and the streams already open under it end on
+ * every replica (see `OpenStreams`).
+ */
 @Injectable()
 export class TenantsService {
   constructor(
     private readonly tenants: TenantRepository,
     private readonly audit: AuditRepository,
+    private readonly streams: OpenStreams,
   ) {}
+
+  /** Runs `work` in a transaction that announces `changes(result)` on commit, then applies them here. */
+  private async revoking<T>(
+    work: (em: EntityManager) => Promise<T>,
+    changes: (result: T) => AccessChange[],
+  ): Promise<T> {
+    const result = await this.tenants.transaction(async (em) => {
+      const r = await work(em);
+      await this.streams.announce(em, changes(r));
+      return r;
+    });
+    for (const c of changes(result)) this.streams.apply(c);
+    return result;
+  }
 
   async create(name: string, requestId?: string): Promise<{ tenant: TenantView; token: IssuedToken }> {
     return this.tenants.transaction(async (em) => {
@@ -109,32 +131,38 @@ export class TenantsService {
   }
 
   async setDisabled(id: string, disabled: boolean, requestId?: string): Promise<TenantView> {
-    return this.tenants.transaction(async (em) => {
-      const tenant = await this.tenants.setDisabled(em, this.checkId(id), disabled);
-      if (!tenant) throw DomainError.notFound('tenant');
-      await this.audit.record(em, {
-        action: disabled ? 'tenant.disable' : 'tenant.enable',
-        tenantId: id,
-        requestId,
-      });
-      return tenantView(tenant);
-    });
+    return this.revoking(
+      async (em) => {
+        const tenant = await this.tenants.setDisabled(em, this.checkId(id), disabled);
+        if (!tenant) throw DomainError.notFound('tenant');
+        await this.audit.record(em, {
+          action: disabled ? 'tenant.disable' : 'tenant.enable',
+          tenantId: id,
+          requestId,
+        });
+        return tenantView(tenant);
+      },
+      (t) => (t.disabled ? [{ kind: 'tenant_disabled', tenantId: t.id }] : []),
+    );
   }
 
   /** Issues a new token and revokes every other one in one transaction. */
   async rotate(id: string, requestId?: string): Promise<{ token: IssuedToken; revoked: string[] }> {
-    return this.tenants.transaction(async (em) => {
-      await this.mustFind(id, em);
-      const token = await this.issue(em, id);
-      const revoked = await this.tenants.revokeAllTokens(em, id, token.id);
-      await this.audit.record(em, {
-        action: 'token.rotate',
-        tenantId: id,
-        detail: { token_id: token.id, token_prefix: token.prefix, revoked_token_ids: revoked },
-        requestId,
-      });
-      return { token, revoked };
-    });
+    return this.revoking(
+      async (em) => {
+        await this.mustFind(id, em);
+        const token = await this.issue(em, id);
+        const revoked = await this.tenants.revokeAllTokens(em, id, token.id);
+        await this.audit.record(em, {
+          action: 'token.rotate',
+          tenantId: id,
+          detail: { token_id: token.id, token_prefix: token.prefix, revoked_token_ids: revoked },
+          requestId,
+        });
+        return { token, revoked };
+      },
+      (r) => r.revoked.map((tokenId) => ({ kind: 'token_revoked', tokenId })),
+    );
   }
 
   /** An additional token, for rotating clients over without a gap. */
@@ -153,15 +181,23 @@ export class TenantsService {
   }
 
   async revoke(id: string, tokenId: string, requestId?: string): Promise<TokenView> {
-    return this.tenants.transaction(async (em) => {
-      await this.mustFind(id, em);
-      if (!UUID.test(tokenId) || !(await this.tenants.revokeToken(em, id, tokenId))) {
-        throw DomainError.notFound('active token');
-      }
-      await this.audit.record(em, { action: 'token.revoke', tenantId: id, detail: { token_id: tokenId }, requestId });
-      const token = await em.findOneByOrFail(TenantTokenEntity, { id: tokenId });
-      return tokenView(token);
-    });
+    return this.revoking(
+      async (em) => {
+        await this.mustFind(id, em);
+        if (!UUID.test(tokenId) || !(await this.tenants.revokeToken(em, id, tokenId))) {
+          throw DomainError.notFound('active token');
+        }
+        await this.audit.record(em, { action: 'token.revoke', tenantId: id, detail: { token_id: tokenId }, requestId });
+        const token = await em.findOneByOrFail(TenantTokenEntity, { id: tokenId });
+        return tokenView(token);
+      },
+      (t) => [{ kind: 'token_revoked', tokenId: t.id }],
+    );
+  }
+
+  /** Records an operator action on a tenant's resources (outside the tenant lifecycle). */
+  async recordAction(action: string, tenantId: string, detail: Record<string, unknown>, requestId?: string) {
+    await this.tenants.transaction((em) => this.audit.record(em, { action, tenantId, detail, requestId }));
   }
 
   async listTokens(id: string): Promise<TokenView[]> {

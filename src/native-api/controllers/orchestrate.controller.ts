@@ -1,12 +1,12 @@
 import { Body, Controller, Param, Post, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { CurrentTenant, type TenantPrincipal } from '../common/auth.decorators.js';
-import { DomainError } from '../common/errors.js';
-import { validateAs } from '../common/validation.js';
-import { MASTER_AGENT_ID } from '../registry/constitution.js';
-import { AgentCatalog } from '../registry/services/agent-catalog.service.js';
-import { ChatDto, OrchestrateDto } from './dto.js';
-import { NativeRuns } from './native-runs.service.js';
+import { CurrentTenant, type TenantPrincipal } from '../../common/auth.decorators.js';
+import { DomainError } from '../../common/errors.js';
+import { validateAs } from '../../common/validation.js';
+import { MASTER_AGENT_ID } from '../../registry/constitution.js';
+import { AgentCatalog } from '../../registry/services/agent-catalog.service.js';
+import { ChatDto, OrchestrateDto } from '../dto.js';
+import { NativeRuns } from '../services/native-runs.service.js';
 
 /**
  * The native streaming API: a message in, Arbiter's event catalogue out
@@ -31,13 +31,13 @@ export class OrchestrateController {
     if (dto.agent !== undefined && dto.agent_def !== undefined) {
       throw DomainError.validation([{ field: 'agent_def', messages: ['give agent or agent_def, not both'] }]);
     }
-    await this.runs.serve(req, res, t.tenantId, async () => {
+    await this.runs.serve(req, res, async () => {
       const agent = dto.agent_def
         ? await this.catalog.inline(dto.agent_def)
         : await this.catalog.resolve(t.tenantId, dto.agent ?? MASTER_AGENT_ID);
       if (!agent) throw DomainError.notFound(`agent '${dto.agent}'`);
       return {
-        tenantId: t.tenantId,
+        principal: t,
         agent,
         message: dto.message,
         contextId: dto.context_id,
@@ -55,11 +55,11 @@ export class OrchestrateController {
     @Res() res: Response,
   ): Promise<void> {
     const dto = await validateAs(ChatDto, body);
-    await this.runs.serve(req, res, t.tenantId, async () => {
+    await this.runs.serve(req, res, async () => {
       const agent = await this.catalog.resolve(t.tenantId, id);
       if (!agent) throw DomainError.notFound(`agent '${id}'`);
       return {
-        tenantId: t.tenantId,
+        principal: t,
         agent,
         message: dto.message,
         contextId: dto.context_id,

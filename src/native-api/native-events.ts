@@ -1,5 +1,6 @@
-import type { PartJson, StoredTaskEvent } from './task-events.js';
-import type { TaskStateName } from './task-state.js';
+import { decodeArtifact } from '../tasks/runs/run-event-mapper.js';
+import type { PartJson, StoredTaskEvent } from '../tasks/task-events.js';
+import type { TaskStateName } from '../tasks/task-state.js';
 
 /**
  * Arbiter's native event catalogue, a projection of the task event log
@@ -77,36 +78,34 @@ export function nativeFrames(
       return [f('token_usage', { input_tokens: e.payload.inputTokens, output_tokens: e.payload.outputTokens })];
     case 'artifact': {
       const a = e.payload.artifact;
-      const meta = a.metadata ?? {};
-      const depth = typeof meta['x-arbiter.depth'] === 'number' ? meta['x-arbiter.depth'] : 0;
-      const agent = typeof meta['x-arbiter.agent'] === 'string' ? meta['x-arbiter.agent'] : task.agentId;
-      const data = a.parts[0]?.data as Record<string, unknown> | undefined;
-      if (meta['x-arbiter.tool_call'] === true && data) {
-        const { tool, ok, args, ...detail } = data;
-        return [f('tool_call', { tool, ok, args: args ?? '', depth, agent, ...detail })];
+      const d = decodeArtifact(task.id, task.agentId, a);
+      switch (d.kind) {
+        case 'tool_call':
+          return [
+            f('tool_call', { tool: d.tool, ok: d.ok, args: d.args, depth: d.depth, agent: d.agent, ...d.detail }),
+          ];
+        case 'sub_agent':
+          return [f('sub_agent_response', { agent: d.agent, depth: d.depth, content: d.content })];
+        case 'file':
+          return [
+            f('file', {
+              path: d.path,
+              media_type: d.mediaType,
+              size: d.bytes.length,
+              content: d.bytes.toString('utf8'),
+              depth: d.depth,
+              agent: d.agent,
+            }),
+          ];
+        case 'response':
+          return d.text ? [f('text', { depth: 0, agent: task.agentId, content: d.text })] : [];
+        case 'other':
+          return [f('artifact', { artifact: a, append: e.payload.append, last_chunk: e.payload.lastChunk })];
+        default: {
+          const unreachable: never = d;
+          return unreachable;
+        }
       }
-      if (meta['x-arbiter.sub_agent'] === true && data) {
-        return [f('sub_agent_response', { agent: data.agent, depth: data.depth, content: data.content })];
-      }
-      if (meta['x-arbiter.file'] === true) {
-        const part = a.parts[0];
-        const bytes = Buffer.from(part?.raw ?? '', 'base64');
-        return [
-          f('file', {
-            path: part?.filename ?? a.name,
-            media_type: part?.mediaType ?? 'text/plain',
-            size: bytes.length,
-            content: bytes.toString('utf8'),
-            depth,
-            agent,
-          }),
-        ];
-      }
-      const text = textOf(a.parts);
-      if (a.artifactId.startsWith(`${task.id}-text-`)) {
-        return text ? [f('text', { depth: 0, agent: task.agentId, content: text })] : [];
-      }
-      return [f('artifact', { artifact: a, append: e.payload.append, last_chunk: e.payload.lastChunk })];
     }
     case 'status': {
       const p = e.payload;

@@ -1,11 +1,11 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { CurrentTenant, type TenantPrincipal } from '../common/auth.decorators.js';
-import { PageQueryDto } from '../common/pagination.dto.js';
-import { validateAs } from '../common/validation.js';
-import { ConversationService } from './conversations.service.js';
-import { ConversationCreateDto, ConversationPatchDto, MessageDto } from './dto.js';
-import { NativeRuns } from './native-runs.service.js';
+import { CurrentTenant, type TenantPrincipal } from '../../common/auth.decorators.js';
+import { PageQueryDto } from '../../common/pagination.dto.js';
+import { validateAs } from '../../common/validation.js';
+import { ConversationService } from '../services/conversations.service.js';
+import { ConversationCreateDto, ConversationPatchDto, MessageDto } from '../dto.js';
+import { NativeRuns } from '../services/native-runs.service.js';
 
 /** `/v1/conversations`: threads with one agent, whose earlier turns the model sees. */
 @Controller('v1/conversations')
@@ -59,10 +59,10 @@ export class ConversationsController {
     @Res() res: Response,
   ): Promise<void> {
     const dto = await validateAs(MessageDto, body);
-    await this.runs.serve(req, res, t.tenantId, async () => {
+    await this.runs.serve(req, res, async () => {
       const { conversation, agent } = await this.conversations.forMessage(t.tenantId, id);
       return {
-        tenantId: t.tenantId,
+        principal: t,
         agent,
         message: dto.message,
         contextId: conversation.id,

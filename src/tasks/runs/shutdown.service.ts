@@ -1,7 +1,6 @@
 import { Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
-import { InFlightRegistry } from './in-flight.registry.js';
-import { CancelReason } from './task-runner.service.js';
+import { CancelReason, RunRegistry } from './run-registry.js';
 
 /**
  * On shutdown, runs still in flight get the grace period to finish; the rest
@@ -13,21 +12,21 @@ export class RunShutdown implements BeforeApplicationShutdown {
   private readonly logger = new Logger('RunShutdown');
 
   constructor(
-    private readonly inflight: InFlightRegistry,
+    private readonly registry: RunRegistry,
     private readonly config: AppConfig,
   ) {}
 
   async beforeApplicationShutdown(): Promise<void> {
-    const runs = this.inflight.all();
+    const runs = this.registry.all();
     if (runs.length === 0) return;
     this.logger.log(`${runs.length} run(s) in flight; waiting up to ${this.config.shutdownGraceMs} ms`);
     let timer: NodeJS.Timeout | undefined;
     const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.config.shutdownGraceMs)));
-    await Promise.race([Promise.all(runs.map(([, r]) => r.finished)), grace]);
+    await Promise.race([Promise.all(runs.map((r) => r.finished)), grace]);
     clearTimeout(timer);
-    const left = this.inflight.all();
-    for (const [, run] of left) run.abort.abort(new CancelReason('server shutting down'));
-    await Promise.all(left.map(([, r]) => r.finished));
+    const left = this.registry.all();
+    for (const run of left) run.abort.abort(new CancelReason('server shutting down'));
+    await Promise.all(left.map((r) => r.finished));
     if (left.length) this.logger.warn(`canceled ${left.length} run(s): server shutting down`);
   }
 }

@@ -1,6 +1,6 @@
-import type { TaskRepository, TaskRowChange } from '../repositories/task.repository.js';
+import type { EventLog } from '../event-log/event-log.service.js';
+import type { TaskRowChange } from '../repositories/task-event.repository.js';
 import type { StoredTaskEvent, TaskEventBody } from '../task-events.js';
-import type { TaskEventBus } from './event-bus.service.js';
 
 /**
  * Writes one run's events in order. Text chunks are queued and written by a
@@ -14,13 +14,12 @@ export class RunWriter {
   private loop: Promise<void> | undefined;
   private takenOver = false;
   private failure: unknown;
-  /** Set once a conditional append was refused: the task moved on without us (canceled …). */
+  /** Set once a queued write was refused: the task ended without us (canceled …). */
   rejected = false;
 
   constructor(
     private readonly taskId: string,
-    private readonly repo: TaskRepository,
-    private readonly bus: TaskEventBus,
+    private readonly log: EventLog,
   ) {}
 
   /** Queues an event that changes nothing on the task row (text chunks, usage). */
@@ -30,7 +29,10 @@ export class RunWriter {
     this.loop ??= this.deferredRun();
   }
 
-  /** Writes queued events, then `events` with `change`, all in order. */
+  /**
+   * Writes queued events, then `events` with `change`, all in order. Null when
+   * the append was refused (the task ended, or `change.inputsUpTo` is stale).
+   */
   async write(events: TaskEventBody[], change: TaskRowChange = {}): Promise<StoredTaskEvent[] | null> {
     // If queued chunks could not be written, the final write still records the
     // outcome (and the folded artifacts on the row carry the full text).
@@ -39,13 +41,10 @@ export class RunWriter {
     this.takenOver = false;
     if (this.rejected) return null;
     // Whatever is still queued rides along in the same statement.
-    const all = this.failure ? events : [...mergeChunks(this.pending.splice(0)), ...events];
-    const stored = await this.repo.append(this.taskId, all, change);
-    if (!stored) {
-      this.rejected = true;
-      return null;
-    }
-    this.bus.publish(this.taskId, stored);
+    const queued = this.failure ? [] : mergeChunks(this.pending.splice(0));
+    const stored = await this.log.append(this.taskId, [...queued, ...events], change);
+    // Refused: the queued chunks go with the next write (or nowhere, if the task ended).
+    if (!stored) this.pending.unshift(...queued);
     return stored;
   }
 
@@ -73,13 +72,12 @@ export class RunWriter {
     try {
       while (this.pending.length > 0 && !this.rejected) {
         const batch = mergeChunks(this.pending.splice(0));
-        const stored = await this.repo.append(this.taskId, batch);
+        const stored = await this.log.append(this.taskId, batch);
         if (!stored) {
           this.rejected = true;
           this.pending = [];
           break;
         }
-        this.bus.publish(this.taskId, stored);
       }
     } catch (err) {
       this.failure = err;

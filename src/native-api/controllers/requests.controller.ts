@@ -5,16 +5,17 @@ import { Type } from 'class-transformer';
 import { AppConfig } from '../../config/app-config.js';
 import { CurrentTenant, type TenantPrincipal } from '../../common/auth.decorators.js';
 import { CURSOR_FIELDS, decodeCursor, encodeCursor } from '../../common/cursor.js';
-import { DomainError } from '../../common/errors.js';
 import { PageQueryDto, DEFAULT_PAGE_SIZE } from '../../common/pagination.dto.js';
 import { writeSse } from '../../common/sse.js';
 import { validateAs } from '../../common/validation.js';
-import { TaskService, type TaskSnapshot } from '../services/task.service.js';
-import { SubscriberOverflowError, TaskError } from '../task-errors.js';
-import { TASK_STATES, type TaskStateName } from '../task-state.js';
+import { TaskService } from '../../tasks/task.service.js';
+import type { TaskSnapshot } from '../../tasks/task-snapshot.js';
+import { TASK_STATES, type TaskStateName } from '../../tasks/task-state.js';
+import { OpenStreams } from '../../tenants/services/open-streams.service.js';
+import { NativeTail, streamError } from '../services/native-tail.service.js';
 
-const NATIVE_STATES = TASK_STATES.map((s) => s.replace('TASK_STATE_', '').toLowerCase().replace('_', '-'));
 const toNative = (s: TaskStateName): string => s.replace('TASK_STATE_', '').toLowerCase().replace('_', '-');
+const NATIVE_STATES = TASK_STATES.map(toNative);
 const fromNative = (s: string): TaskStateName => `TASK_STATE_${s.toUpperCase().replace('-', '_')}` as TaskStateName;
 
 class RequestListQuery extends PageQueryDto {
@@ -65,56 +66,13 @@ export function requestView(t: TaskSnapshot) {
   };
 }
 
-function rest(err: unknown): unknown {
-  if (!(err instanceof TaskError)) return err;
-  switch (err.code) {
-    case 'task_not_found':
-      return DomainError.notFound('request');
-    case 'task_not_cancelable':
-    case 'task_terminal':
-      return new DomainError('conflict', err.message);
-    case 'invalid_params':
-    case 'content_type_not_supported':
-    case 'unsupported_operation':
-    case 'push_not_supported':
-    case 'extended_card_not_configured':
-      return new DomainError('validation_failed', err.message);
-    default: {
-      const unreachable: never = err.code;
-      return unreachable;
-    }
-  }
-}
-
-/** The last frame of a native stream that could not go on: a resume hint when it fell behind. */
-export function streamError(err: unknown, requestId: string) {
-  if (err instanceof SubscriberOverflowError) {
-    return {
-      event: 'error',
-      data: {
-        request_id: requestId,
-        error_code: 'subscriber_overflow',
-        message: err.message,
-        since_seq: err.resumeAfter,
-        resume: `GET /v1/requests/${requestId}/events?since_seq=${err.resumeAfter}`,
-      },
-    };
-  }
-  return {
-    event: 'error',
-    data: {
-      request_id: requestId,
-      error_code: 'internal',
-      message: `event stream failed; resume with GET /v1/requests/${requestId}/events`,
-    },
-  };
-}
-
 /** `/v1/requests`: the native view of the same tasks and event log the A2A endpoints use. */
 @Controller('v1/requests')
 export class RequestsController {
   constructor(
     private readonly tasks: TaskService,
+    private readonly tail: NativeTail,
+    private readonly streams: OpenStreams,
     private readonly config: AppConfig,
   ) {}
 
@@ -140,21 +98,13 @@ export class RequestsController {
 
   @Get(':id')
   async get(@CurrentTenant() t: TenantPrincipal, @Param('id') id: string) {
-    try {
-      return requestView(await this.tasks.get(t.tenantId, id));
-    } catch (err) {
-      throw rest(err);
-    }
+    return requestView(await this.tasks.get(t.tenantId, id));
   }
 
   @Post(':id/cancel')
   @HttpCode(200)
   async cancel(@CurrentTenant() t: TenantPrincipal, @Param('id') id: string) {
-    try {
-      return requestView(await this.tasks.cancel(t.tenantId, id));
-    } catch (err) {
-      throw rest(err);
-    }
+    return requestView(await this.tasks.cancel(t.tenantId, id));
   }
 
   /** SSE: the stored events after `since_seq` (or `Last-Event-ID`), then live ones until the end. */
@@ -169,28 +119,21 @@ export class RequestsController {
     const q = await validateAs(EventsQuery, query);
     const lastEventId = req.headers['last-event-id'];
     const resume = typeof lastEventId === 'string' && /^\d{1,9}$/.test(lastEventId) ? Number(lastEventId) : undefined;
-    try {
-      await this.tasks.get(t.tenantId, id);
-    } catch (err) {
-      throw rest(err);
-    }
-    const abort = new AbortController();
     const since = q.since_seq ?? resume ?? 0;
-    const tasks = this.tasks;
-    // The native catalogue by default; `format=log` gives the stored events as they are.
-    async function* frames() {
-      if (q.format === 'log') {
-        for await (const e of tasks.tail(id, since, abort.signal)) {
-          yield { id: e.seq, event: e.kind, data: { seq: e.seq, kind: e.kind, created_at: e.createdAt, ...e.payload } };
-        }
-        return;
-      }
-      yield* tasks.nativeTail(t.tenantId, id, since, abort.signal);
+    const abort = new AbortController();
+    const frames =
+      q.format === 'log'
+        ? await this.tail.openLog(t.tenantId, id, since, abort.signal)
+        : await this.tail.open(t.tenantId, id, since, abort.signal);
+    const release = this.streams.hold(t, abort);
+    try {
+      await writeSse(res, frames, {
+        heartbeatMs: this.config.sseHeartbeatMs,
+        abort,
+        onError: (err) => streamError(err, id),
+      });
+    } finally {
+      release();
     }
-    await writeSse(res, frames(), {
-      heartbeatMs: this.config.sseHeartbeatMs,
-      abort,
-      onError: (err) => streamError(err, id),
-    });
   }
 }

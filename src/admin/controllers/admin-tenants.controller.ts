@@ -4,8 +4,9 @@ import { AdminOnly } from '../../common/auth.decorators.js';
 import { requestIdOf } from '../../common/errors.js';
 import { validateAs } from '../../common/validation.js';
 import { DEFAULT_PAGE_SIZE, PageQueryDto } from '../../common/pagination.dto.js';
-import { AuditQueryDto, CreateTenantDto, UpdateTenantDto } from '../dto/tenant.dto.js';
-import { TenantsService } from '../services/tenants.service.js';
+import { TaskService } from '../../tasks/task.service.js';
+import { AuditQueryDto, CreateTenantDto, UpdateTenantDto } from '../../tenants/dto/tenant.dto.js';
+import { TenantsService } from '../../tenants/services/tenants.service.js';
 
 const rid = (req: Request): string => requestIdOf(req);
 
@@ -13,7 +14,10 @@ const rid = (req: Request): string => requestIdOf(req);
 @AdminOnly()
 @Controller('v1/admin')
 export class AdminTenantsController {
-  constructor(private readonly tenants: TenantsService) {}
+  constructor(
+    private readonly tenants: TenantsService,
+    private readonly tasks: TaskService,
+  ) {}
 
   @Post('tenants')
   async create(@Body() body: unknown, @Req() req: Request) {
@@ -32,10 +36,19 @@ export class AdminTenantsController {
     return this.tenants.get(id);
   }
 
+  /**
+   * Disables or enables a tenant. Disabling refuses its tokens from the next
+   * request on and ends the streams they hold; with `cancel_running: true`
+   * its unfinished tasks are canceled too ("tenant disabled").
+   */
   @Patch('tenants/:id')
   async update(@Param('id') id: string, @Body() body: unknown, @Req() req: Request) {
     const dto = await validateAs(UpdateTenantDto, body);
-    return this.tenants.setDisabled(id, dto.disabled, rid(req));
+    const tenant = await this.tenants.setDisabled(id, dto.disabled, rid(req));
+    if (!dto.disabled || !dto.cancel_running) return tenant;
+    const canceled = await this.tasks.cancelAll(tenant.id, 'tenant disabled');
+    await this.tenants.recordAction('tenant.cancel_running', tenant.id, { canceled_tasks: canceled }, rid(req));
+    return { ...tenant, canceled_tasks: canceled };
   }
 
   @Get('tenants/:id/tokens')

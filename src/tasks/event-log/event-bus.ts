@@ -9,14 +9,14 @@ import type { StoredTaskEvent } from '../task-events.js';
 export type EventListener = (events: StoredTaskEvent[], pokedSeq?: number) => void;
 
 /**
- * Live delivery of committed events, per task. Events written here are
+ * In-process fan-out of committed events, per task. Events written here are
  * handed over directly; events written by another replica arrive as a poke
- * (from PostgreSQL LISTEN/NOTIFY), and the listener reads them from the
- * log. A late subscriber reads the log first (see `TaskService.tail`), so
- * the bus may drop nothing it was not told about.
+ * (see `ReplicaNotices`), and the listener reads them from the log. A late
+ * subscriber reads the log first (see `EventLog.tail`), so the bus may drop
+ * nothing it was not told about.
  */
 @Injectable()
-export class TaskEventBus {
+export class EventBus {
   private readonly listeners = new Map<string, Set<EventListener>>();
 
   subscribe(taskId: string, listener: EventListener): () => void {
@@ -48,18 +48,12 @@ export class TaskEventBus {
     for (const l of [...set]) l([], seq);
   }
 
-  /** After a gap in notices (the listener reconnected): every subscriber re-reads the log. */
+  /** After a gap in notices (the notice connection came back): every listener re-reads the log. */
   pokeAll(): void {
     for (const taskId of [...this.listeners.keys()]) this.poke(taskId, Number.MAX_SAFE_INTEGER);
   }
 
   listenerCount(taskId: string): number {
     return this.listeners.get(taskId)?.size ?? 0;
-  }
-
-  get subscriberCount(): number {
-    let n = 0;
-    for (const s of this.listeners.values()) n += s.size;
-    return n;
   }
 }

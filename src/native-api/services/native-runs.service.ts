@@ -1,20 +1,22 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { AppConfig } from '../config/app-config.js';
-import { DomainError } from '../common/errors.js';
-import { writeSse } from '../common/sse.js';
-import { Lifecycle } from '../health/lifecycle.service.js';
-import type { ResolvedAgent } from '../registry/services/agent-catalog.service.js';
-import { TaskService } from '../tasks/services/task.service.js';
-import { streamError } from '../tasks/controllers/requests.controller.js';
+import type { TenantPrincipal } from '../../common/auth.decorators.js';
+import { AppConfig } from '../../config/app-config.js';
+import { DomainError } from '../../common/errors.js';
+import { writeSse } from '../../common/sse.js';
+import { Lifecycle } from '../../health/lifecycle.service.js';
+import type { ResolvedAgent } from '../../registry/services/agent-catalog.service.js';
+import { TaskService } from '../../tasks/task.service.js';
+import { OpenStreams } from '../../tenants/services/open-streams.service.js';
+import { NativeTail, streamError } from './native-tail.service.js';
 
 const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
 const KEY = /^[\x21-\x7e]{1,255}$/;
 const FINGERPRINT = 'x-arbiter.request_fingerprint';
 
 export interface NativeStart {
-  tenantId: string;
+  principal: TenantPrincipal;
   agent: ResolvedAgent;
   message: string;
   contextId?: string;
@@ -33,6 +35,8 @@ export interface NativeStart {
 export class NativeRuns {
   constructor(
     private readonly tasks: TaskService,
+    private readonly tail: NativeTail,
+    private readonly streams: OpenStreams,
     private readonly config: AppConfig,
     private readonly lifecycle: Lifecycle,
   ) {}
@@ -42,14 +46,15 @@ export class NativeRuns {
    * resolution and validation stay with the caller), starts or finds the
    * run, and streams it.
    */
-  async serve(req: Request, res: Response, tenantId: string, build: () => Promise<NativeStart>): Promise<void> {
+  async serve(req: Request, res: Response, build: () => Promise<NativeStart>): Promise<void> {
     const key = this.idempotencyKey(req);
-    const run = await this.start(await build(), key);
-    await this.stream(tenantId, run, res);
+    const start = await build();
+    const run = await this.start(start, key);
+    await this.stream(start.principal, run, res);
   }
 
   /** Reads and checks the `Idempotency-Key` header. */
-  idempotencyKey(req: Request): string | undefined {
+  private idempotencyKey(req: Request): string | undefined {
     const raw = req.headers['idempotency-key'];
     if (raw === undefined) return undefined;
     if (typeof raw !== 'string' || !KEY.test(raw)) {
@@ -60,11 +65,11 @@ export class NativeRuns {
     return raw;
   }
 
-  async start(s: NativeStart, key: string | undefined): Promise<{ taskId: string; replayed: boolean }> {
+  private async start(s: NativeStart, key: string | undefined): Promise<{ taskId: string; replayed: boolean }> {
     if (this.lifecycle.shuttingDown) throw new DomainError('unavailable', 'server is shutting down; retry the request');
     const fingerprint = sha256(JSON.stringify(s.request));
     const r = await this.tasks.create({
-      tenantId: s.tenantId,
+      tenantId: s.principal.tenantId,
       agent: s.agent,
       message: {
         messageId: key ? `idem:${sha256(key).slice(0, 48)}` : randomUUID(),
@@ -72,7 +77,6 @@ export class NativeRuns {
         parts: [{ text: s.message }],
         ...(s.contextId ? { contextId: s.contextId } : {}),
       },
-      text: s.message,
       metadata: key ? { [FINGERPRINT]: fingerprint } : {},
     });
     if (r.duplicate && r.snapshot.metadata[FINGERPRINT] !== fingerprint) {
@@ -85,14 +89,24 @@ export class NativeRuns {
   }
 
   /** Streams the run's events from the first one (a replay sends the stored ones, then live ones). */
-  async stream(tenantId: string, run: { taskId: string; replayed: boolean }, res: Response): Promise<void> {
+  private async stream(
+    principal: TenantPrincipal,
+    run: { taskId: string; replayed: boolean },
+    res: Response,
+  ): Promise<void> {
     res.setHeader('Arbiter-Request-Id', run.taskId);
     if (run.replayed) res.setHeader('Idempotent-Replayed', 'true');
     const abort = new AbortController();
-    await writeSse(res, this.tasks.nativeTail(tenantId, run.taskId, 0, abort.signal), {
-      heartbeatMs: this.config.sseHeartbeatMs,
-      abort,
-      onError: (err) => streamError(err, run.taskId),
-    });
+    const frames = await this.tail.open(principal.tenantId, run.taskId, 0, abort.signal);
+    const release = this.streams.hold(principal, abort);
+    try {
+      await writeSse(res, frames, {
+        heartbeatMs: this.config.sseHeartbeatMs,
+        abort,
+        onError: (err) => streamError(err, run.taskId),
+      });
+    } finally {
+      release();
+    }
   }
 }

@@ -1,8 +1,8 @@
 import { Catch, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { isDatabaseUnavailable } from '../common/db-errors.js';
-import { HttpExceptionFilter } from '../common/http-exception.filter.js';
-import { A2aError, toJsonRpcError } from './a2a-errors.js';
+import { isDatabaseUnavailable } from '../../common/db-errors.js';
+import { HttpExceptionFilter } from '../../common/http-exception.filter.js';
+import { toJsonRpcError } from './jsonrpc-errors.js';
 
 /**
  * On the JSON-RPC route, a database outage before the handler runs (the
@@ -11,20 +11,20 @@ import { A2aError, toJsonRpcError } from './a2a-errors.js';
  * asked for. Everything else is answered as on every other route.
  */
 @Catch()
-export class A2aUnavailableFilter implements ExceptionFilter {
+export class JsonRpcGuardErrors implements ExceptionFilter {
+  private readonly fallback = new HttpExceptionFilter();
+
   catch(err: unknown, host: ArgumentsHost): void {
     const req = host.switchToHttp().getRequest<Request>();
     const res = host.switchToHttp().getResponse<Response>();
     if (isDatabaseUnavailable(err) && req.method === 'POST' && !res.headersSent) {
       const version = String(req.headers['a2a-version'] ?? '').trim();
-      const dialect = version.startsWith('1') ? '1.0' : '0.3';
-      const known = A2aError.from(err) ?? new A2aError('internal', 'internal error');
       res.setHeader('Retry-After', '1');
-      res.status(503).json({ jsonrpc: '2.0', id: null, error: toJsonRpcError(known, dialect) });
+      res
+        .status(503)
+        .json({ jsonrpc: '2.0', id: null, error: toJsonRpcError(err, version.startsWith('1') ? '1.0' : '0.3') });
       return;
     }
     this.fallback.catch(err, host);
   }
-
-  private readonly fallback = new HttpExceptionFilter();
 }

@@ -2,13 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, Repository } from 'typeorm';
-import { CURSOR_FIELDS, decodeCursor, encodeCursor } from '../common/cursor.js';
-import { DomainError } from '../common/errors.js';
-import { DEFAULT_PAGE_SIZE, type Page } from '../common/pagination.dto.js';
-import { ConversationEntity } from '../orchestrator/entities/conversation.entity.js';
-import { MASTER_AGENT_ID } from '../registry/constitution.js';
-import { AgentCatalog, type ResolvedAgent } from '../registry/services/agent-catalog.service.js';
-import { TaskService } from '../tasks/services/task.service.js';
+import { CURSOR_FIELDS, decodeCursor, encodeCursor } from '../../common/cursor.js';
+import { DomainError } from '../../common/errors.js';
+import { DEFAULT_PAGE_SIZE, type Page } from '../../common/pagination.dto.js';
+import { ConversationEntity } from '../entities/conversation.entity.js';
+import { MASTER_AGENT_ID } from '../../registry/constitution.js';
+import { AgentCatalog, type ResolvedAgent } from '../../registry/services/agent-catalog.service.js';
+import { TaskService } from '../../tasks/task.service.js';
 
 export interface ConversationView {
   id: string;

@@ -1,0 +1,199 @@
+import { Injectable } from '@nestjs/common';
+import type { TenantPrincipal } from '../../common/auth.decorators.js';
+import { CURSOR_FIELDS, decodeCursor, encodeCursor } from '../../common/cursor.js';
+import { DomainError } from '../../common/errors.js';
+import { AppConfig } from '../../config/app-config.js';
+import { Lifecycle } from '../../health/lifecycle.service.js';
+import type { ResolvedAgent } from '../../registry/services/agent-catalog.service.js';
+import { EventLog } from '../../tasks/event-log/event-log.service.js';
+import { TaskService } from '../../tasks/task.service.js';
+import type { TaskSnapshot } from '../../tasks/task-snapshot.js';
+import { isSettled, isTerminal } from '../../tasks/task-state.js';
+import { A2aError } from '../a2a-errors.js';
+import type { GetParams, IdParams, ListParams, ListResult, SendParams, StreamItem } from '../dialects/dialect.js';
+import { checkParts } from '../dialects/message-input.js';
+
+/** Who calls, on which agent; `signal` aborts when the client goes away (it stops streams, never the task). */
+export interface CallContext {
+  principal: TenantPrincipal;
+  agent: ResolvedAgent;
+  signal: AbortSignal;
+}
+
+/** A stream's task and its items (the task first, then events from its log). */
+export interface A2aStream {
+  task: { id: string; contextId: string };
+  items: AsyncIterable<StreamItem>;
+}
+
+/**
+ * The A2A operations (spec §3.1), one typed method each, behind every
+ * binding and both dialects: internal shapes in and out; the bindings parse
+ * and render. Tasks are the engine's; this adds the protocol's rules.
+ */
+@Injectable()
+export class A2aRequestHandler {
+  constructor(
+    private readonly tasks: TaskService,
+    private readonly log: EventLog,
+    private readonly config: AppConfig,
+    private readonly lifecycle: Lifecycle,
+  ) {}
+
+  /** §3.1.1: runs the message; blocking (the default) returns the task once it is terminal or interrupted. */
+  async sendMessage(ctx: CallContext, p: SendParams): Promise<TaskSnapshot> {
+    const { taskId, afterSeq, created } = await this.start(ctx, p);
+    if (!p.returnImmediately) return this.tasks.settled(ctx.principal.tenantId, taskId, afterSeq, ctx.signal);
+    return created ?? this.tasks.get(ctx.principal.tenantId, taskId);
+  }
+
+  /** §3.1.2: the task, then its events until it is terminal or interrupted after this message. */
+  async sendStreamingMessage(ctx: CallContext, p: SendParams): Promise<A2aStream> {
+    const { taskId, created, afterSeq } = await this.start(ctx, p);
+    const first = created ?? (await this.tasks.get(ctx.principal.tenantId, taskId));
+    return {
+      task: { id: first.id, contextId: first.contextId },
+      items: this.follow(ctx, first, isSettled, afterSeq, { historyLength: p.historyLength }),
+    };
+  }
+
+  /** §3.1.3 */
+  getTask(ctx: CallContext, p: GetParams): Promise<TaskSnapshot> {
+    return this.tasks.get(ctx.principal.tenantId, p.id, ctx.agent.id);
+  }
+
+  /** §3.1.4: the agent's tasks, newest status first, by opaque page token. */
+  async listTasks(ctx: CallContext, p: ListParams): Promise<ListResult> {
+    let before: { updatedAt: string; taskId: string } | undefined;
+    try {
+      const c = decodeCursor(p.pageToken, ['u', 't'] as const, { u: CURSOR_FIELDS.timestamp, t: CURSOR_FIELDS.taskId });
+      before = c ? { updatedAt: c.u, taskId: c.t } : undefined;
+    } catch (err) {
+      if (err instanceof DomainError)
+        throw A2aError.invalidParams('params.pageToken', 'is not a token this server issued');
+      throw err;
+    }
+    const { tasks, total, more } = await this.tasks.list({
+      tenantId: ctx.principal.tenantId,
+      agentId: ctx.agent.id,
+      contextId: p.contextId,
+      state: p.state,
+      updatedAfter: p.statusTimestampAfter,
+      limit: p.pageSize,
+      before,
+    });
+    const last = tasks[tasks.length - 1];
+    return {
+      tasks,
+      nextPageToken: more && last ? encodeCursor({ u: last.timestamp, t: last.id }) : '',
+      pageSize: p.pageSize,
+      totalSize: total,
+      view: { historyLength: p.historyLength, includeArtifacts: p.includeArtifacts },
+    };
+  }
+
+  /** §3.1.5 */
+  cancelTask(ctx: CallContext, p: IdParams): Promise<TaskSnapshot> {
+    return this.tasks.cancel(ctx.principal.tenantId, p.id, { agentId: ctx.agent.id });
+  }
+
+  /**
+   * §3.1.6: the current task, then live events until it is terminal; a
+   * terminal task is an error. `replay` is v0.3's `tasks/resubscribe` (seed
+   * 002): the whole log from the start, and a terminal task gets its final status.
+   */
+  async subscribeToTask(ctx: CallContext, p: IdParams, replay: boolean): Promise<A2aStream> {
+    const task = await this.tasks.get(ctx.principal.tenantId, p.id, ctx.agent.id);
+    const ref = { id: task.id, contextId: task.contextId };
+    if (!replay) {
+      if (isTerminal(task.state)) {
+        throw new A2aError(
+          'unsupported_operation',
+          `task '${task.id}' is ${task.state}; there is nothing to subscribe to`,
+        );
+      }
+      return { task: ref, items: this.follow(ctx, task, isTerminal, 0, {}) };
+    }
+    if (isTerminal(task.state)) return { task: ref, items: finalStatusOnly(task) };
+    return { task: ref, items: this.replay(ctx, task.id) };
+  }
+
+  /** §3.1.7–3.1.10: this agent's card says `pushNotifications: false`. */
+  pushNotificationConfig(): never {
+    throw new A2aError(
+      'push_not_supported',
+      'push notifications are not supported by this agent (its card says pushNotifications: false); use streaming or polling',
+    );
+  }
+
+  /** §3.1.11: this agent's card says `extendedAgentCard: false`. */
+  getExtendedAgentCard(): never {
+    throw new A2aError(
+      'unsupported_operation',
+      'this agent has no authenticated extended card (its card says extendedAgentCard: false)',
+    );
+  }
+
+  /** Creates the task, or continues the one the message names. */
+  private async start(
+    ctx: CallContext,
+    p: SendParams,
+  ): Promise<{ taskId: string; afterSeq: number; created?: TaskSnapshot }> {
+    if (this.lifecycle.shuttingDown) {
+      // Retryable: another replica (or this one, restarted) takes the message.
+      throw new A2aError('internal', 'server is shutting down; retry the request', undefined, { retryable: 'true' });
+    }
+    if (p.pushConfigRequested) this.pushNotificationConfig();
+    checkParts(p.message.parts, 'params.message.parts', this.config.maxTextFileBytes);
+    const input = { tenantId: ctx.principal.tenantId, agent: ctx.agent, message: p.message };
+    if (p.message.taskId) {
+      const { taskId, seq } = await this.tasks.continue({ ...input, taskId: p.message.taskId });
+      return { taskId, afterSeq: seq };
+    }
+    const { taskId, snapshot } = await this.tasks.create(input);
+    return { taskId, afterSeq: 0, created: snapshot };
+  }
+
+  private async *follow(
+    ctx: CallContext,
+    first: TaskSnapshot,
+    stopAt: (state: string) => boolean,
+    afterSeq: number,
+    view: { historyLength?: number },
+  ): AsyncGenerator<StreamItem> {
+    yield { type: 'task', task: first, view };
+    if (isTerminal(first.state) || (afterSeq === 0 && stopAt(first.state))) return;
+    for await (const event of this.log.tail(ctx.principal.tenantId, first.id, first.lastSeq, ctx.signal)) {
+      // A continuation's stream ends at a settled state written after its message, not at the one it continued.
+      const final = event.kind === 'status' && event.seq > afterSeq && stopAt(event.payload.state);
+      yield { type: 'event', event, final };
+      if (final) return;
+    }
+  }
+
+  private async *replay(ctx: CallContext, taskId: string): AsyncGenerator<StreamItem> {
+    for await (const event of this.log.tail(ctx.principal.tenantId, taskId, 0, ctx.signal)) {
+      yield { type: 'event', event, final: event.kind === 'status' && isTerminal(event.payload.state) };
+    }
+  }
+}
+
+async function* finalStatusOnly(task: TaskSnapshot): AsyncGenerator<StreamItem> {
+  await Promise.resolve();
+  yield {
+    type: 'event',
+    final: true,
+    event: {
+      taskId: task.id,
+      seq: task.lastSeq,
+      createdAt: task.timestamp,
+      kind: 'status',
+      payload: {
+        state: task.state,
+        ...(task.statusMessage ? { message: task.statusMessage } : {}),
+        ...(task.errorMessage ? { error: task.errorMessage } : {}),
+        timestamp: task.timestamp,
+      },
+    },
+  };
+}

@@ -1,0 +1,62 @@
+import { findJsonProblem, MAX_JSON_DEPTH } from '../../common/json-guard.js';
+import { A2aError } from '../a2a-errors.js';
+import { isObject, type Json } from '../dialects/params.js';
+
+export type RpcId = string | number | null;
+
+/** A JSON-RPC 2.0 request object, checked (spec §9, JSON-RPC 2.0 §4). */
+export interface Envelope {
+  id: RpcId;
+  method: string;
+  params: Json;
+}
+
+/** A request that could not be read: the error, and the id as far as it could be read (else null). */
+export class EnvelopeError extends Error {
+  constructor(
+    readonly id: RpcId,
+    readonly error: A2aError,
+  ) {
+    super(error.message);
+    this.name = 'EnvelopeError';
+  }
+}
+
+const MEMBERS = new Set(['jsonrpc', 'id', 'method', 'params']);
+
+/** Reads a request body into an envelope; pure. Batches are refused; unknown members too. */
+export function parseEnvelope(text: string): Envelope {
+  let id: RpcId = null;
+  const fail = (error: A2aError): never => {
+    throw new EnvelopeError(id, error);
+  };
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return fail(new A2aError('parse_error', 'invalid JSON payload'));
+  }
+  if (Array.isArray(body)) return fail(new A2aError('invalid_request', 'batch requests are not supported'));
+  if (!isObject(body))
+    return fail(new A2aError('invalid_request', 'the request must be a JSON-RPC 2.0 request object'));
+  const rawId = body.id;
+  if (typeof rawId === 'number' && Number.isFinite(rawId)) id = rawId;
+  else if (typeof rawId === 'string' && findJsonProblem(rawId) === undefined && rawId.length <= 1024) id = rawId;
+  else if (rawId !== undefined && rawId !== null) {
+    fail(new A2aError('invalid_request', 'id must be a string (at most 1024 characters), a number or null'));
+  }
+  const problem = findJsonProblem(body, MAX_JSON_DEPTH, 'request');
+  if (problem?.kind === 'depth') fail(new A2aError('invalid_request', `${problem.path} ${problem.problem}`));
+  if (problem) fail(A2aError.invalidParams(problem.path.replace(/^request\./, ''), problem.problem));
+  if (body.jsonrpc !== '2.0') fail(new A2aError('invalid_request', 'jsonrpc must be "2.0"'));
+  if (typeof body.method !== 'string' || body.method.length === 0) {
+    return fail(new A2aError('invalid_request', 'method must be a non-empty string'));
+  }
+  const extra = Object.keys(body).find((k) => !MEMBERS.has(k));
+  if (extra !== undefined) fail(new A2aError('invalid_request', `unknown member '${extra}' in the request object`));
+  const params = body.params;
+  if (params !== undefined && params !== null && !isObject(params)) {
+    fail(A2aError.invalidParams('params', 'must be an object'));
+  }
+  return { id, method: body.method, params: isObject(params) ? params : {} };
+}

@@ -1,0 +1,48 @@
+import { Injectable } from '@nestjs/common';
+import type { ParsedParams, WireDialect } from '../dialects/dialect.js';
+import { A2aRequestHandler, type A2aStream, type CallContext } from '../handler/a2a-request-handler.js';
+
+/** A method's outcome on the wire: a result object, or a stream of events. */
+export type Invocation = { kind: 'result'; result: unknown } | { kind: 'stream'; stream: A2aStream };
+
+/**
+ * The JSON-RPC binding (spec §9): one method call → the typed request
+ * handler → the dialect's rendering. Both dialects' method names land here
+ * as the same operations; only the dialect's parsing and rendering differ.
+ */
+@Injectable()
+export class JsonRpcBinding {
+  constructor(private readonly handler: A2aRequestHandler) {}
+
+  async invoke(dialect: WireDialect, call: ParsedParams, ctx: CallContext): Promise<Invocation> {
+    const h = this.handler;
+    const result = (r: unknown): Invocation => ({ kind: 'result', result: r });
+    switch (call.op) {
+      case 'send': {
+        const task = await h.sendMessage(ctx, call.params);
+        return result(dialect.sendResult(task, { historyLength: call.params.historyLength }));
+      }
+      case 'stream':
+        return { kind: 'stream', stream: await h.sendStreamingMessage(ctx, call.params) };
+      case 'get':
+        return result(dialect.task(await h.getTask(ctx, call.params), { historyLength: call.params.historyLength }));
+      case 'list':
+        return result(dialect.list(await h.listTasks(ctx, call.params)));
+      case 'cancel':
+        return result(dialect.task(await h.cancelTask(ctx, call.params), {}));
+      case 'subscribe':
+        return { kind: 'stream', stream: await h.subscribeToTask(ctx, call.params, dialect.replaysOnSubscribe) };
+      case 'push_set':
+      case 'push_get':
+      case 'push_list':
+      case 'push_delete':
+        return h.pushNotificationConfig();
+      case 'extended_card':
+        return h.getExtendedAgentCard();
+      default: {
+        const unreachable: never = call;
+        return unreachable;
+      }
+    }
+  }
+}

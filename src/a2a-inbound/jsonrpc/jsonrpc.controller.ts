@@ -1,0 +1,138 @@
+import { All, Controller, HttpCode, Logger, Param, Post, Req, Res, UseFilters } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { CurrentTenant, type TenantPrincipal } from '../../common/auth.decorators.js';
+import { DomainError, requestIdOf } from '../../common/errors.js';
+import { safeError } from '../../common/safe-error.js';
+import { writeSse } from '../../common/sse.js';
+import { AppConfig } from '../../config/app-config.js';
+import { AGENT_ID_PATTERN } from '../../registry/constitution.js';
+import { AgentCatalog } from '../../registry/services/agent-catalog.service.js';
+import { OpenStreams } from '../../tenants/services/open-streams.service.js';
+import { A2aError, type Dialect } from '../a2a-errors.js';
+import type { WireDialect } from '../dialects/dialect.js';
+import { V03Dialect } from '../dialects/v03.dialect.js';
+import { V1Dialect } from '../dialects/v1.dialect.js';
+import type { A2aStream } from '../handler/a2a-request-handler.js';
+import { negotiateVersion } from '../version.js';
+import { EnvelopeError, parseEnvelope, type RpcId } from './envelope.js';
+import { JsonRpcBinding } from './jsonrpc-binding.js';
+import { toJsonRpcError, type JsonRpcErrorObject } from './jsonrpc-errors.js';
+import { JsonRpcGuardErrors } from './jsonrpc-guard-errors.filter.js';
+
+const V1 = new V1Dialect();
+const V03 = new V03Dialect();
+
+/** The dialect a method name belongs to: a v0.3 name is served in v0.3 shapes under any accepted version. */
+function dialectOf(method: string): WireDialect | undefined {
+  if (Object.hasOwn(V03.methods, method)) return V03;
+  if (Object.hasOwn(V1.methods, method)) return V1;
+  return undefined;
+}
+
+/**
+ * `POST /v1/a2a/agents/:id`: JSON-RPC 2.0 (spec §9). Reads the version,
+ * the envelope and the method's dialect, hands the call to the binding, and
+ * writes the reply or the SSE stream. Every JSON-RPC error is HTTP 200.
+ */
+@UseFilters(JsonRpcGuardErrors)
+@Controller('v1/a2a/agents')
+export class JsonRpcController {
+  private readonly logger = new Logger('A2A');
+
+  constructor(
+    private readonly binding: JsonRpcBinding,
+    private readonly catalog: AgentCatalog,
+    private readonly streams: OpenStreams,
+    private readonly config: AppConfig,
+  ) {}
+
+  @Post(':id')
+  @HttpCode(200)
+  async rpc(
+    @CurrentTenant() t: TenantPrincipal,
+    @Param('id') agentId: string,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    if (!AGENT_ID_PATTERN.test(agentId)) throw DomainError.notFound(`agent '${agentId.slice(0, 64)}'`);
+    const negotiated = negotiateVersion(req.headers['a2a-version'], req.query['A2A-Version']);
+    if (typeof negotiated === 'object') {
+      // Before any envelope parsing, so the id is null (seed 002).
+      const err = new A2aError(
+        'version_not_supported',
+        `A2A-Version '${negotiated.unsupported}' is not supported; supported: 1.0, 0.3`,
+        undefined,
+        { requestedVersion: negotiated.unsupported, supportedVersions: '1.0,0.3' },
+      );
+      this.reply(res, null, this.error(err, '1.0', req));
+      return;
+    }
+    let dialect: WireDialect = negotiated === '1.0' ? V1 : V03;
+    let id: RpcId = null;
+    const abort = new AbortController();
+    const release = this.streams.hold(t, abort);
+    res.on('close', () => abort.abort(new Error('client disconnected')));
+    try {
+      const envelope = parseEnvelope(typeof req.body === 'string' ? req.body : '');
+      id = envelope.id;
+      const methodDialect = dialectOf(envelope.method);
+      if (!methodDialect) throw new A2aError('method_not_found', `method '${envelope.method.slice(0, 64)}' not found`);
+      dialect = methodDialect;
+      const call = dialect.parse(dialect.methods[envelope.method], envelope.params);
+      const agent = await this.catalog.resolve(t.tenantId, agentId);
+      if (!agent) throw DomainError.notFound(`agent '${agentId}'`);
+      const outcome = await this.binding.invoke(dialect, call, { principal: t, agent, signal: abort.signal });
+      if (outcome.kind === 'result') this.reply(res, id, undefined, outcome.result);
+      else await this.stream(req, res, id, dialect, outcome.stream, abort);
+    } catch (err) {
+      if (err instanceof EnvelopeError) this.reply(res, err.id, this.error(err.error, dialect.version, req));
+      else if (!res.headersSent) this.reply(res, id, this.error(err, dialect.version, req));
+    } finally {
+      release();
+    }
+  }
+
+  /** Any other HTTP method on the endpoint. */
+  @All(':id')
+  wrongMethod(@Res() res: Response): void {
+    res.setHeader('Allow', 'POST');
+    res.status(405).json({ error: 'use POST for JSON-RPC requests', code: 'method_not_allowed' });
+  }
+
+  private async stream(
+    req: Request,
+    res: Response,
+    id: RpcId,
+    dialect: WireDialect,
+    stream: A2aStream,
+    abort: AbortController,
+  ): Promise<void> {
+    async function* frames() {
+      for await (const item of stream.items) {
+        const frame = dialect.streamItem(item, stream.task);
+        if (frame === undefined) continue;
+        const seq = item.type === 'task' ? item.task.lastSeq : item.event.seq;
+        yield { id: seq, event: 'message', data: { jsonrpc: '2.0', id, result: frame } };
+      }
+    }
+    await writeSse(res, frames(), {
+      heartbeatMs: this.config.sseHeartbeatMs,
+      abort,
+      onError: (err) => ({
+        event: 'message',
+        data: { jsonrpc: '2.0', id, error: this.error(err, dialect.version, req) },
+      }),
+    });
+  }
+
+  private error(err: unknown, dialect: Dialect, req: Request): JsonRpcErrorObject {
+    return toJsonRpcError(err, dialect, (e) =>
+      this.logger.error({ err: safeError(e), request_id: requestIdOf(req) }, 'JSON-RPC request failed'),
+    );
+  }
+
+  private reply(res: Response, id: RpcId, error?: JsonRpcErrorObject, result?: unknown): void {
+    if (res.headersSent || res.writableEnded) return;
+    res.status(200).json(error ? { jsonrpc: '2.0', id, error } : { jsonrpc: '2.0', id, result: result ?? null });
+  }
+}

@@ -1,0 +1,49 @@
+import type { StoredTaskEvent } from '../task-events.js';
+
+/** The PostgreSQL channel of change notices: `<instance>|<task id>|<last seq>`, sent on commit. */
+export const TASK_EVENTS_CHANNEL = 'arbiter_task_events';
+
+/** States in which a task is waiting for input (no run holds it). */
+export const INTERRUPTED_SQL = `('TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_AUTH_REQUIRED')`;
+export const TERMINAL_SQL = `('TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED')`;
+
+/** `now() + ms` in SQL, for lease expiry (database time, so replicas' clocks do not matter). */
+export const leaseExpiry = (ms: string): string => `now() + make_interval(secs => ${ms}::int / 1000.0)`;
+
+/** Who runs a task: its owner (a process instance id) and how long the claim holds without renewal. */
+export interface Lease {
+  owner: string;
+  ms: number;
+}
+
+export interface EventRow {
+  task_id: string;
+  seq: number;
+  kind: string;
+  payload: unknown;
+  created_at: Date;
+}
+
+export const EVENT_COLUMNS = 'task_id, seq, kind, payload, created_at';
+
+export function toStoredEvent(r: EventRow): StoredTaskEvent {
+  return {
+    taskId: r.task_id,
+    seq: r.seq,
+    kind: r.kind,
+    payload: r.payload,
+    createdAt: r.created_at.toISOString(),
+  } as StoredTaskEvent;
+}
+
+export const toStoredEvents = (rows: EventRow[]): StoredTaskEvent[] =>
+  rows.map(toStoredEvent).sort((a, b) => a.seq - b.seq);
+
+/** Builds a parameter list as SQL text is assembled: `p.add(v)` returns `$n`. */
+export class Params {
+  readonly values: unknown[] = [];
+  add(v: unknown): string {
+    this.values.push(v);
+    return `$${this.values.length}`;
+  }
+}

@@ -1,0 +1,238 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+import { InstanceIdentity } from '../runs/instance-identity.js';
+import type { ArtifactJson, MessageJson, StoredTaskEvent, TaskEventBody } from '../task-events.js';
+import { allowedFrom, NON_TERMINAL_STATES, type TaskStateName } from '../task-state.js';
+import {
+  EVENT_COLUMNS,
+  leaseExpiry,
+  Params,
+  TASK_EVENTS_CHANNEL,
+  toStoredEvents,
+  type EventRow,
+  type Lease,
+} from './sql.js';
+
+/** Row changes that go with an append, applied in the same statement. */
+export interface TaskRowChange {
+  /** Claim the task for a run (a lease), or release the claim (null). */
+  lease?: Lease | null;
+  state?: TaskStateName;
+  statusMessage?: MessageJson | null;
+  errorMessage?: string;
+  historyAppend?: MessageJson[];
+  artifacts?: ArtifactJson[];
+  tokens?: { input: number; output: number };
+  /** Write only if the task has no user message after this seq (a run settling after taking its input). */
+  inputsUpTo?: number;
+}
+
+/**
+ * Which tasks an end from outside their runs applies to: one task, every
+ * unfinished task of a tenant, or running tasks whose owner stopped renewing
+ * its lease (`restarted`: every running task not owned by `owner`, for the
+ * embedded database's single process at start). `held` are runs alive here.
+ */
+export type EndScope =
+  | { kind: 'task'; tenantId: string; taskId: string }
+  | { kind: 'tenant'; tenantId: string }
+  | { kind: 'orphans'; owner: string; held: string[]; restarted?: boolean };
+
+/** A task an end applies to, as read before writing it. */
+export interface EndCandidate {
+  taskId: string;
+  tenantId: string;
+  lastSeq: number;
+  artifacts: ArtifactJson[];
+}
+
+const RUNNING: TaskStateName[] = ['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING'];
+
+/** The SQL condition of a scope on the task row aliased `a` (the state condition included). */
+function scopeSql(scope: EndScope, p: Params): string {
+  switch (scope.kind) {
+    case 'task':
+      return `a.task_id = ${p.add(scope.taskId)} AND a.tenant_id = ${p.add(scope.tenantId)} AND a.state = ANY(${p.add(NON_TERMINAL_STATES)}::text[])`;
+    case 'tenant':
+      return `a.tenant_id = ${p.add(scope.tenantId)} AND a.state = ANY(${p.add(NON_TERMINAL_STATES)}::text[])`;
+    case 'orphans': {
+      const owner = p.add(scope.owner);
+      const lost = scope.restarted
+        ? `(a.owner_instance IS DISTINCT FROM ${owner} OR a.lease_expires_at < now())`
+        : `(a.lease_expires_at < now() AND NOT (a.owner_instance = ${owner} AND a.task_id = ANY(${p.add(scope.held)}::varchar[])))`;
+      return `a.state = ANY(${p.add(RUNNING)}::text[]) AND ${lost}`;
+    }
+    default: {
+      const unreachable: never = scope;
+      return unreachable;
+    }
+  }
+}
+
+/**
+ * The event log: gap-free `seq` per task. Every write is one statement that
+ * advances the task row's `last_seq` (moving its state along the state
+ * machine) and inserts the events, or writes nothing; a NOTIFY on commit
+ * tells the other replicas.
+ */
+@Injectable()
+export class TaskEventRepository {
+  constructor(
+    @InjectDataSource() private readonly ds: DataSource,
+    private readonly identity: InstanceIdentity,
+  ) {}
+
+  /**
+   * Appends events and applies `change` atomically. Null when the task is
+   * not in a state that allows it (terminal, or a transition the state
+   * machine forbids) or `inputsUpTo` is stale: then nothing was written.
+   */
+  async append(taskId: string, events: TaskEventBody[], change: TaskRowChange = {}): Promise<StoredTaskEvent[] | null> {
+    if (events.length === 0) return [];
+    const from = change.state ? allowedFrom(change.state) : NON_TERMINAL_STATES;
+    let at: string | null = null;
+    for (const e of events) if (e.kind === 'status') at = e.payload.timestamp;
+    const rows = await this.ds.query<EventRow[]>(
+      `WITH t AS (
+         UPDATE a2a_tasks SET
+           last_seq = last_seq + $3::int,
+           state = COALESCE($4::varchar, state),
+           updated_at = CASE WHEN $4::text IS NOT NULL THEN COALESCE($13::timestamptz, date_trunc('milliseconds', clock_timestamp())) ELSE updated_at END,
+           status_message = CASE WHEN $5::boolean THEN $6::jsonb ELSE status_message END,
+           error_message = COALESCE($7::text, error_message),
+           history = history || $8::jsonb,
+           artifacts = COALESCE($9::jsonb, artifacts),
+           input_tokens = COALESCE($10::int, input_tokens),
+           output_tokens = COALESCE($11::int, output_tokens),
+           owner_instance = CASE WHEN $14::boolean THEN $15::varchar ELSE owner_instance END,
+           lease_expires_at = CASE WHEN $14::boolean
+             THEN (CASE WHEN $15::varchar IS NULL THEN NULL ELSE ${leaseExpiry('$16')} END)
+             ELSE lease_expires_at END
+         WHERE task_id = $1 AND state = ANY($12::text[]) AND ($18::int IS NULL OR last_input_seq <= $18::int)
+         RETURNING last_seq
+       )
+       , n AS (SELECT pg_notify('${TASK_EVENTS_CHANNEL}', $17::text || '|' || $1 || '|' || t.last_seq) AS sent FROM t)
+       INSERT INTO task_events (task_id, seq, kind, payload)
+       SELECT $1, t.last_seq - $3::int + e.ord::int, e.value->>'kind', e.value->'payload'
+         FROM t, n, jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(value, ord)
+       RETURNING ${EVENT_COLUMNS}`,
+      [
+        taskId,
+        JSON.stringify(events),
+        events.length,
+        change.state ?? null,
+        change.statusMessage !== undefined,
+        change.statusMessage ? JSON.stringify(change.statusMessage) : null,
+        change.errorMessage ?? null,
+        JSON.stringify(change.historyAppend ?? []),
+        change.artifacts ? JSON.stringify(change.artifacts) : null,
+        change.tokens?.input ?? null,
+        change.tokens?.output ?? null,
+        from,
+        // The status timestamp clients see in the event is the one stored on the row.
+        at,
+        change.lease !== undefined,
+        change.lease?.owner ?? null,
+        change.lease?.ms ?? 0,
+        // The notice (sent on commit) tells other replicas' subscribers to read the log up to this seq.
+        this.identity.id,
+        change.inputsUpTo ?? null,
+      ],
+    );
+    if (rows.length === 0) return null;
+    return toStoredEvents(rows);
+  }
+
+  /** A task's events after `afterSeq` (up to `uptoSeq`), oldest first. */
+  async events(tenantId: string, taskId: string, afterSeq: number, uptoSeq?: number): Promise<StoredTaskEvent[]> {
+    const rows = await this.ds.query<EventRow[]>(
+      `SELECT ${EVENT_COLUMNS} FROM task_events
+        WHERE task_id = $1 AND seq > $2 AND ($3::int IS NULL OR seq <= $3)
+          AND EXISTS (SELECT 1 FROM a2a_tasks a WHERE a.task_id = $1 AND a.tenant_id = $4)
+        ORDER BY seq`,
+      [taskId, afterSeq, uptoSeq ?? null, tenantId],
+    );
+    return toStoredEvents(rows);
+  }
+
+  /** What a run must act on after `afterSeq`: user messages for it, and status changes (an end written elsewhere). */
+  async controlEvents(tenantId: string, taskId: string, afterSeq: number): Promise<StoredTaskEvent[]> {
+    const rows = await this.ds.query<EventRow[]>(
+      `SELECT ${EVENT_COLUMNS} FROM task_events
+        WHERE task_id = $1 AND seq > $2 AND kind IN ('message', 'status')
+          AND EXISTS (SELECT 1 FROM a2a_tasks a WHERE a.task_id = $1 AND a.tenant_id = $3)
+        ORDER BY seq`,
+      [taskId, afterSeq, tenantId],
+    );
+    return toStoredEvents(rows);
+  }
+
+  /** Artifact events of each task up to its seq, for folding artifacts; by task id. */
+  async artifactEvents(tasks: { taskId: string; uptoSeq: number }[]): Promise<Map<string, StoredTaskEvent[]>> {
+    const out = new Map<string, StoredTaskEvent[]>(tasks.map((t) => [t.taskId, []]));
+    if (tasks.length === 0) return out;
+    const rows = await this.ds.query<EventRow[]>(
+      `SELECT e.task_id, e.seq, e.kind, e.payload, e.created_at FROM task_events e
+         JOIN unnest($1::varchar[], $2::int[]) AS x(task_id, upto) ON x.task_id = e.task_id
+        WHERE e.kind = 'artifact' AND e.seq <= x.upto
+        ORDER BY e.task_id, e.seq`,
+      [tasks.map((t) => t.taskId), tasks.map((t) => t.uptoSeq)],
+    );
+    for (const e of toStoredEvents(rows)) out.get(e.taskId)?.push(e);
+    return out;
+  }
+
+  /** Up to `limit` unfinished tasks in `scope`, oldest lease first. */
+  async endCandidates(scope: EndScope, limit: number): Promise<EndCandidate[]> {
+    const p = new Params();
+    const rows = await this.ds.query<
+      { task_id: string; tenant_id: string; last_seq: number; artifacts: ArtifactJson[] }[]
+    >(
+      `SELECT a.task_id, a.tenant_id, a.last_seq, a.artifacts FROM a2a_tasks a WHERE ${scopeSql(scope, p)}
+        ORDER BY a.lease_expires_at NULLS FIRST, a.task_id LIMIT ${p.add(limit)}`,
+      p.values,
+    );
+    return rows.map((r) => ({ taskId: r.task_id, tenantId: r.tenant_id, lastSeq: r.last_seq, artifacts: r.artifacts }));
+  }
+
+  /**
+   * Ends many tasks in one statement: each still in `scope` (and, with
+   * `requireSeen`, unchanged since it was read at `seen`) gets the terminal
+   * `status` event, its folded artifacts, and loses its lease. Returns the
+   * status events written, one per task ended.
+   */
+  async endMany(
+    scope: EndScope,
+    tasks: { taskId: string; seen: number; artifacts: ArtifactJson[] }[],
+    status: Extract<TaskEventBody, { kind: 'status' }>['payload'],
+    requireSeen: boolean,
+  ): Promise<StoredTaskEvent[]> {
+    if (tasks.length === 0) return [];
+    const p = new Params();
+    const input = p.add(
+      JSON.stringify(tasks.map((t) => ({ task_id: t.taskId, seen: t.seen, artifacts: t.artifacts }))),
+    );
+    const where = scopeSql(scope, p);
+    const rows = await this.ds.query<EventRow[]>(
+      `WITH x AS (SELECT * FROM jsonb_to_recordset(${input}::jsonb) AS x(task_id varchar, seen int, artifacts jsonb)),
+       t AS (
+         UPDATE a2a_tasks a SET
+           last_seq = a.last_seq + 1,
+           state = ${p.add(status.state)},
+           updated_at = ${p.add(status.timestamp)}::timestamptz,
+           error_message = ${p.add(status.error ?? '')},
+           artifacts = x.artifacts,
+           owner_instance = NULL,
+           lease_expires_at = NULL
+         FROM x WHERE a.task_id = x.task_id AND (NOT ${p.add(requireSeen)}::boolean OR a.last_seq = x.seen) AND ${where}
+         RETURNING a.task_id, a.last_seq
+       ), n AS (SELECT t.task_id, pg_notify('${TASK_EVENTS_CHANNEL}', ${p.add(this.identity.id)}::text || '|' || t.task_id || '|' || t.last_seq) AS sent FROM t)
+       INSERT INTO task_events (task_id, seq, kind, payload)
+       SELECT t.task_id, t.last_seq, 'status', ${p.add(JSON.stringify(status))}::jsonb FROM t JOIN n ON n.task_id = t.task_id
+       RETURNING ${EVENT_COLUMNS}`,
+      p.values,
+    );
+    return toStoredEvents(rows);
+  }
+}

@@ -1,0 +1,128 @@
+import { Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap } from '@nestjs/common';
+import { AppConfig } from '../../config/app-config.js';
+import { safeError } from '../../common/safe-error.js';
+import { ReplicaChannel } from '../../database/replica-channel.service.js';
+import { TaskRepository } from '../repositories/task.repository.js';
+import type { Lease } from '../repositories/sql.js';
+import { InstanceIdentity } from './instance-identity.js';
+import { RunEnd } from './run-end.js';
+import { RunRegistry } from './run-registry.js';
+
+/**
+ * No task stays running forever. A run holds a lease on its task, renewed
+ * every third of `ARBITER_LEASE_MS`; every replica sweeps every quarter of it
+ * for running tasks whose lease ran out (their owner died) and ends them
+ * `failed` with "owner lost" — all of them, in batches — so an orphan ends
+ * within about 1.25 leases of its owner's last renewal plus the sweep itself.
+ *
+ * Expiry is judged by the database's clock. A replica that has just been
+ * without the database does not sweep for one lease after its last failure:
+ * the owners were cut off too and need that long to renew. A renewal that
+ * does not find a held task still leased here means it ended elsewhere: the
+ * run reads its log and stops. With the embedded database (one process), what
+ * an earlier process left running is ended at start.
+ */
+@Injectable()
+export class LeaseService implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger('Leases');
+  private timers: NodeJS.Timeout[] = [];
+  /** No sweeping before this time (ms since epoch): the database was away until recently. */
+  private quietUntil = 0;
+  private sweeping = false;
+
+  constructor(
+    private readonly tasks: TaskRepository,
+    private readonly registry: RunRegistry,
+    private readonly ends: RunEnd,
+    private readonly identity: InstanceIdentity,
+    private readonly channel: ReplicaChannel,
+    private readonly config: AppConfig,
+  ) {}
+
+  lease(): Lease {
+    return { owner: this.identity.id, ms: this.config.leaseMs };
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    if (this.config.usesEmbeddedDatabase) {
+      const ended = await this.ends.endTasks(
+        { kind: 'orphans', owner: this.identity.id, held: [], restarted: true },
+        { state: 'TASK_STATE_FAILED', error: 'server restarted' },
+      );
+      if (ended.length) this.logger.warn(`ended ${ended.length} task(s) left running: server restarted`);
+    }
+    await this.purge();
+    const every = (ms: number, fn: () => Promise<unknown>): void => {
+      const t = setInterval(() => {
+        fn().catch((err: unknown) => this.logger.warn({ err: safeError(err) }, 'lease upkeep failed'));
+      }, ms);
+      t.unref();
+      this.timers.push(t);
+    };
+    every(Math.max(100, Math.floor(this.config.leaseMs / 3)), () => this.renew());
+    every(Math.max(100, Math.floor(this.config.leaseMs / 4)), () => this.sweep());
+    every(60 * 60 * 1000, () => this.purge());
+  }
+
+  beforeApplicationShutdown(): void {
+    for (const t of this.timers) clearInterval(t);
+    this.timers = [];
+  }
+
+  /** Renews the leases of the runs held here; a run whose task is no longer leased here checks its log. */
+  async renew(): Promise<void> {
+    const runs = this.registry.all();
+    if (runs.length === 0) return;
+    let kept: Set<string>;
+    try {
+      kept = new Set(
+        await this.tasks.renewLeases(
+          this.identity.id,
+          runs.map((r) => r.taskId),
+          this.config.leaseMs,
+        ),
+      );
+    } catch (err) {
+      this.unwell();
+      throw err;
+    }
+    for (const run of runs) if (!kept.has(run.taskId)) void this.registry.catchUp(run);
+  }
+
+  /** Ends every orphaned running task; returns how many this replica ended. */
+  async sweep(): Promise<number> {
+    if (this.channel.enabled && !this.channel.connected) this.unwell();
+    if (this.sweeping || Date.now() < this.quietUntil) return 0;
+    this.sweeping = true;
+    try {
+      const ended = await this.ends.endTasks(
+        { kind: 'orphans', owner: this.identity.id, held: this.registry.all().map((r) => r.taskId) },
+        { state: 'TASK_STATE_FAILED', error: 'owner lost' },
+      );
+      if (ended.length) this.logger.warn(`ended ${ended.length} orphaned task(s): owner lost`);
+      return ended.length;
+    } catch (err) {
+      this.unwell();
+      throw err;
+    } finally {
+      this.sweeping = false;
+    }
+  }
+
+  /** Retention: deletes tasks that ended more than `ARBITER_RETENTION_DAYS` ago, in small batches. */
+  async purge(): Promise<number> {
+    let total = 0;
+    for (let i = 0; i < 100; i++) {
+      const n = await this.tasks.purgeEnded(this.config.retentionDays, 500);
+      total += n;
+      if (n < 500) break;
+    }
+    if (total) this.logger.log(`purged ${total} task(s) that ended over ${this.config.retentionDays} day(s) ago`);
+    return total;
+  }
+
+  /** The database (or the notice connection) failed: owners may have missed renewals, so hold the sweep back a lease. */
+  private unwell(): void {
+    this.quietUntil = Date.now() + this.config.leaseMs;
+  }
+}

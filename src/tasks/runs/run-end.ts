@@ -1,0 +1,177 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { safeError } from '../../common/safe-error.js';
+import { EventLog } from '../event-log/event-log.service.js';
+import {
+  TaskEventRepository,
+  type EndCandidate,
+  type EndScope,
+  type TaskRowChange,
+} from '../repositories/task-event.repository.js';
+import {
+  foldArtifacts,
+  type ArtifactJson,
+  type MessageJson,
+  type StoredTaskEvent,
+  type TaskEventBody,
+} from '../task-events.js';
+import type { HeldRun } from './run-registry.js';
+import type { RunWriter } from './run-writer.js';
+
+/** How a run ends: answered, asking, failed, or canceled (by a client, the operator, a shutdown). */
+export type RunEnding =
+  | { state: 'TASK_STATE_COMPLETED' | 'TASK_STATE_INPUT_REQUIRED'; message: MessageJson }
+  | { state: 'TASK_STATE_FAILED'; error: string; message?: MessageJson }
+  | { state: 'TASK_STATE_CANCELED'; error: string };
+
+/** The endings that are final; a task in one never changes again. */
+export type TerminalEnding = Extract<RunEnding, { state: 'TASK_STATE_FAILED' | 'TASK_STATE_CANCELED' }>;
+
+const isTerminalEnding = (e: RunEnding): e is TerminalEnding =>
+  e.state === 'TASK_STATE_FAILED' || e.state === 'TASK_STATE_CANCELED';
+
+type StatusPayload = Extract<TaskEventBody, { kind: 'status' }>['payload'];
+
+/** The status event an ending writes. */
+export function endingStatus(e: RunEnding, timestamp = new Date().toISOString()): StatusPayload {
+  switch (e.state) {
+    case 'TASK_STATE_COMPLETED':
+    case 'TASK_STATE_INPUT_REQUIRED':
+      return { state: e.state, message: e.message, timestamp };
+    case 'TASK_STATE_FAILED':
+      return { state: e.state, ...(e.message ? { message: e.message } : {}), error: e.error, timestamp };
+    case 'TASK_STATE_CANCELED':
+      return { state: e.state, error: e.error, timestamp };
+    default: {
+      const unreachable: never = e;
+      return unreachable;
+    }
+  }
+}
+
+/** The row fields an ending sets (besides the status event). */
+function endingChange(e: RunEnding): TaskRowChange {
+  const change: TaskRowChange = { state: e.state, lease: null };
+  if ('message' in e && e.message) {
+    change.statusMessage = e.message;
+    if (e.state !== 'TASK_STATE_FAILED') change.historyAppend = [e.message];
+  }
+  if ('error' in e) change.errorMessage = e.error;
+  return change;
+}
+
+/** What a run knows when it ends itself: the closing events of its turn, its artifacts and tokens. */
+export interface RunState {
+  closing?: TaskEventBody[];
+  artifacts: ArtifactJson[];
+  tokens: { input: number; output: number };
+  /** For a settling ending: the newest message seq the run has taken. */
+  inputsUpTo?: number;
+}
+
+const BATCH = 500;
+/** Rounds that require each task to be unchanged since it was read before an end may overwrite a race. */
+const STRICT_ROUNDS = 3;
+
+/**
+ * The one terminal writer. A run ends itself through its writer (in order
+ * after its last chunks, with the artifacts it folded in memory); everything
+ * else — a cancel, the operator, a disabled tenant, the lease sweep, and a
+ * run whose own end could not be stored — ends tasks from outside with
+ * `endTasks`: the artifacts folded from the log, in batches, each task
+ * exactly once (the write is conditional on the task not being terminal).
+ * An end the database could not take is retried until it can: no task stays
+ * non-terminal because its run died with the database away.
+ */
+@Injectable()
+export class RunEnd {
+  private readonly logger = new Logger('RunEnd');
+  /** Runs whose end could not be written yet (the database was away), by task id. */
+  private readonly unrecorded = new Map<string, { tenantId: string; ending: TerminalEnding }>();
+  private retryTimer: NodeJS.Timeout | undefined;
+  private retryMs = 250;
+
+  constructor(
+    private readonly events: TaskEventRepository,
+    private readonly log: EventLog,
+  ) {}
+
+  /**
+   * Ends a run from inside it. A settling ending (completed, input-required)
+   * is `refused` when the task has a message the run has not taken, or ended
+   * meanwhile; its errors propagate. A terminal ending never throws: if it
+   * cannot be stored now, it is retried from outside until it is.
+   */
+  async fromRun(run: HeldRun, writer: RunWriter, ending: RunEnding, known: RunState): Promise<'ended' | 'refused'> {
+    const closing = known.closing ?? [];
+    const change: TaskRowChange = {
+      ...endingChange(ending),
+      artifacts: foldArtifacts(known.artifacts, closing),
+      tokens: { ...known.tokens },
+      ...(known.inputsUpTo !== undefined ? { inputsUpTo: known.inputsUpTo } : {}),
+    };
+    run.closing = true;
+    try {
+      const stored = await writer.write([...closing, { kind: 'status', payload: endingStatus(ending) }], change);
+      if (!stored) run.closing = false;
+      return stored ? 'ended' : 'refused';
+    } catch (err) {
+      run.closing = false;
+      if (!isTerminalEnding(ending)) throw err;
+      this.logger.warn({ err: safeError(err), taskId: run.taskId }, 'could not record the end of a run; retrying');
+      this.unrecorded.set(run.taskId, { tenantId: run.tenantId, ending });
+      this.scheduleRetry();
+      return 'ended';
+    }
+  }
+
+  /**
+   * Ends every unfinished task in `scope` with `ending`, from outside its
+   * run (a run held anywhere hears of it and stops). Returns the status
+   * events written: one per task this call ended.
+   */
+  async endTasks(scope: EndScope, ending: TerminalEnding): Promise<StoredTaskEvent[]> {
+    const status = endingStatus(ending);
+    const ended: StoredTaskEvent[] = [];
+    for (let round = 0; ; round++) {
+      const rows = await this.events.endCandidates(scope, BATCH);
+      if (rows.length === 0) break;
+      const folded = await this.fold(rows);
+      const stored = await this.events.endMany(scope, folded, status, round < STRICT_ROUNDS);
+      for (const e of stored) this.log.publish(e.taskId, [e]);
+      ended.push(...stored);
+      if (rows.length < BATCH && stored.length === rows.length) break;
+    }
+    return ended;
+  }
+
+  /** Each candidate's artifacts with its log folded in, as of the seq it was read at. */
+  private async fold(rows: EndCandidate[]): Promise<{ taskId: string; seen: number; artifacts: ArtifactJson[] }[]> {
+    const byTask = await this.events.artifactEvents(rows.map((r) => ({ taskId: r.taskId, uptoSeq: r.lastSeq })));
+    return rows.map((r) => ({
+      taskId: r.taskId,
+      seen: r.lastSeq,
+      artifacts: foldArtifacts(r.artifacts, byTask.get(r.taskId) ?? []),
+    }));
+  }
+
+  /** One retry loop at a time; it re-arms itself (with backoff up to 5 s) only after a pass has finished. */
+  private scheduleRetry(): void {
+    if (this.retryTimer) return;
+    this.retryTimer = setTimeout(() => {
+      void (async () => {
+        for (const [taskId, { tenantId, ending }] of [...this.unrecorded]) {
+          try {
+            await this.endTasks({ kind: 'task', tenantId, taskId }, ending);
+            this.unrecorded.delete(taskId);
+          } catch (err) {
+            this.logger.warn({ err: safeError(err), taskId }, 'could not record the end of a run; retrying');
+          }
+        }
+        this.retryTimer = undefined;
+        this.retryMs = this.unrecorded.size > 0 ? Math.min(this.retryMs * 2, 5_000) : 250;
+        if (this.unrecorded.size > 0) this.scheduleRetry();
+      })();
+    }, this.retryMs);
+    this.retryTimer.unref();
+  }
+}

@@ -1,0 +1,240 @@
+import type { RunContext, RunEvent, RunInput } from '../../orchestrator/run-event.js';
+import type { ArtifactJson, MessageJson, PartJson, TaskEventBody } from '../task-events.js';
+
+/**
+ * The one place that knows how a run's events are written to the log and
+ * read back: artifact ids, the `x-arbiter.*` metadata that marks tool calls,
+ * files and sub-agent replies, and the text a model sees of a message. The
+ * runner encodes with it; the native catalogue and the dialects decode with it.
+ */
+const META = {
+  toolCall: 'x-arbiter.tool_call',
+  file: 'x-arbiter.file',
+  subAgent: 'x-arbiter.sub_agent',
+  depth: 'x-arbiter.depth',
+  agent: 'x-arbiter.agent',
+} as const;
+
+/** The run events that stream into the log as they happen (the rest end a turn). */
+export type StreamedRunEvent = Extract<
+  RunEvent,
+  { type: 'text' | 'tool_call' | 'file' | 'sub_agent_response' | 'usage' }
+>;
+
+/** The id of a turn's `response` artifact (its text chunks append to it). */
+export function responseArtifactId(taskId: string, turn: number): string {
+  return `${taskId}-text-${turn}`;
+}
+
+/** How many turns already wrote a response: the next turn's number. */
+export function turnsIn(taskId: string, artifacts: ArtifactJson[]): number {
+  return artifacts.filter((a) => a.artifactId.startsWith(`${taskId}-text-`)).length;
+}
+
+/** Model text as PostgreSQL can store it: no NUL, no unpaired surrogate. */
+export function storable(text: string): string {
+  return text.replaceAll('\u0000', '\uFFFD').toWellFormed();
+}
+
+/**
+ * The text a model sees of a message: text as is, data as JSON, a file with
+ * inline bytes as a header line and its text. The inbound surfaces validate
+ * parts (media types, sizes, encoding) before a message reaches the engine.
+ */
+export function messageText(m: MessageJson): string {
+  return m.parts
+    .map((p) => {
+      if (typeof p.text === 'string') return p.text;
+      if (p.data !== undefined) return JSON.stringify(p.data);
+      const name = `${p.filename || 'unnamed'} (${p.mediaType || 'unspecified'})`;
+      if (typeof p.raw === 'string') return `[file ${name}]\n${Buffer.from(p.raw, 'base64').toString('utf8')}`;
+      if (typeof p.url === 'string') return `[file ${name} at ${p.url}]`;
+      return '';
+    })
+    .join('\n');
+}
+
+/** A user message from the log as the input of a run; `seq` is its place in the log. */
+export function runInputOf(message: MessageJson, seq: number): RunInput & { seq: number } {
+  return { text: messageText(message), messageId: message.messageId, seq };
+}
+
+/** A whole artifact in one event (a tool call, a file, a sub-agent's reply). */
+function oneShot(
+  artifactId: string,
+  name: string,
+  parts: PartJson[],
+  metadata: Record<string, unknown>,
+): TaskEventBody {
+  return {
+    kind: 'artifact',
+    payload: { artifact: { artifactId, name, parts, metadata }, append: false, lastChunk: true },
+  };
+}
+
+/**
+ * Maps one run's events to log events, turn by turn: text chunks append to
+ * the turn's `response` artifact, tool calls, files and sub-agent replies are
+ * artifacts of their own, usage is cumulative over the task. Pure: the
+ * runner writes what it returns.
+ */
+export class RunEventMapper {
+  private chunks = 0;
+  private extras = 0;
+  /** Token counts of the task so far. */
+  readonly tokens: { input: number; output: number };
+
+  constructor(
+    private readonly ctx: Pick<RunContext, 'taskId' | 'contextId'>,
+    private turn: number,
+    private readonly base: { input: number; output: number },
+  ) {
+    this.tokens = { ...base };
+  }
+
+  /** The log event for a streamed run event, or undefined when it writes nothing (an empty chunk). */
+  map(ev: StreamedRunEvent): TaskEventBody | undefined {
+    const { taskId } = this.ctx;
+    switch (ev.type) {
+      case 'text': {
+        if (ev.delta.length === 0) return undefined;
+        const delta = storable(ev.delta);
+        if ((ev.depth ?? 0) > 0) {
+          // A sub-agent's text: in the log (native streams show it live), not in the response artifact.
+          return { kind: 'text', payload: { depth: ev.depth ?? 1, agent: ev.agent ?? '', delta } };
+        }
+        const append = this.chunks++ > 0;
+        return {
+          kind: 'artifact',
+          payload: {
+            artifact: { artifactId: responseArtifactId(taskId, this.turn), name: 'response', parts: [{ text: delta }] },
+            append,
+            lastChunk: false,
+          },
+        };
+      }
+      case 'tool_call':
+        return oneShot(
+          `${taskId}-tool-${this.turn}-${++this.extras}`,
+          'tool_call',
+          [{ data: { tool: ev.tool, ok: ev.ok, args: storable(ev.args), ...ev.detail } }],
+          { [META.toolCall]: true, [META.depth]: ev.depth, [META.agent]: ev.agent },
+        );
+      case 'file':
+        return oneShot(
+          `${taskId}-file-${this.turn}-${++this.extras}`,
+          ev.path,
+          [{ raw: Buffer.from(ev.content, 'utf8').toString('base64'), filename: ev.path, mediaType: ev.mediaType }],
+          { [META.file]: true, [META.depth]: ev.depth, [META.agent]: ev.agent },
+        );
+      case 'sub_agent_response':
+        return oneShot(
+          `${taskId}-sub-${this.turn}-${++this.extras}`,
+          'sub_agent_response',
+          [{ data: { agent: ev.agent, depth: ev.depth, content: storable(ev.content) } }],
+          { [META.subAgent]: true },
+        );
+      case 'usage':
+        this.tokens.input = this.base.input + ev.inputTokens;
+        this.tokens.output = this.base.output + ev.outputTokens;
+        return { kind: 'usage', payload: { inputTokens: this.tokens.input, outputTokens: this.tokens.output } };
+      default: {
+        const unreachable: never = ev;
+        return unreachable;
+      }
+    }
+  }
+
+  /** What closes the turn's response artifact (the last-chunk marker), if it has one. */
+  closing(): TaskEventBody[] {
+    if (this.chunks === 0) return [];
+    const artifactId = responseArtifactId(this.ctx.taskId, this.turn);
+    return [
+      {
+        kind: 'artifact',
+        payload: { artifact: { artifactId, name: 'response', parts: [{ text: '' }] }, append: true, lastChunk: true },
+      },
+    ];
+  }
+
+  /** The agent's reply that ends this turn. */
+  reply(content: string): MessageJson {
+    return this.agentMessage(`${this.ctx.taskId}-r${this.turn}`, content);
+  }
+
+  /** The agent's question that interrupts the task. */
+  question(prompt: string): MessageJson {
+    return this.agentMessage(`${this.ctx.taskId}-q${this.turn}`, prompt);
+  }
+
+  /** The status message of a failed run. */
+  failure(error: string): MessageJson {
+    return this.agentMessage(`${this.ctx.taskId}-err`, error);
+  }
+
+  /** Moves on to the next turn of the same run (another message arrived). */
+  nextTurn(): void {
+    this.turn++;
+    this.chunks = 0;
+    this.extras = 0;
+  }
+
+  private agentMessage(messageId: string, text: string): MessageJson {
+    return {
+      messageId,
+      role: 'ROLE_AGENT',
+      parts: [{ text: storable(text) }],
+      contextId: this.ctx.contextId,
+      taskId: this.ctx.taskId,
+    };
+  }
+}
+
+/** An artifact from the log, by what the run wrote it for. */
+export type DecodedArtifact =
+  | { kind: 'response'; text: string }
+  | {
+      kind: 'tool_call';
+      tool: unknown;
+      ok: unknown;
+      args: unknown;
+      detail: Record<string, unknown>;
+      depth: number;
+      agent: string;
+    }
+  | { kind: 'file'; path: string; mediaType: string; bytes: Buffer; depth: number; agent: string }
+  | { kind: 'sub_agent'; agent: unknown; depth: unknown; content: unknown }
+  | { kind: 'other' };
+
+/** Reads back what `RunEventMapper` wrote; `agentId` is the task's agent (the default for `agent`). */
+export function decodeArtifact(taskId: string, agentId: string, a: ArtifactJson): DecodedArtifact {
+  const meta = a.metadata ?? {};
+  const rawDepth = meta[META.depth];
+  const rawAgent = meta[META.agent];
+  const depth = typeof rawDepth === 'number' ? rawDepth : 0;
+  const agent = typeof rawAgent === 'string' ? rawAgent : agentId;
+  const first = a.parts[0];
+  const data =
+    first?.data !== null && typeof first?.data === 'object' ? (first.data as Record<string, unknown>) : undefined;
+  if (meta[META.toolCall] === true && data) {
+    const { tool, ok, args, ...detail } = data;
+    return { kind: 'tool_call', tool, ok, args: args ?? '', detail, depth, agent };
+  }
+  if (meta[META.subAgent] === true && data) {
+    return { kind: 'sub_agent', agent: data.agent, depth: data.depth, content: data.content };
+  }
+  if (meta[META.file] === true) {
+    return {
+      kind: 'file',
+      path: first?.filename ?? a.name ?? '',
+      mediaType: first?.mediaType ?? 'text/plain',
+      bytes: Buffer.from(first?.raw ?? '', 'base64'),
+      depth,
+      agent,
+    };
+  }
+  if (a.artifactId.startsWith(`${taskId}-text-`)) {
+    return { kind: 'response', text: a.parts.map((p) => p.text ?? '').join('') };
+  }
+  return { kind: 'other' };
+}

@@ -1,0 +1,155 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { AsyncQueue } from '../../common/async-queue.js';
+import { safeError } from '../../common/safe-error.js';
+import type { RunInput } from '../../orchestrator/run-event.js';
+import { EventBus } from '../event-log/event-bus.js';
+import { TaskEventRepository } from '../repositories/task-event.repository.js';
+import type { StoredTaskEvent } from '../task-events.js';
+import { isTerminal } from '../task-state.js';
+import { runInputOf } from './run-event-mapper.js';
+
+/** Why a run was aborted; becomes the task's error text when the run records its own end. */
+export class CancelReason extends Error {
+  constructor(message = 'canceled by client') {
+    super(message);
+    this.name = 'CancelReason';
+  }
+}
+
+/** A message for the running turn, with its place in the task's log. */
+export type QueuedInput = RunInput & { seq: number };
+
+/** A run this process holds. */
+export class HeldRun {
+  readonly abort = new AbortController();
+  /** User messages for the run, in log order; the turn takes them from here. */
+  readonly inbox = new AsyncQueue<QueuedInput>();
+  /** Resolves when the run has written its last event and let go. */
+  readonly finished: Promise<void>;
+  /** Set while the run writes its own end, so the terminal status it then sees is not taken for an end elsewhere. */
+  closing = false;
+  /** Every event of the log up to this seq has been looked at for input and ends. */
+  cursor: number;
+  /** The newest message seq put into the inbox. */
+  delivered: number;
+  done!: () => void;
+  unsubscribe: () => void = () => undefined;
+  reading: Promise<void> | undefined;
+  /** The newest seq another writer told us of (a notice, or a gap in what we were handed). */
+  pokedTo = 0;
+
+  constructor(
+    readonly tenantId: string,
+    readonly taskId: string,
+    first: QueuedInput,
+    cursor: number,
+  ) {
+    this.finished = new Promise<void>((resolve) => (this.done = resolve));
+    this.inbox.push(first);
+    this.cursor = cursor;
+    this.delivered = first.seq;
+  }
+}
+
+/**
+ * The runs this process holds, by task id, and what reaches them from the
+ * log. Each run watches its task: a user message written anywhere (here, or
+ * on another replica, announced by a notice) goes to its inbox, so a
+ * continuation reaches the running turn wherever it was sent; a terminal
+ * status written elsewhere (a cancel, a sweep, the operator) aborts it, so no
+ * run outlives its task.
+ */
+@Injectable()
+export class RunRegistry {
+  private readonly logger = new Logger('RunRegistry');
+  private readonly runs = new Map<string, HeldRun>();
+
+  constructor(
+    private readonly bus: EventBus,
+    private readonly events: TaskEventRepository,
+  ) {}
+
+  /** Registers a run and starts watching its task's log after `cursor`. */
+  hold(tenantId: string, taskId: string, first: QueuedInput, cursor: number): HeldRun {
+    const run = new HeldRun(tenantId, taskId, first, cursor);
+    this.runs.set(taskId, run);
+    run.unsubscribe = this.bus.subscribe(taskId, (events, poked) => this.onEvents(run, events, poked));
+    return run;
+  }
+
+  /** The run let go: stop watching, close its inbox, wake whoever waits for it. */
+  release(run: HeldRun): void {
+    run.unsubscribe();
+    run.inbox.close();
+    if (this.runs.get(run.taskId) === run) this.runs.delete(run.taskId);
+    run.done();
+  }
+
+  get(taskId: string): HeldRun | undefined {
+    return this.runs.get(taskId);
+  }
+
+  all(): HeldRun[] {
+    return [...this.runs.values()];
+  }
+
+  get size(): number {
+    return this.runs.size;
+  }
+
+  /**
+   * Reads the log after the run's cursor for what it must act on (messages,
+   * an end written elsewhere). One read at a time per run; a poke that comes
+   * during a read is served by another read after it.
+   */
+  catchUp(run: HeldRun, upto = Number.MAX_SAFE_INTEGER): Promise<void> {
+    run.pokedTo = Math.max(run.pokedTo, upto);
+    run.reading ??= this.read(run).finally(() => (run.reading = undefined));
+    return run.reading;
+  }
+
+  private async read(run: HeldRun): Promise<void> {
+    while (run.pokedTo > run.cursor && !run.inbox.isClosed) {
+      const target = run.pokedTo;
+      let events: StoredTaskEvent[];
+      try {
+        events = await this.events.controlEvents(run.tenantId, run.taskId, run.cursor);
+      } catch (err) {
+        // The next notice, renewal or reconnect reads again.
+        this.logger.warn({ err: safeError(err), taskId: run.taskId }, 'could not read a held task’s log');
+        return;
+      }
+      this.take(run, events);
+      // Everything up to the seq we were told of is committed, so the read covered it.
+      if (target < Number.MAX_SAFE_INTEGER) run.cursor = Math.max(run.cursor, target);
+      if (run.pokedTo === target) run.pokedTo = run.cursor;
+    }
+  }
+
+  private onEvents(run: HeldRun, events: StoredTaskEvent[], poked?: number): void {
+    if (poked !== undefined) {
+      if (poked > run.cursor) void this.catchUp(run, poked);
+      return;
+    }
+    const first = events[0];
+    // Events committed in between that we were not handed (another replica's, or an out-of-order publish here).
+    if (first && first.seq > run.cursor + 1) {
+      void this.catchUp(run, events[events.length - 1]?.seq ?? first.seq);
+      return;
+    }
+    this.take(run, events);
+  }
+
+  private take(run: HeldRun, events: StoredTaskEvent[]): void {
+    for (const e of events) {
+      if (e.seq <= run.cursor) continue;
+      run.cursor = e.seq;
+      if (e.kind === 'message' && e.seq > run.delivered) {
+        run.delivered = e.seq;
+        run.inbox.push(runInputOf(e.payload.message, e.seq));
+      } else if (e.kind === 'status' && isTerminal(e.payload.state) && !run.closing && !run.abort.signal.aborted) {
+        run.abort.abort(new CancelReason(e.payload.error || 'the task ended elsewhere'));
+      }
+    }
+  }
+}

@@ -1,0 +1,173 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { isDatabaseUnavailable } from '../../common/db-errors.js';
+import { safeError } from '../../common/safe-error.js';
+import {
+  ORCHESTRATOR,
+  type Orchestrator,
+  type RunContext,
+  type RunEvent,
+  type RunInput,
+} from '../../orchestrator/run-event.js';
+import { EventLog } from '../event-log/event-log.service.js';
+import { TaskRepository } from '../repositories/task.repository.js';
+import { foldArtifacts, type ArtifactJson, type TaskEventBody } from '../task-events.js';
+import { isTerminal } from '../task-state.js';
+import { RunEnd, type RunEnding, type RunState } from './run-end.js';
+import { RunEventMapper, turnsIn } from './run-event-mapper.js';
+import { RunRegistry, type HeldRun, type QueuedInput } from './run-registry.js';
+import { RunWriter } from './run-writer.js';
+
+export interface RunStart {
+  ctx: RunContext;
+  /** The message that starts the run, with its seq. */
+  first: QueuedInput;
+  /** The seq of the last event written when the run starts. */
+  cursor: number;
+  /** Artifacts of earlier turns of this task. */
+  artifacts: ArtifactJson[];
+  tokens: { input: number; output: number };
+  /** Messages may have been written before the run was registered (a resumed task): read the log for them. */
+  catchUp?: boolean;
+}
+
+type TurnEnd = Extract<RunEvent, { type: 'done' | 'input_required' | 'error' }>;
+
+/**
+ * Drives a run: the orchestrator's events go through the mapper to the log
+ * as they come; a turn that answers or asks settles the task unless another
+ * message is waiting (then the run takes another turn); a failure, an abort
+ * or a crash ends it through the one terminal writer. Every run ends with a
+ * terminal or interrupted status, including runs that fail before the model
+ * starts.
+ */
+@Injectable()
+export class TaskRunner {
+  private readonly logger = new Logger('TaskRunner');
+
+  constructor(
+    private readonly log: EventLog,
+    private readonly tasks: TaskRepository,
+    private readonly registry: RunRegistry,
+    private readonly ends: RunEnd,
+    @Inject(ORCHESTRATOR) private readonly orchestrator: Orchestrator,
+  ) {}
+
+  /** Registers the run and starts it in the background; returns at once. */
+  start(start: RunStart): HeldRun {
+    const run = this.registry.hold(start.ctx.tenantId, start.ctx.taskId, start.first, start.cursor);
+    if (start.catchUp) void this.registry.catchUp(run);
+    this.execute(start, run)
+      .catch((err: unknown) => this.logger.error({ err: safeError(err), taskId: start.ctx.taskId }, 'run crashed'))
+      .finally(() => this.registry.release(run));
+    return run;
+  }
+
+  private async execute(start: RunStart, run: HeldRun): Promise<void> {
+    const { ctx } = start;
+    const writer = new RunWriter(ctx.taskId, this.log);
+    const mapper = new RunEventMapper(ctx, turnsIn(ctx.taskId, start.artifacts), start.tokens);
+    let artifacts = start.artifacts;
+    let taken = start.first.seq;
+    const known = () => ({ artifacts, tokens: mapper.tokens });
+    // The turn takes its input from the inbox; the newest message it took bounds what it may settle.
+    const inputs: AsyncIterable<RunInput> = {
+      [Symbol.asyncIterator]: () => {
+        const it = run.inbox[Symbol.asyncIterator]();
+        return {
+          next: async () => {
+            const r = await it.next();
+            if (!r.done) taken = r.value.seq;
+            return r;
+          },
+        };
+      },
+    };
+    const signal = run.abort.signal;
+    try {
+      for (;;) {
+        let end: TurnEnd | undefined;
+        for await (const ev of this.orchestrator.run(ctx, inputs, signal)) {
+          if (writer.rejected) return; // the task ended elsewhere
+          if (ev.type === 'done' || ev.type === 'input_required' || ev.type === 'error') {
+            end = ev;
+            break;
+          }
+          const event = mapper.map(ev);
+          if (event) {
+            artifacts = foldArtifacts(artifacts, [event]);
+            writer.enqueue(event);
+          }
+        }
+        if (writer.rejected) return;
+        if (!end) {
+          signal.throwIfAborted();
+          end = { type: 'error', code: 'agent_error', message: 'the run ended without an answer' };
+        }
+        if (end.type === 'error') {
+          const error = `${end.code}: ${end.message}`;
+          await this.ends.fromRun(
+            run,
+            writer,
+            { state: 'TASK_STATE_FAILED', error, message: mapper.failure(error) },
+            known(),
+          );
+          return;
+        }
+        const ending: RunEnding =
+          end.type === 'done'
+            ? { state: 'TASK_STATE_COMPLETED', message: mapper.reply(end.content) }
+            : { state: 'TASK_STATE_INPUT_REQUIRED', message: mapper.question(end.prompt) };
+        const closing = mapper.closing();
+        if (await this.settle(run, writer, ending, { closing, ...known(), inputsUpTo: taken })) return;
+        artifacts = foldArtifacts(artifacts, closing);
+        mapper.nextTurn();
+      }
+    } catch (err) {
+      if (signal.aborted) {
+        const reason = signal.reason instanceof Error ? signal.reason.message : 'canceled';
+        await this.ends.fromRun(run, writer, { state: 'TASK_STATE_CANCELED', error: reason }, known());
+        return;
+      }
+      const outage = isDatabaseUnavailable(err);
+      const error = outage
+        ? 'database_unavailable: the run could not be stored while the database was unreachable'
+        : 'internal_error: the run failed unexpectedly';
+      if (outage) this.logger.warn({ taskId: ctx.taskId }, 'run lost its database');
+      else this.logger.error({ err: safeError(err), taskId: ctx.taskId }, 'run failed');
+      await this.ends.fromRun(
+        run,
+        writer,
+        { state: 'TASK_STATE_FAILED', error, message: mapper.failure(error) },
+        known(),
+      );
+    }
+  }
+
+  /**
+   * A turn answered or asked. Settles the task, unless a message is waiting
+   * that the turn has not seen (sent here or to another replica): then the
+   * reply is recorded and the run answers the message in another turn.
+   * Returns true when the run is over.
+   */
+  private async settle(
+    run: HeldRun,
+    writer: RunWriter,
+    ending: Extract<RunEnding, { message: unknown }>,
+    known: RunState & { closing: TaskEventBody[] },
+  ): Promise<boolean> {
+    if (run.inbox.size === 0) {
+      if ((await this.ends.fromRun(run, writer, ending, known)) === 'ended') return true;
+      // Refused: the task ended meanwhile, or has a message this turn did not take.
+      const now = await this.tasks.stateOf(run.tenantId, run.taskId);
+      if (!now || isTerminal(now.state)) return true;
+      await this.registry.catchUp(run);
+      if (run.inbox.size === 0) throw new Error('a message for the run could not be read from the log');
+    }
+    const recorded = await writer.write(known.closing, {
+      historyAppend: [ending.message],
+      artifacts: foldArtifacts(known.artifacts, known.closing),
+      tokens: { ...known.tokens },
+    });
+    return recorded === null;
+  }
+}

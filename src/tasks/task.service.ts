@@ -1,0 +1,297 @@
+import { randomUUID } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import type { ChatMessage } from '../orchestrator/providers/provider.js';
+import type { ResolvedAgent } from '../registry/services/agent-catalog.service.js';
+import { EventLog } from './event-log/event-log.service.js';
+import { TaskEventRepository } from './repositories/task-event.repository.js';
+import { TaskRepository, type TaskListQuery, type TaskRow } from './repositories/task.repository.js';
+import { LeaseService } from './runs/lease.service.js';
+import { RunEnd } from './runs/run-end.js';
+import { messageText, runInputOf } from './runs/run-event-mapper.js';
+import { RunRegistry } from './runs/run-registry.js';
+import { TaskRunner } from './runs/task-runner.service.js';
+import { TaskError } from './task.errors.js';
+import { toSnapshot, type TaskSnapshot } from './task-snapshot.js';
+import { foldArtifacts, type MessageJson, type StoredTaskEvent, type TaskEventBody } from './task-events.js';
+import { isSettled, isTerminal } from './task-state.js';
+
+export interface SendInput {
+  tenantId: string;
+  agent: ResolvedAgent;
+  /** The validated user message (role user); ids are filled in here. */
+  message: MessageJson;
+  /** Stored on a new task (and shown in its `metadata`). */
+  metadata?: Record<string, unknown>;
+}
+
+/** A conversation turn as the model and the native API see it. */
+export interface ContextTurn {
+  role: 'user' | 'assistant';
+  content: string;
+  requestId: string;
+  at: string;
+}
+
+/** How much of a context's past a new turn replays to the model. */
+const CONTEXT_TASKS = 20;
+const CONTEXT_CHARS = 64 * 1024;
+/** How long a cancel waits for a run held here to stop before answering. */
+const CANCEL_WAIT_MS = 5_000;
+
+const now = (): string => new Date().toISOString();
+const asChat = (m: MessageJson): ChatMessage => ({
+  role: m.role === 'ROLE_AGENT' ? 'assistant' : 'user',
+  content: messageText(m),
+});
+
+function isDuplicateMessage(err: unknown): boolean {
+  const driver = (err as { driverError?: { code?: string; constraint?: string; message?: string } }).driverError;
+  return (
+    driver?.code === '23505' &&
+    (driver.constraint === 'uq_a2a_tasks_message' || (driver.message ?? '').includes('uq_a2a_tasks_message'))
+  );
+}
+
+/**
+ * The task engine's front door: create and run, continue, cancel, read,
+ * list, and wait for a task to settle. Every method takes the tenant first;
+ * another tenant's task answers exactly like a missing one. Any replica can
+ * serve any of them: runs, ends and continuations meet in the log.
+ */
+@Injectable()
+export class TaskService {
+  constructor(
+    private readonly tasks: TaskRepository,
+    private readonly events: TaskEventRepository,
+    private readonly log: EventLog,
+    private readonly runner: TaskRunner,
+    private readonly registry: RunRegistry,
+    private readonly ends: RunEnd,
+    private readonly leases: LeaseService,
+  ) {}
+
+  /** Creates a task for a new message and starts its run. A resent messageId gets the task it created. */
+  async create(input: SendInput): Promise<{ taskId: string; snapshot: TaskSnapshot; duplicate?: boolean }> {
+    const taskId = randomUUID();
+    const contextId = input.message.contextId || randomUUID();
+    const message: MessageJson = { ...input.message, taskId, contextId };
+    const at = now();
+    // submitted → working is written with the task itself: one statement instead of two.
+    const first: TaskEventBody[] = [
+      { kind: 'status', payload: { state: 'TASK_STATE_SUBMITTED', timestamp: at } },
+      { kind: 'message', payload: { message } },
+      { kind: 'status', payload: { state: 'TASK_STATE_WORKING', timestamp: at } },
+    ];
+    const task = {
+      taskId,
+      messageId: message.messageId,
+      tenantId: input.tenantId,
+      agentId: input.agent.id,
+      contextId,
+      metadata: input.metadata ?? {},
+    };
+    let stored: StoredTaskEvent[];
+    try {
+      stored = await this.tasks.create(task, first, 'TASK_STATE_WORKING', this.leases.lease());
+    } catch (err) {
+      // The same messageId again (a client retry, or the same request on two replicas at once): the
+      // unique index decides, and the resend gets the task the first one created instead of a second run.
+      if (!isDuplicateMessage(err)) throw err;
+      const existing = await this.tasks.findByMessage(input.tenantId, input.agent.id, message.messageId);
+      if (!existing) throw err;
+      return { taskId: existing.taskId, snapshot: await this.snapshotOf(existing), duplicate: true };
+    }
+    // A message in an existing context continues that conversation: the model sees its earlier turns.
+    const history = input.message.contextId
+      ? await this.contextHistory(input.tenantId, input.agent.id, contextId, taskId).catch(() => [])
+      : [];
+    const seq = stored.find((e) => e.kind === 'message')?.seq ?? 0;
+    this.runner.start({
+      ctx: { tenantId: input.tenantId, agent: input.agent, taskId, contextId, history },
+      first: runInputOf(message, seq),
+      cursor: stored.length,
+      artifacts: [],
+      tokens: { input: 0, output: 0 },
+    });
+    // The task as just written: a new stream or a non-blocking send needs no read-back.
+    const snapshot: TaskSnapshot = {
+      id: taskId,
+      contextId,
+      agentId: input.agent.id,
+      state: 'TASK_STATE_WORKING',
+      statusMessage: null,
+      timestamp: at,
+      errorMessage: '',
+      history: [message],
+      artifacts: [],
+      metadata: task.metadata,
+      inputTokens: 0,
+      outputTokens: 0,
+      createdAt: at,
+      lastSeq: stored.length,
+    };
+    return { taskId, snapshot };
+  }
+
+  /**
+   * Adds a message to a task that is not terminal. A running task's run
+   * takes it wherever it runs (the message is in the log; its replica hears
+   * of it); an interrupted task gets a new run here. Returns the message's seq.
+   */
+  async continue(input: SendInput & { taskId: string }): Promise<{ taskId: string; seq: number }> {
+    const row = await this.findRow(input.tenantId, input.taskId, input.agent.id);
+    if (isTerminal(row.state)) throw TaskError.terminal(row.taskId, row.state);
+    if (input.message.contextId && input.message.contextId !== row.contextId) {
+      throw TaskError.invalidParams('message.contextId', 'does not match the context of the task');
+    }
+    const message: MessageJson = { ...input.message, taskId: row.taskId, contextId: row.contextId };
+    const working: TaskEventBody = { kind: 'status', payload: { state: 'TASK_STATE_WORKING', timestamp: now() } };
+    const r = await this.tasks.continueWith(input.tenantId, row.taskId, message, working, this.leases.lease());
+    if (!r) {
+      const state = (await this.tasks.stateOf(input.tenantId, row.taskId))?.state ?? 'a terminal state';
+      throw TaskError.terminal(row.taskId, state);
+    }
+    this.log.publish(row.taskId, r.events);
+    const seq = r.events.find((e) => e.kind === 'message')?.seq ?? 0;
+    if (r.started) {
+      this.runner.start({
+        // Everything before this message: the model sees the task's conversation.
+        ctx: {
+          tenantId: input.tenantId,
+          agent: input.agent,
+          taskId: row.taskId,
+          contextId: row.contextId,
+          history: row.history.map(asChat),
+        },
+        first: runInputOf(message, seq),
+        cursor: r.events[r.events.length - 1]?.seq ?? seq,
+        artifacts: row.artifacts,
+        tokens: { input: row.inputTokens, output: row.outputTokens },
+        catchUp: true,
+      });
+    }
+    return { taskId: row.taskId, seq };
+  }
+
+  /** Cancels a task that is not terminal: it ends `canceled` exactly once, and its run stops wherever it is. */
+  async cancel(
+    tenantId: string,
+    taskId: string,
+    opts: { agentId?: string; reason?: string } = {},
+  ): Promise<TaskSnapshot> {
+    const row = await this.findRow(tenantId, taskId, opts.agentId);
+    if (isTerminal(row.state)) throw TaskError.notCancelable(row.taskId, row.state);
+    await this.ends.endTasks(
+      { kind: 'task', tenantId, taskId: row.taskId },
+      { state: 'TASK_STATE_CANCELED', error: opts.reason ?? 'canceled by client' },
+    );
+    const held = this.registry.get(row.taskId);
+    if (held) await Promise.race([held.finished, new Promise((r) => setTimeout(r, CANCEL_WAIT_MS).unref())]);
+    const after = await this.findRow(tenantId, taskId, opts.agentId);
+    // It finished on its own first.
+    if (after.state !== 'TASK_STATE_CANCELED') throw TaskError.notCancelable(after.taskId, after.state);
+    return toSnapshot(after);
+  }
+
+  /** Cancels every unfinished task of a tenant (the tenant was disabled); returns how many. */
+  async cancelAll(tenantId: string, reason: string): Promise<number> {
+    const ended = await this.ends.endTasks(
+      { kind: 'tenant', tenantId },
+      { state: 'TASK_STATE_CANCELED', error: reason },
+    );
+    return ended.length;
+  }
+
+  /** The tenant of a task, for the operator's routes (which act across tenants). */
+  tenantOf(taskId: string): Promise<string | null> {
+    return this.tasks.tenantOf(taskId);
+  }
+
+  async get(tenantId: string, taskId: string, agentId?: string): Promise<TaskSnapshot> {
+    return this.snapshotOf(await this.findRow(tenantId, taskId, agentId));
+  }
+
+  async list(q: TaskListQuery): Promise<{ tasks: TaskSnapshot[]; total: number; more: boolean }> {
+    const rows = await this.tasks.list({ ...q, limit: q.limit + 1 });
+    const page = rows.slice(0, q.limit);
+    const { limit: _l, before: _b, ...filter } = q;
+    const [tasks, total] = await Promise.all([
+      Promise.all(page.map((r) => this.snapshotOf(r))),
+      this.tasks.count(filter),
+    ]);
+    return { tasks, total, more: rows.length > q.limit };
+  }
+
+  /**
+   * Waits until the task is terminal, or interrupted by a status written
+   * after `afterSeq` (a continuation passes its message's seq, so an earlier
+   * input-required does not count), then returns it. `signal` gives up.
+   */
+  async settled(tenantId: string, taskId: string, afterSeq = 0, signal?: AbortSignal): Promise<TaskSnapshot> {
+    const row = await this.findRow(tenantId, taskId);
+    if (isTerminal(row.state) || (afterSeq === 0 && isSettled(row.state))) return this.snapshotOf(row);
+    for await (const e of this.log.tail(tenantId, taskId, afterSeq, signal)) {
+      if (e.kind === 'status' && isSettled(e.payload.state)) break;
+    }
+    signal?.throwIfAborted();
+    return this.get(tenantId, taskId);
+  }
+
+  /**
+   * The turns of a context with one agent, oldest first: each task's
+   * messages (user messages, and the agent's replies and questions). Failed
+   * or canceled turns keep their user message and have no reply.
+   */
+  async contextTurns(tenantId: string, agentId: string, contextId: string, limit = 100): Promise<ContextTurn[]> {
+    const rows = await this.tasks.contextTasks(tenantId, agentId, contextId, limit);
+    return rows.flatMap((row) =>
+      row.history.map((m) => ({ ...asChat(m), requestId: row.taskId, at: row.updatedAt.toISOString() })),
+    );
+  }
+
+  /** Removes a context's turns (a deleted conversation); unfinished ones are canceled first. */
+  async deleteContext(tenantId: string, agentId: string, contextId: string): Promise<void> {
+    for (const row of await this.tasks.contextTasks(tenantId, agentId, contextId, 10_000)) {
+      if (isTerminal(row.state)) continue;
+      await this.cancel(tenantId, row.taskId).catch((err: unknown) => {
+        if (!(err instanceof TaskError)) throw err;
+      });
+    }
+    await this.tasks.deleteContext(tenantId, agentId, contextId);
+  }
+
+  /** What the model replays for a new turn in a context: the latest turns, within a size budget. */
+  private async contextHistory(
+    tenantId: string,
+    agentId: string,
+    contextId: string,
+    exceptTaskId: string,
+  ): Promise<ChatMessage[]> {
+    const turns = (await this.contextTurns(tenantId, agentId, contextId, CONTEXT_TASKS + 1)).filter(
+      (t) => t.requestId !== exceptTaskId,
+    );
+    const out: ChatMessage[] = [];
+    let size = 0;
+    for (let i = turns.length - 1; i >= 0; i--) {
+      const t = turns[i];
+      if (!t || !t.content) continue;
+      size += t.content.length;
+      if (size > CONTEXT_CHARS) break;
+      out.unshift({ role: t.role, content: t.content });
+    }
+    return out;
+  }
+
+  private async findRow(tenantId: string, taskId: string, agentId?: string): Promise<TaskRow> {
+    const row = await this.tasks.find(tenantId, taskId);
+    if (!row || (agentId !== undefined && row.agentId !== agentId)) throw TaskError.notFound(taskId);
+    return row;
+  }
+
+  private async snapshotOf(row: TaskRow): Promise<TaskSnapshot> {
+    if (isTerminal(row.state)) return toSnapshot(row);
+    // A running task's artifacts live in the log until it stops.
+    const events = await this.events.artifactEvents([{ taskId: row.taskId, uptoSeq: row.lastSeq }]);
+    return toSnapshot(row, foldArtifacts(row.artifacts, events.get(row.taskId) ?? []));
+  }
+}
