@@ -154,6 +154,96 @@ describe('two replicas on one PostgreSQL', { skip: !REAL_POSTGRES && 'needs a Po
     assert.equal(listed.body.items.filter((t: any) => t.id === ta.id).length, 1);
   });
 
+  it('a continuation sent to B reaches the turn running on A: blocking and streaming replies as on A', async () => {
+    for (const streaming of [false, true]) {
+      const started = await rpc(a, 'index', 'SendMessage', {
+        ...message('hold'),
+        configuration: { returnImmediately: true },
+      });
+      const taskId = ((await started.json()) as any).result.task.id as string;
+      const words = `continued on the other replica ${streaming ? 'streaming' : 'blocking'}`;
+      const at = Date.now();
+      const params = {
+        message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text: words }], taskId },
+      };
+      if (!streaming) {
+        const reply = (await (await rpc(b, 'index', 'SendMessage', params)).json()) as any;
+        assert.equal(reply.result.task.status.state, 'TASK_STATE_COMPLETED', JSON.stringify(reply));
+        assert.equal(reply.result.task.status.message.parts[0].text, words);
+      } else {
+        const frames = (await readSse(await rpc(b, 'index', 'SendStreamingMessage', params))).events.map(
+          (e) => e.data.result,
+        );
+        assert.ok(frames[0].task, 'the Task frame first');
+        const last = frames.at(-1);
+        assert.equal(last.statusUpdate.status.state, 'TASK_STATE_COMPLETED');
+        const text = frames
+          .filter((f) => f.artifactUpdate)
+          .map((f) => f.artifactUpdate.artifact.parts.map((p: any) => p.text ?? '').join(''))
+          .join('');
+        assert.equal(text, words);
+      }
+      // Reported, not asserted (shared machine): the hand-off goes by notice, not by polling.
+      assert.ok(Date.now() - at < 15_000, `answered after ${Date.now() - at} ms`);
+      // One run, on A: the log has one working status after the continuation, none written by B.
+      const log = await readSse(
+        await fetch(`${a.url}/v1/requests/${taskId}/events?format=log`, {
+          headers: { authorization: `Bearer ${token}` },
+        }),
+      );
+      assert.deepEqual(
+        log.events.filter((e) => e.event === 'status').map((e) => e.data.state),
+        ['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_COMPLETED'],
+      );
+    }
+  });
+
+  it('an input-required task continued on B gets its next turn on B', async () => {
+    const asked = (await (await rpc(a, 'index', 'SendMessage', message('ask'))).json()) as any;
+    assert.equal(asked.result.task.status.state, 'TASK_STATE_INPUT_REQUIRED');
+    const taskId = asked.result.task.id as string;
+    const reply = (await (
+      await rpc(b, 'index', 'SendMessage', {
+        message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text: 'the answer' }], taskId },
+      })
+    ).json()) as any;
+    assert.equal(reply.result.task.status.state, 'TASK_STATE_COMPLETED');
+    assert.equal(reply.result.task.status.message.parts[0].text, 'the answer');
+  });
+
+  it('a stream open on B ends with a clear last frame when its token is revoked through A', async () => {
+    const adminA = new HttpClient(a.url).withToken(admin);
+    const tenant = (await adminA.post('/v1/admin/tenants', { name: 'revoked-across' })).body;
+    const tok = tenant.token.token as string;
+    const started = await fetch(`${a.url}/v1/a2a/agents/index`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tok}`, 'a2a-version': '1.0', 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendMessage',
+        params: { ...message('hold'), configuration: { returnImmediately: true } },
+      }),
+    });
+    const taskId = ((await started.json()) as any).result.task.id as string;
+    const watching = fetch(`${b.url}/v1/requests/${taskId}/events`, {
+      headers: { authorization: `Bearer ${tok}` },
+    }).then(readSse);
+    await new Promise((r) => setTimeout(r, 300));
+    const at = Date.now();
+    const revoked = await adminA.delete(`/v1/admin/tenants/${tenant.tenant.id}/tokens/${tenant.token.id}`);
+    assert.equal(revoked.status, 200);
+    const log = await watching;
+    assert.ok(Date.now() - at < 5_000, `ended after ${Date.now() - at} ms`);
+    const last = log.events.at(-1)!;
+    assert.equal(last.event, 'error');
+    assert.equal(last.data.error_code, 'unauthorized');
+    assert.match(last.data.message, /revoked/);
+    // The task itself goes on (another token of the tenant may still watch it); the operator ends it.
+    const canceled = await adminA.post(`/v1/admin/tasks/${taskId}/cancel`);
+    assert.equal(canceled.body.state, 'canceled');
+  });
+
   it('a replica that loses its database connections (notices included) catches up from the log when they return', async () => {
     const text = Array.from({ length: 12 }, (_, i) => `part${i}`).join(' ');
     const started = await rpc(a, 'index', 'SendMessage', {

@@ -58,7 +58,7 @@ export async function startServerProcess(env: Record<string, string>, args: stri
     stdout: () => out,
     stderr: () => err,
     stop: async (signal = 'SIGTERM') => {
-      if (child.exitCode !== null) return child.exitCode;
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
       const exited = once(child, 'exit') as Promise<[number | null]>;
       child.kill(signal);
       const [code] = await exited;

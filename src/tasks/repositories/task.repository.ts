@@ -291,6 +291,11 @@ export class TaskRepository {
     return rows.map((r) => r.task_id);
   }
 
+  /** Answers when the database does. */
+  async ping(): Promise<void> {
+    await this.ds.query('SELECT 1');
+  }
+
   /** Deletes up to `batch` tasks that ended more than `days` ago, with their events; returns how many. */
   async purgeEnded(days: number, batch: number): Promise<number> {
     const [row] = await this.ds.query<{ n: number }[]>(

@@ -16,17 +16,20 @@ import { RunRegistry } from './run-registry.js';
  * within about 1.25 leases of its owner's last renewal plus the sweep itself.
  *
  * Expiry is judged by the database's clock. A replica that has just been
- * without the database does not sweep for one lease after its last failure:
- * the owners were cut off too and need that long to renew. A renewal that
- * does not find a held task still leased here means it ended elsewhere: the
- * run reads its log and stops. With the embedded database (one process), what
- * an earlier process left running is ended at start.
+ * without the database (or its notice connection) sweeps nothing for one
+ * lease after it answers again: the owners were likely cut off too, and that
+ * is how long they need to renew. A renewal that does not find a held task
+ * still leased here means it ended elsewhere: the run reads its log and
+ * stops. With the embedded database (one process), what an earlier process
+ * left running is ended at start.
  */
 @Injectable()
 export class LeaseService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('Leases');
   private timers: NodeJS.Timeout[] = [];
-  /** No sweeping before this time (ms since epoch): the database was away until recently. */
+  /** The database was away: once it answers again, wait a lease before sweeping. */
+  private recovering = false;
+  /** No sweeping before this time (ms since epoch). */
   private quietUntil = 0;
   private sweeping = false;
 
@@ -95,6 +98,13 @@ export class LeaseService implements OnApplicationBootstrap, BeforeApplicationSh
     if (this.sweeping || Date.now() < this.quietUntil) return 0;
     this.sweeping = true;
     try {
+      if (this.recovering) {
+        await this.tasks.ping();
+        this.recovering = false;
+        this.quietUntil = Date.now() + this.config.leaseMs;
+        this.logger.log(`database reachable again; sweeping resumes in ${this.config.leaseMs} ms`);
+        return 0;
+      }
       const ended = await this.ends.endTasks(
         { kind: 'orphans', owner: this.identity.id, held: this.registry.all().map((r) => r.taskId) },
         { state: 'TASK_STATE_FAILED', error: 'owner lost' },
@@ -121,8 +131,8 @@ export class LeaseService implements OnApplicationBootstrap, BeforeApplicationSh
     return total;
   }
 
-  /** The database (or the notice connection) failed: owners may have missed renewals, so hold the sweep back a lease. */
+  /** The database (or the notice connection) failed: owners may be missing renewals now. */
   private unwell(): void {
-    this.quietUntil = Date.now() + this.config.leaseMs;
+    this.recovering = true;
   }
 }

@@ -1,0 +1,54 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import type { INestApplicationContext } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { getDataSourceToken } from '@nestjs/typeorm';
+import { Logger } from 'nestjs-pino';
+import type { DataSource } from 'typeorm';
+import { AppModule } from '../../src/app.module.js';
+import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
+import { freshDatabase, type TestDatabase } from './database.js';
+import { tempHome } from './server.js';
+
+/**
+ * The whole application without its HTTP server, on a database of its own:
+ * the service tier's tests call the engine and the request handler directly.
+ */
+export interface TestEngine {
+  app: INestApplicationContext;
+  config: AppConfig;
+  ds: DataSource;
+  /** A tenant row to own test tasks. */
+  newTenant(): Promise<string>;
+  close(): Promise<void>;
+}
+
+export async function startEngine(env: Record<string, string> = {}): Promise<TestEngine> {
+  const home = tempHome();
+  const db: TestDatabase = await freshDatabase();
+  const config = loadConfig({
+    ARBITER_HOME: home,
+    ARBITER_ADMIN_TOKEN: `adm_${randomBytes(24).toString('hex')}`,
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ...(db.url ? { DATABASE_URL: db.url } : {}),
+    ...env,
+  });
+  const app = await NestFactory.createApplicationContext(AppModule.forRoot(config), { bufferLogs: true });
+  app.useLogger(app.get(Logger));
+  const ds = app.get<DataSource>(getDataSourceToken());
+  return {
+    app,
+    config,
+    ds,
+    newTenant: async () => {
+      const id = randomUUID();
+      await ds.query(`INSERT INTO tenants (id, name) VALUES ($1, $2)`, [id, `t-${id.slice(0, 8)}`]);
+      return id;
+    },
+    close: async () => {
+      await app.close();
+      await db.drop();
+      rmSync(home, { recursive: true, force: true });
+    },
+  };
+}
