@@ -1,4 +1,4 @@
-import type { StoredTaskEvent } from '../task-events.js';
+import type { StoredTaskEvent, TaskEventBody } from '../task-events.js';
 
 /** The PostgreSQL channel of change notices: `<instance>|<task id>|<last seq>`, sent on commit. */
 export const TASK_EVENTS_CHANNEL = 'arbiter_task_events';
@@ -39,11 +39,9 @@ export function toStoredEvent(r: EventRow): StoredTaskEvent {
 export const toStoredEvents = (rows: EventRow[]): StoredTaskEvent[] =>
   rows.map(toStoredEvent).sort((a, b) => a.seq - b.seq);
 
-/** Builds a parameter list as SQL text is assembled: `p.add(v)` returns `$n`. */
-export class Params {
-  readonly values: unknown[] = [];
-  add(v: unknown): string {
-    this.values.push(v);
-    return `$${this.values.length}`;
-  }
+/** The timestamp of the last status event in a batch (the row's status timestamp), if any. */
+export function statusTimestamp(events: TaskEventBody[]): string | null {
+  let at: string | null = null;
+  for (const e of events) if (e.kind === 'status') at = e.payload.timestamp;
+  return at;
 }

@@ -1,13 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
+import { Params } from '../../database/sql-params.js';
 import { InstanceIdentity } from '../runs/instance-identity.js';
 import type { ArtifactJson, MessageJson, StoredTaskEvent, TaskEventBody } from '../task-events.js';
 import { allowedFrom, NON_TERMINAL_STATES, type TaskStateName } from '../task-state.js';
 import {
   EVENT_COLUMNS,
   leaseExpiry,
-  Params,
+  statusTimestamp,
   TASK_EVENTS_CHANNEL,
   toStoredEvents,
   type EventRow,
@@ -91,8 +92,6 @@ export class TaskEventRepository {
   async append(taskId: string, events: TaskEventBody[], change: TaskRowChange = {}): Promise<StoredTaskEvent[] | null> {
     if (events.length === 0) return [];
     const from = change.state ? allowedFrom(change.state) : NON_TERMINAL_STATES;
-    let at: string | null = null;
-    for (const e of events) if (e.kind === 'status') at = e.payload.timestamp;
     const rows = await this.ds.query<EventRow[]>(
       `WITH t AS (
          UPDATE a2a_tasks SET
@@ -131,7 +130,7 @@ export class TaskEventRepository {
         change.tokens?.output ?? null,
         from,
         // The status timestamp clients see in the event is the one stored on the row.
-        at,
+        statusTimestamp(events),
         change.lease !== undefined,
         change.lease?.owner ?? null,
         change.lease?.ms ?? 0,

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
+import { Params } from '../../database/sql-params.js';
 import { InstanceIdentity } from '../runs/instance-identity.js';
 import type { ArtifactJson, MessageJson, StoredTaskEvent, TaskEventBody } from '../task-events.js';
 import type { TaskStateName } from '../task-state.js';
@@ -8,7 +9,7 @@ import {
   EVENT_COLUMNS,
   INTERRUPTED_SQL,
   leaseExpiry,
-  Params,
+  statusTimestamp,
   TASK_EVENTS_CHANNEL,
   TERMINAL_SQL,
   toStoredEvents,
@@ -55,44 +56,10 @@ export interface TaskListQuery {
   before?: { updatedAt: string; taskId: string };
 }
 
-const COLUMNS = `task_id, tenant_id, agent_id, context_id, state, created_at, updated_at, status_message,
-  error_message, history, artifacts, metadata, input_tokens, output_tokens, last_seq`;
-
-interface RawRow {
-  task_id: string;
-  tenant_id: string;
-  agent_id: string;
-  context_id: string;
-  state: TaskStateName;
-  created_at: Date;
-  updated_at: Date;
-  status_message: MessageJson | null;
-  error_message: string;
-  history: MessageJson[];
-  artifacts: ArtifactJson[];
-  metadata: Record<string, unknown>;
-  input_tokens: number;
-  output_tokens: number;
-  last_seq: number;
-}
-
-const toRow = (r: RawRow): TaskRow => ({
-  taskId: r.task_id,
-  tenantId: r.tenant_id,
-  agentId: r.agent_id,
-  contextId: r.context_id,
-  state: r.state,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-  statusMessage: r.status_message,
-  errorMessage: r.error_message,
-  history: r.history,
-  artifacts: r.artifacts,
-  metadata: r.metadata,
-  inputTokens: r.input_tokens,
-  outputTokens: r.output_tokens,
-  lastSeq: r.last_seq,
-});
+/** The row's columns as a `TaskRow` (no mapping step: PostgreSQL names them). */
+const COLUMNS = `task_id AS "taskId", tenant_id AS "tenantId", agent_id AS "agentId", context_id AS "contextId", state,
+  created_at AS "createdAt", updated_at AS "updatedAt", status_message AS "statusMessage", error_message AS "errorMessage",
+  history, artifacts, metadata, input_tokens AS "inputTokens", output_tokens AS "outputTokens", last_seq AS "lastSeq"`;
 
 /**
  * Task rows: creation, continuation, reads, leases and retention. Every
@@ -113,8 +80,6 @@ export class TaskRepository {
   async create(task: NewTask, first: TaskEventBody[], state: TaskStateName, lease: Lease): Promise<StoredTaskEvent[]> {
     const history = first.flatMap((e) => (e.kind === 'message' ? [e.payload.message] : []));
     const lastInput = first.map((e) => e.kind).lastIndexOf('message') + 1;
-    let at: string | null = null;
-    for (const e of first) if (e.kind === 'status') at = e.payload.timestamp;
     const rows = await this.ds.query<EventRow[]>(
       `WITH t AS (
          INSERT INTO a2a_tasks (task_id, tenant_id, agent_id, context_id, state, updated_at, history, metadata, last_seq,
@@ -137,7 +102,7 @@ export class TaskRepository {
         JSON.stringify(task.metadata),
         first.length,
         JSON.stringify(first),
-        at,
+        statusTimestamp(first),
         lease.owner,
         lease.ms,
         task.messageId,
@@ -200,20 +165,20 @@ export class TaskRepository {
 
   async find(tenantId: string, taskId: string): Promise<TaskRow | null> {
     if (taskId.length > 64) return null;
-    const rows = await this.ds.query<RawRow[]>(
+    const rows = await this.ds.query<TaskRow[]>(
       `SELECT ${COLUMNS} FROM a2a_tasks WHERE task_id = $1 AND tenant_id = $2`,
       [taskId, tenantId],
     );
-    return rows[0] ? toRow(rows[0]) : null;
+    return rows[0] ?? null;
   }
 
   /** The task a message created, if that message was already sent to this tenant's agent. */
   async findByMessage(tenantId: string, agentId: string, messageId: string): Promise<TaskRow | null> {
-    const rows = await this.ds.query<RawRow[]>(
+    const rows = await this.ds.query<TaskRow[]>(
       `SELECT ${COLUMNS} FROM a2a_tasks WHERE tenant_id = $1 AND agent_id = $2 AND message_id = $3`,
       [tenantId, agentId, messageId],
     );
-    return rows[0] ? toRow(rows[0]) : null;
+    return rows[0] ?? null;
   }
 
   /** The tenant a task belongs to (for the operator's routes, which act across tenants). */
@@ -241,11 +206,11 @@ export class TaskRepository {
     if (q.before) {
       where += ` AND (updated_at, task_id) < (${p.add(q.before.updatedAt)}::timestamptz, ${p.add(q.before.taskId)})`;
     }
-    const rows = await this.ds.query<RawRow[]>(
+    const rows = await this.ds.query<TaskRow[]>(
       `SELECT ${COLUMNS} FROM a2a_tasks WHERE ${where} ORDER BY updated_at DESC, task_id DESC LIMIT ${p.add(q.limit)}`,
       p.values,
     );
-    return rows.map(toRow);
+    return rows;
   }
 
   async count(q: Omit<TaskListQuery, 'limit' | 'before'>): Promise<number> {
@@ -259,12 +224,12 @@ export class TaskRepository {
 
   /** The latest `limit` tasks of a context with one agent, oldest first (a conversation's turns). */
   async contextTasks(tenantId: string, agentId: string, contextId: string, limit: number): Promise<TaskRow[]> {
-    const rows = await this.ds.query<RawRow[]>(
+    const rows = await this.ds.query<TaskRow[]>(
       `SELECT ${COLUMNS} FROM a2a_tasks WHERE tenant_id = $1 AND agent_id = $2 AND context_id = $3
         ORDER BY created_at DESC, task_id DESC LIMIT $4`,
       [tenantId, agentId, contextId, limit],
     );
-    return rows.map(toRow).reverse();
+    return rows.reverse();
   }
 
   /** Deletes a context's terminal tasks (with their events); returns how many. */
