@@ -30,12 +30,12 @@ async function startServer(env: Record<string, string>): Promise<ChildProcess> {
       reject(new Error('server did not start'));
     }, 60_000);
     let out = '';
-    child.stdout!.on('data', (d: Buffer) => {
+    child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
       if (out.includes('listening on')) {
         clearTimeout(timer);
-        child.stdout!.removeAllListeners('data');
-        child.stdout!.resume();
+        child.stdout.removeAllListeners('data');
+        child.stdout.resume();
         resolve();
       }
     });
