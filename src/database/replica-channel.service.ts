@@ -10,7 +10,7 @@ type NoticeHandler = (payload: string) => void;
  * module that needs to hear what other replicas commit (task events, access
  * revocations). Notices are sent with `pg_notify` inside the writing
  * statement or transaction, so they arrive only for committed work. The
- * connection reconnects by itself (backoff up to 5 s); after a reconnect the
+ * connection reconnects by itself (backoff up to 2 s); after a reconnect the
  * `onReconnect` handlers run, because notices sent meanwhile are gone.
  * With the embedded database there is one process and no connection.
  */
@@ -110,7 +110,7 @@ export class ReplicaChannel implements OnApplicationBootstrap, BeforeApplication
     this.connected = false;
     if (this.stopped || this.timer) return;
     const delay = this.retryMs;
-    this.retryMs = Math.min(this.retryMs * 2, 5_000);
+    this.retryMs = Math.min(this.retryMs * 2, 2_000);
     this.timer = setTimeout(() => {
       this.timer = undefined;
       void this.connect();

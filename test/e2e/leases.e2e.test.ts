@@ -9,7 +9,7 @@ import { startServerProcess, type ServerProcess } from '../helpers/process.js';
 import { tempHome } from '../helpers/server.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 
-const LEASE_MS = 3_000;
+const LEASE_MS = 1_500;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
@@ -103,10 +103,10 @@ describe(
       const held = await Promise.all([1, 2, 3, 4].map(() => start(a, 'index', 'hold')));
       await proxyA.cut();
       await proxyB.cut();
-      await sleep(10_000);
+      await sleep(5_000); // over three leases
       // B has the database back a moment before A (reconnects are not simultaneous).
       await proxyB.restore();
-      await sleep(1_000);
+      await sleep(300);
       await proxyA.restore();
       await sleep(2 * LEASE_MS + 1_000); // B has swept many times since
       for (const id of held) {

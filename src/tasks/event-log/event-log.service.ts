@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
 import { AsyncQueue, QueueOverflowError } from '../../common/async-queue.js';
+import { isDatabaseUnavailable } from '../../common/db-errors.js';
 import { TaskEventRepository, type TaskRowChange } from '../repositories/task-event.repository.js';
 import { TaskRepository } from '../repositories/task.repository.js';
 import { TaskError } from '../task.errors.js';
@@ -83,7 +84,16 @@ export class EventLog {
       for await (const item of live) {
         const upto = 'poke' in item ? item.poke : item.seq - 1;
         if (upto > last) {
-          const missed = await this.read(tenantId, taskId, last, upto >= Number.MAX_SAFE_INTEGER ? undefined : upto);
+          let missed: StoredTaskEvent[];
+          try {
+            missed = await this.read(tenantId, taskId, last, upto >= Number.MAX_SAFE_INTEGER ? undefined : upto);
+          } catch (err) {
+            // The database is away: keep the stream and read again in a second (this item included).
+            if (!isDatabaseUnavailable(err)) throw err;
+            const again = 'poke' in item ? item.poke : item.seq;
+            setTimeout(() => live.push({ poke: again }), 1_000).unref();
+            continue;
+          }
           for (const e of missed) {
             last = e.seq;
             yield e;

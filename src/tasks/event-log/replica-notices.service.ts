@@ -1,4 +1,4 @@
-import { Injectable, type OnModuleInit } from '@nestjs/common';
+import { Injectable, type BeforeApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { ReplicaChannel } from '../../database/replica-channel.service.js';
 import { TASK_EVENTS_CHANNEL } from '../repositories/sql.js';
 import { InstanceIdentity } from '../runs/instance-identity.js';
@@ -12,10 +12,14 @@ import { EventBus } from './event-bus.js';
  * run registry, which hands continuations to the running turn and stops runs
  * whose task ended elsewhere (a cancel, a sweep). A lost or truncated notice
  * cannot lose an event: the log is the truth, and after the notice
- * connection comes back every watcher re-reads it.
+ * connection comes back every watcher re-reads it. While it is down, every
+ * watcher re-reads the log once a second instead, so hand-offs and live
+ * tails go on, slower, rather than stall.
  */
 @Injectable()
-export class ReplicaNotices implements OnModuleInit {
+export class ReplicaNotices implements OnModuleInit, BeforeApplicationShutdown {
+  private deaf: NodeJS.Timeout | undefined;
+
   constructor(
     private readonly channel: ReplicaChannel,
     private readonly bus: EventBus,
@@ -25,6 +29,16 @@ export class ReplicaNotices implements OnModuleInit {
   onModuleInit(): void {
     this.channel.listen(TASK_EVENTS_CHANNEL, (payload) => this.onNotice(payload));
     this.channel.onReconnect(() => this.bus.pokeAll());
+    if (this.channel.enabled) {
+      this.deaf = setInterval(() => {
+        if (!this.channel.connected) this.bus.pokeAll();
+      }, 1_000);
+      this.deaf.unref();
+    }
+  }
+
+  beforeApplicationShutdown(): void {
+    clearInterval(this.deaf);
   }
 
   private onNotice(payload: string): void {
