@@ -22,7 +22,8 @@ export class ReplicaChannel implements OnApplicationBootstrap, BeforeApplication
   private client: pg.Client | undefined;
   private stopped = false;
   private retryMs = 100;
-  private everConnected = false;
+  /** A connection was lost or could not be made since the last one: notices may have been missed. */
+  private missed = false;
   private timer: NodeJS.Timeout | undefined;
   /** True while the LISTEN connection is up; readiness reports it. */
   connected = false;
@@ -97,15 +98,16 @@ export class ReplicaChannel implements OnApplicationBootstrap, BeforeApplication
     this.client = client;
     this.connected = true;
     this.retryMs = 100;
-    if (this.everConnected) {
+    if (this.missed) {
       this.logger.log('notice connection back; catching up from the database');
       for (const h of this.reconnectHandlers) h();
     }
-    this.everConnected = true;
+    this.missed = false;
   }
 
   private lost(client: pg.Client): void {
     if (client !== this.client && this.client !== undefined) return;
+    this.missed = true;
     this.client = undefined;
     this.connected = false;
     if (this.stopped || this.timer) return;

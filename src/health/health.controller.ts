@@ -25,9 +25,10 @@ export class HealthController {
   }
 
   /**
-   * Readiness: not shutting down, the database answers within 2 s, and (on
-   * PostgreSQL) the connection that hears other replicas' writes is up —
-   * without it, live streams of runs held elsewhere would stall.
+   * Readiness: not shutting down, and the database answers within 2 s. On
+   * PostgreSQL it also reports the connection that hears other replicas'
+   * writes; while that reconnects the replica still serves (its streams and
+   * runs re-read the log every second instead), so it stays ready.
    */
   @Get('ready')
   async ready(@Res({ passthrough: true }) res: Response): Promise<Record<string, string>> {
@@ -43,11 +44,8 @@ export class HealthController {
           timer = setTimeout(() => reject(new Error('timeout')), READY_TIMEOUT_MS);
         }),
       ]);
-      if (this.notices.enabled && !this.notices.connected) {
-        res.status(503);
-        return { status: 'unavailable', database: 'ok', notices: 'reconnecting' };
-      }
-      return { status: 'ready', database: 'ok', ...(this.notices.enabled ? { notices: 'ok' } : {}) };
+      if (!this.notices.enabled) return { status: 'ready', database: 'ok' };
+      return { status: 'ready', database: 'ok', notices: this.notices.connected ? 'ok' : 'reconnecting' };
     } catch {
       res.status(503);
       return { status: 'unavailable', database: 'unreachable' };

@@ -154,6 +154,7 @@ export class TaskService {
     this.log.publish(row.taskId, r.events);
     const seq = r.events.find((e) => e.kind === 'message')?.seq ?? 0;
     if (r.started) {
+      // From the row as the continuation resumed it (not as first read: the run may have settled since).
       this.runner.start({
         // Everything before this message: the model sees the task's conversation.
         ctx: {
@@ -161,12 +162,12 @@ export class TaskService {
           agent: input.agent,
           taskId: row.taskId,
           contextId: row.contextId,
-          history: row.history.map(asChat),
+          history: r.row.history.map(asChat),
         },
         first: runInputOf(message, seq),
         cursor: r.events[r.events.length - 1]?.seq ?? seq,
-        artifacts: row.artifacts,
-        tokens: { input: row.inputTokens, output: row.outputTokens },
+        artifacts: r.row.artifacts,
+        tokens: { input: r.row.inputTokens, output: r.row.outputTokens },
         catchUp: true,
       });
     }

@@ -90,6 +90,18 @@ describe(`A2A request handler (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded
     );
   });
 
+  it('a streaming continuation ends at the status written after its message, however fast the run settles', async () => {
+    let task = await handler.sendMessage(ctx, send('ask'));
+    for (let i = 0; i < 5; i++) {
+      // Each answer asks again at once: the run may settle before the stream reads the task.
+      const items = await collect((await handler.sendStreamingMessage(ctx, send('ask', {}, task.id))).items);
+      const last = items.at(-1)!;
+      const state = last.type === 'task' ? last.task.state : last.event.kind === 'status' && last.event.payload.state;
+      assert.equal(state, 'TASK_STATE_INPUT_REQUIRED');
+      task = await handler.getTask(ctx, { id: task.id });
+    }
+  });
+
   it('a message sent while the turn runs reaches it (hold, then continue)', async () => {
     const held = await handler.sendMessage(ctx, send('hold', { returnImmediately: true }));
     const reply = await handler.sendMessage(ctx, send('released', {}, held.id));

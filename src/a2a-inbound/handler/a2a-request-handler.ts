@@ -162,7 +162,8 @@ export class A2aRequestHandler {
     view: { historyLength?: number },
   ): AsyncGenerator<StreamItem> {
     yield { type: 'task', task: first, view };
-    if (isTerminal(first.state) || (afterSeq === 0 && stopAt(first.state))) return;
+    // Already there: terminal, or settled after this message (a continuation that ran fast).
+    if (isTerminal(first.state) || (stopAt(first.state) && (afterSeq === 0 || first.lastSeq > afterSeq))) return;
     for await (const event of this.log.tail(ctx.principal.tenantId, first.id, first.lastSeq, ctx.signal)) {
       // A continuation's stream ends at a settled state written after its message, not at the one it continued.
       const final = event.kind === 'status' && event.seq > afterSeq && stopAt(event.payload.state);

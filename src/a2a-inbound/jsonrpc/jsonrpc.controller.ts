@@ -86,6 +86,8 @@ export class JsonRpcController {
       else await this.stream(req, res, id, dialect, outcome.stream, abort);
     } catch (err) {
       if (err instanceof EnvelopeError) this.reply(res, err.id, this.error(err.error, dialect.version, req));
+      else if (res.destroyed || res.writableEnded)
+        return; // the client went away: nobody to answer
       else if (!res.headersSent) this.reply(res, id, this.error(err, dialect.version, req));
     } finally {
       release();

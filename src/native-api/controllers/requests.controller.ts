@@ -121,12 +121,12 @@ export class RequestsController {
     const resume = typeof lastEventId === 'string' && /^\d{1,9}$/.test(lastEventId) ? Number(lastEventId) : undefined;
     const since = q.since_seq ?? resume ?? 0;
     const abort = new AbortController();
-    const frames =
-      q.format === 'log'
-        ? await this.tail.openLog(t.tenantId, id, since, abort.signal)
-        : await this.tail.open(t.tenantId, id, since, abort.signal);
     const release = this.streams.hold(t, abort);
     try {
+      const frames =
+        q.format === 'log'
+          ? await this.tail.openLog(t.tenantId, id, since, abort.signal)
+          : await this.tail.open(t.tenantId, id, since, abort.signal);
       await writeSse(res, frames, {
         heartbeatMs: this.config.sseHeartbeatMs,
         abort,

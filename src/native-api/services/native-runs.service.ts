@@ -97,9 +97,9 @@ export class NativeRuns {
     res.setHeader('Arbiter-Request-Id', run.taskId);
     if (run.replayed) res.setHeader('Idempotent-Replayed', 'true');
     const abort = new AbortController();
-    const frames = await this.tail.open(principal.tenantId, run.taskId, 0, abort.signal);
     const release = this.streams.hold(principal, abort);
     try {
+      const frames = await this.tail.open(principal.tenantId, run.taskId, 0, abort.signal);
       await writeSse(res, frames, {
         heartbeatMs: this.config.sseHeartbeatMs,
         abort,

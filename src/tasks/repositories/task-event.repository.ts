@@ -40,7 +40,12 @@ export type EndScope =
   | { kind: 'tenant'; tenantId: string }
   | { kind: 'orphans'; owner: string; held: string[]; restarted?: boolean };
 
-/** A task an end applies to, as read before writing it. */
+/** Anything that runs SQL: the DataSource, or a transaction's EntityManager. */
+export interface Queryable {
+  query<T = unknown>(sql: string, params?: unknown[]): Promise<T>;
+}
+
+/** A task an end applies to, as locked before writing it. */
 export interface EndCandidate {
   taskId: string;
   tenantId: string;
@@ -167,11 +172,19 @@ export class TaskEventRepository {
     return toStoredEvents(rows);
   }
 
+  /** Runs `work` in one transaction (row locks taken in it hold until it ends). */
+  transaction<T>(work: (q: Queryable) => Promise<T>): Promise<T> {
+    return this.ds.transaction((em) => work(em));
+  }
+
   /** Artifact events of each task up to its seq, for folding artifacts; by task id. */
-  async artifactEvents(tasks: { taskId: string; uptoSeq: number }[]): Promise<Map<string, StoredTaskEvent[]>> {
+  async artifactEvents(
+    tasks: { taskId: string; uptoSeq: number }[],
+    q: Queryable = this.ds,
+  ): Promise<Map<string, StoredTaskEvent[]>> {
     const out = new Map<string, StoredTaskEvent[]>(tasks.map((t) => [t.taskId, []]));
     if (tasks.length === 0) return out;
-    const rows = await this.ds.query<EventRow[]>(
+    const rows = await q.query<EventRow[]>(
       `SELECT e.task_id, e.seq, e.kind, e.payload, e.created_at FROM task_events e
          JOIN unnest($1::varchar[], $2::int[]) AS x(task_id, upto) ON x.task_id = e.task_id
         WHERE e.kind = 'artifact' AND e.seq <= x.upto
@@ -182,39 +195,38 @@ export class TaskEventRepository {
     return out;
   }
 
-  /** Up to `limit` unfinished tasks in `scope`, oldest lease first. */
-  async endCandidates(scope: EndScope, limit: number): Promise<EndCandidate[]> {
+  /**
+   * Up to `limit` unfinished tasks in `scope`, locked for the rest of the
+   * transaction `q` (in task id order; rows another transaction holds are
+   * skipped, so two replicas ending the same tasks never wait on each other).
+   */
+  async lockCandidates(q: Queryable, scope: EndScope, limit: number): Promise<EndCandidate[]> {
     const p = new Params();
-    const rows = await this.ds.query<
-      { task_id: string; tenant_id: string; last_seq: number; artifacts: ArtifactJson[] }[]
-    >(
-      `SELECT a.task_id, a.tenant_id, a.last_seq, a.artifacts FROM a2a_tasks a WHERE ${scopeSql(scope, p)}
-        ORDER BY a.lease_expires_at NULLS FIRST, a.task_id LIMIT ${p.add(limit)}`,
+    return q.query<EndCandidate[]>(
+      `SELECT a.task_id AS "taskId", a.tenant_id AS "tenantId", a.last_seq AS "lastSeq", a.artifacts
+         FROM a2a_tasks a WHERE ${scopeSql(scope, p)}
+        ORDER BY a.task_id LIMIT ${p.add(limit)} FOR UPDATE OF a SKIP LOCKED`,
       p.values,
     );
-    return rows.map((r) => ({ taskId: r.task_id, tenantId: r.tenant_id, lastSeq: r.last_seq, artifacts: r.artifacts }));
   }
 
   /**
-   * Ends many tasks in one statement: each still in `scope` (and, with
-   * `requireSeen`, unchanged since it was read at `seen`) gets the terminal
-   * `status` event, its folded artifacts, and loses its lease. Returns the
-   * status events written, one per task ended.
+   * Ends locked tasks (see `lockCandidates`) in one statement: each gets the
+   * terminal `status` event, its folded artifacts, and loses its lease.
+   * Returns the status events written, one per task ended.
    */
   async endMany(
+    q: Queryable,
     scope: EndScope,
-    tasks: { taskId: string; seen: number; artifacts: ArtifactJson[] }[],
+    tasks: { taskId: string; artifacts: ArtifactJson[] }[],
     status: Extract<TaskEventBody, { kind: 'status' }>['payload'],
-    requireSeen: boolean,
   ): Promise<StoredTaskEvent[]> {
     if (tasks.length === 0) return [];
     const p = new Params();
-    const input = p.add(
-      JSON.stringify(tasks.map((t) => ({ task_id: t.taskId, seen: t.seen, artifacts: t.artifacts }))),
-    );
+    const input = p.add(JSON.stringify(tasks.map((t) => ({ task_id: t.taskId, artifacts: t.artifacts }))));
     const where = scopeSql(scope, p);
-    const rows = await this.ds.query<EventRow[]>(
-      `WITH x AS (SELECT * FROM jsonb_to_recordset(${input}::jsonb) AS x(task_id varchar, seen int, artifacts jsonb)),
+    const rows = await q.query<EventRow[]>(
+      `WITH x AS (SELECT * FROM jsonb_to_recordset(${input}::jsonb) AS x(task_id varchar, artifacts jsonb)),
        t AS (
          UPDATE a2a_tasks a SET
            last_seq = a.last_seq + 1,
@@ -224,7 +236,7 @@ export class TaskEventRepository {
            artifacts = x.artifacts,
            owner_instance = NULL,
            lease_expires_at = NULL
-         FROM x WHERE a.task_id = x.task_id AND (NOT ${p.add(requireSeen)}::boolean OR a.last_seq = x.seen) AND ${where}
+         FROM x WHERE a.task_id = x.task_id AND ${where}
          RETURNING a.task_id, a.last_seq
        ), n AS (SELECT t.task_id, pg_notify('${TASK_EVENTS_CHANNEL}', ${p.add(this.identity.id)}::text || '|' || t.task_id || '|' || t.last_seq) AS sent FROM t)
        INSERT INTO task_events (task_id, seq, kind, payload)

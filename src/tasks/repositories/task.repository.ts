@@ -46,6 +46,14 @@ export interface TaskRow {
   lastSeq: number;
 }
 
+/** A task's row as a continuation found it (in the same statement that wrote the message). */
+export interface ResumedRow {
+  history: MessageJson[];
+  artifacts: ArtifactJson[];
+  inputTokens: number;
+  outputTokens: number;
+}
+
 export interface TaskListQuery {
   tenantId: string;
   agentId?: string;
@@ -116,8 +124,10 @@ export class TaskRepository {
    * Adds a user message to a task that is not terminal, in one statement.
    * A running task keeps its run (wherever it is; the run takes the message
    * from the log). An interrupted task moves to `working` and is leased to
-   * `lease.owner`, who must start its run: `started` says so. Null when the
-   * task is terminal or gone: nothing was written.
+   * `lease.owner`, who must start its run: `started` says so, and `row` is
+   * what that run starts from (history before this message, artifacts,
+   * tokens), read under the row lock. Null when the task is terminal or
+   * gone: nothing was written.
    */
   async continueWith(
     tenantId: string,
@@ -125,7 +135,7 @@ export class TaskRepository {
     message: MessageJson,
     working: TaskEventBody,
     lease: Lease,
-  ): Promise<{ events: StoredTaskEvent[]; started: boolean } | null> {
+  ): Promise<{ events: StoredTaskEvent[]; started: boolean; row: ResumedRow } | null> {
     const at = working.kind === 'status' ? working.payload.timestamp : null;
     const resumes = `state IN ${INTERRUPTED_SQL}`;
     const rows = await this.ds.query<EventRow[]>(
@@ -140,13 +150,15 @@ export class TaskRepository {
            owner_instance = CASE WHEN ${resumes} THEN $6::varchar ELSE owner_instance END,
            lease_expires_at = CASE WHEN ${resumes} THEN ${leaseExpiry('$7')} ELSE lease_expires_at END
          WHERE task_id = $1 AND tenant_id = $2 AND state NOT IN ${TERMINAL_SQL}
-         RETURNING last_seq, last_input_seq
+         RETURNING last_seq, last_input_seq, history, artifacts, input_tokens, output_tokens
        ), n AS (SELECT pg_notify('${TASK_EVENTS_CHANNEL}', $8::text || '|' || $1 || '|' || t.last_seq) AS sent FROM t)
        INSERT INTO task_events (task_id, seq, kind, payload)
        SELECT $1, t.last_input_seq, 'message', jsonb_build_object('message', $9::jsonb) FROM t, n
        UNION ALL
        SELECT $1, t.last_seq, 'status', $5::jsonb FROM t, n WHERE t.last_seq > t.last_input_seq
-       RETURNING ${EVENT_COLUMNS}`,
+       RETURNING ${EVENT_COLUMNS},
+         (SELECT jsonb_build_object('history', t.history, 'artifacts', t.artifacts,
+                                    'inputTokens', t.input_tokens, 'outputTokens', t.output_tokens) FROM t) AS row`,
       [
         taskId,
         tenantId,
@@ -160,7 +172,13 @@ export class TaskRepository {
       ],
     );
     if (rows.length === 0) return null;
-    return { events: toStoredEvents(rows), started: rows.length === 2 };
+    const row = (rows[0] as EventRow & { row: ResumedRow }).row;
+    // The history as it was before this message: what the model replays for a new turn.
+    return {
+      events: toStoredEvents(rows),
+      started: rows.length === 2,
+      row: { ...row, history: row.history.slice(0, -1) },
+    };
   }
 
   async find(tenantId: string, taskId: string): Promise<TaskRow | null> {

@@ -1,7 +1,6 @@
 import { Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
 import { safeError } from '../../common/safe-error.js';
-import { ReplicaChannel } from '../../database/replica-channel.service.js';
 import { TaskRepository } from '../repositories/task.repository.js';
 import type { Lease } from '../repositories/sql.js';
 import { InstanceIdentity } from './instance-identity.js';
@@ -15,20 +14,21 @@ import { RunRegistry } from './run-registry.js';
  * `failed` with "owner lost" — all of them, in batches — so an orphan ends
  * within about 1.25 leases of its owner's last renewal plus the sweep itself.
  *
- * Expiry is judged by the database's clock. A replica that has just been
- * without the database (or its notice connection) sweeps nothing for one
- * lease after it answers again: the owners were likely cut off too, and that
- * is how long they need to renew. A renewal that does not find a held task
- * still leased here means it ended elsewhere: the run reads its log and
- * stops. With the embedded database (one process), what an earlier process
- * left running is ended at start.
+ * Expiry is judged by the database's clock. Each sweep first makes a round
+ * trip; a replica that has not been in touch with the database for half a
+ * lease (an outage, a hang, or it has just started) sweeps nothing for one
+ * lease from then: the owners were likely cut off too, and that is how long
+ * they need to renew. A renewal that does not find a held task still leased
+ * here means it ended elsewhere: the run reads its log and stops. With the
+ * embedded database (one process), what an earlier process left running is
+ * ended at start.
  */
 @Injectable()
 export class LeaseService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('Leases');
   private timers: NodeJS.Timeout[] = [];
-  /** The database was away: once it answers again, wait a lease before sweeping. */
-  private recovering = false;
+  /** When this replica last completed a round trip to the database (ms since epoch). */
+  private lastContact = 0;
   /** No sweeping before this time (ms since epoch). */
   private quietUntil = 0;
   private sweeping = false;
@@ -38,7 +38,6 @@ export class LeaseService implements OnApplicationBootstrap, BeforeApplicationSh
     private readonly registry: RunRegistry,
     private readonly ends: RunEnd,
     private readonly identity: InstanceIdentity,
-    private readonly channel: ReplicaChannel,
     private readonly config: AppConfig,
   ) {}
 
@@ -76,47 +75,49 @@ export class LeaseService implements OnApplicationBootstrap, BeforeApplicationSh
   async renew(): Promise<void> {
     const runs = this.registry.all();
     if (runs.length === 0) return;
-    let kept: Set<string>;
-    try {
-      kept = new Set(
-        await this.tasks.renewLeases(
-          this.identity.id,
-          runs.map((r) => r.taskId),
-          this.config.leaseMs,
-        ),
-      );
-    } catch (err) {
-      this.unwell();
-      throw err;
-    }
-    for (const run of runs) if (!kept.has(run.taskId)) void this.registry.catchUp(run);
+    const kept = new Set(
+      await this.tasks.renewLeases(
+        this.identity.id,
+        runs.map((r) => r.taskId),
+        this.config.leaseMs,
+      ),
+    );
+    this.lastContact = Date.now();
+    for (const run of runs) if (!kept.has(run.taskId)) this.registry.nudge(run);
   }
 
-  /** Ends every orphaned running task; returns how many this replica ended. */
+  /** The periodic sweep: ends orphans, unless this replica has just been out of touch with the database. */
   async sweep(): Promise<number> {
-    if (this.channel.enabled && !this.channel.connected) this.unwell();
-    if (this.sweeping || Date.now() < this.quietUntil) return 0;
+    if (this.sweeping) return 0;
     this.sweeping = true;
     try {
-      if (this.recovering) {
-        await this.tasks.ping();
-        this.recovering = false;
-        this.quietUntil = Date.now() + this.config.leaseMs;
-        this.logger.log(`database reachable again; sweeping resumes in ${this.config.leaseMs} ms`);
-        return 0;
+      const asked = Date.now();
+      await this.tasks.ping();
+      const now = Date.now();
+      if (asked - this.lastContact > this.config.leaseMs / 2 || now - asked > this.config.leaseMs / 4) {
+        // Out of touch until now: owners may have been unable to renew as well; give them a lease.
+        if (this.lastContact > 0)
+          this.logger.log(`database reachable again; sweeping resumes in ${this.config.leaseMs} ms`);
+        this.quietUntil = now + this.config.leaseMs;
       }
-      const ended = await this.ends.endTasks(
-        { kind: 'orphans', owner: this.identity.id, held: this.registry.all().map((r) => r.taskId) },
-        { state: 'TASK_STATE_FAILED', error: 'owner lost' },
-      );
-      if (ended.length) this.logger.warn(`ended ${ended.length} orphaned task(s): owner lost`);
-      return ended.length;
-    } catch (err) {
-      this.unwell();
-      throw err;
+      this.lastContact = now;
+      if (now < this.quietUntil) return 0;
+      const ended = await this.endOrphans();
+      this.lastContact = Date.now();
+      return ended;
     } finally {
       this.sweeping = false;
     }
+  }
+
+  /** Ends every orphaned running task, in batches; returns how many this replica ended. */
+  async endOrphans(): Promise<number> {
+    const ended = await this.ends.endTasks(
+      { kind: 'orphans', owner: this.identity.id, held: this.registry.all().map((r) => r.taskId) },
+      { state: 'TASK_STATE_FAILED', error: 'owner lost' },
+    );
+    if (ended.length) this.logger.warn(`ended ${ended.length} orphaned task(s): owner lost`);
+    return ended.length;
   }
 
   /** Retention: deletes tasks that ended more than `ARBITER_RETENTION_DAYS` ago, in small batches. */
@@ -129,10 +130,5 @@ export class LeaseService implements OnApplicationBootstrap, BeforeApplicationSh
     }
     if (total) this.logger.log(`purged ${total} task(s) that ended over ${this.config.retentionDays} day(s) ago`);
     return total;
-  }
-
-  /** The database (or the notice connection) failed: owners may be missing renewals now. */
-  private unwell(): void {
-    this.recovering = true;
   }
 }

@@ -5,6 +5,7 @@ import {
   TaskEventRepository,
   type EndCandidate,
   type EndScope,
+  type Queryable,
   type TaskRowChange,
 } from '../repositories/task-event.repository.js';
 import {
@@ -69,8 +70,6 @@ export interface RunState {
 }
 
 const BATCH = 500;
-/** Rounds that require each task to be unchanged since it was read before an end may overwrite a race. */
-const STRICT_ROUNDS = 3;
 
 /**
  * The one terminal writer. A run ends itself through its writer (in order
@@ -126,32 +125,42 @@ export class RunEnd {
 
   /**
    * Ends every unfinished task in `scope` with `ending`, from outside its
-   * run (a run held anywhere hears of it and stops). Returns the status
-   * events written: one per task this call ended.
+   * run (a run held anywhere hears of it and stops). Batch by batch, each in
+   * one transaction: lock the tasks, fold their artifacts from the log, write
+   * the ends — so nothing a run appends can slip between the fold and the
+   * end. Returns the status events written: one per task this call ended.
    */
   async endTasks(scope: EndScope, ending: TerminalEnding): Promise<StoredTaskEvent[]> {
     const status = endingStatus(ending);
     const ended: StoredTaskEvent[] = [];
-    for (let round = 0; ; round++) {
-      const rows = await this.events.endCandidates(scope, BATCH);
-      if (rows.length === 0) break;
-      const folded = await this.fold(rows);
-      const stored = await this.events.endMany(scope, folded, status, round < STRICT_ROUNDS);
-      for (const e of stored) this.log.publish(e.taskId, [e]);
-      ended.push(...stored);
-      if (rows.length < BATCH && stored.length === rows.length) break;
+    for (;;) {
+      const batch = await this.events.transaction(async (q) => {
+        const rows = await this.events.lockCandidates(q, scope, BATCH);
+        const stored = await this.events.endMany(q, scope, await this.fold(q, rows), status);
+        return { locked: rows.length, stored };
+      });
+      // Committed: tell this process's watchers (other replicas hear the NOTIFY).
+      for (const e of batch.stored) this.log.publish(e.taskId, [e]);
+      ended.push(...batch.stored);
+      if (batch.locked < BATCH || batch.stored.length === 0) break;
     }
     return ended;
   }
 
-  /** Each candidate's artifacts with its log folded in, as of the seq it was read at. */
-  private async fold(rows: EndCandidate[]): Promise<{ taskId: string; seen: number; artifacts: ArtifactJson[] }[]> {
-    const byTask = await this.events.artifactEvents(rows.map((r) => ({ taskId: r.taskId, uptoSeq: r.lastSeq })));
-    return rows.map((r) => ({
-      taskId: r.taskId,
-      seen: r.lastSeq,
-      artifacts: foldArtifacts(r.artifacts, byTask.get(r.taskId) ?? []),
-    }));
+  /** Each task's artifacts with its log folded in (a malformed log keeps the row's artifacts). */
+  private async fold(q: Queryable, rows: EndCandidate[]): Promise<{ taskId: string; artifacts: ArtifactJson[] }[]> {
+    const byTask = await this.events.artifactEvents(
+      rows.map((r) => ({ taskId: r.taskId, uptoSeq: r.lastSeq })),
+      q,
+    );
+    return rows.map((r) => {
+      try {
+        return { taskId: r.taskId, artifacts: foldArtifacts(r.artifacts, byTask.get(r.taskId) ?? []) };
+      } catch (err) {
+        this.logger.error({ err: safeError(err), taskId: r.taskId }, 'could not fold a task’s artifacts');
+        return { taskId: r.taskId, artifacts: r.artifacts };
+      }
+    });
   }
 
   /** One retry loop at a time; it re-arms itself (with backoff up to 5 s) only after a pass has finished. */

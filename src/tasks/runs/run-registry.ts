@@ -37,6 +37,9 @@ export class HeldRun {
   reading: Promise<void> | undefined;
   /** The newest seq another writer told us of (a notice, or a gap in what we were handed). */
   pokedTo = 0;
+  /** Re-reads asked for without a seq (a gap of unknown size), and how many of them a read has served. */
+  rereadsAsked = 0;
+  rereadsServed = 0;
 
   constructor(
     readonly tenantId: string,
@@ -99,42 +102,44 @@ export class RunRegistry {
 
   /**
    * Reads the log after the run's cursor for what it must act on (messages,
-   * an end written elsewhere). One read at a time per run; a poke that comes
-   * during a read is served by another read after it.
+   * an end written elsewhere): up to `upto` (a seq we were told of), or all
+   * of it. One read at a time per run; what is asked during a read is served
+   * by another read after it. Rejects when the log cannot be read.
    */
-  catchUp(run: HeldRun, upto = Number.MAX_SAFE_INTEGER): Promise<void> {
-    run.pokedTo = Math.max(run.pokedTo, upto);
+  catchUp(run: HeldRun, upto?: number): Promise<void> {
+    if (upto === undefined || upto >= Number.MAX_SAFE_INTEGER) run.rereadsAsked++;
+    else run.pokedTo = Math.max(run.pokedTo, upto);
     run.reading ??= this.read(run).finally(() => (run.reading = undefined));
     return run.reading;
   }
 
+  /** `catchUp` for callers that do not wait: a failed read is logged, and the next notice or renewal reads again. */
+  nudge(run: HeldRun, upto?: number): void {
+    this.catchUp(run, upto).catch((err: unknown) =>
+      this.logger.warn({ err: safeError(err), taskId: run.taskId }, 'could not read a held task’s log'),
+    );
+  }
+
   private async read(run: HeldRun): Promise<void> {
-    while (run.pokedTo > run.cursor && !run.inbox.isClosed) {
+    while (!run.inbox.isClosed && (run.pokedTo > run.cursor || run.rereadsAsked > run.rereadsServed)) {
       const target = run.pokedTo;
-      let events: StoredTaskEvent[];
-      try {
-        events = await this.events.controlEvents(run.tenantId, run.taskId, run.cursor);
-      } catch (err) {
-        // The next notice, renewal or reconnect reads again.
-        this.logger.warn({ err: safeError(err), taskId: run.taskId }, 'could not read a held task’s log');
-        return;
-      }
-      this.take(run, events);
-      // Everything up to the seq we were told of is committed, so the read covered it.
-      if (target < Number.MAX_SAFE_INTEGER) run.cursor = Math.max(run.cursor, target);
-      if (run.pokedTo === target) run.pokedTo = run.cursor;
+      const asked = run.rereadsAsked;
+      this.take(run, await this.events.controlEvents(run.tenantId, run.taskId, run.cursor));
+      // Everything up to the seq we were told of was committed before we read, so the read covered it.
+      run.cursor = Math.max(run.cursor, target);
+      run.rereadsServed = asked;
     }
   }
 
   private onEvents(run: HeldRun, events: StoredTaskEvent[], poked?: number): void {
     if (poked !== undefined) {
-      if (poked > run.cursor) void this.catchUp(run, poked);
+      if (poked > run.cursor) this.nudge(run, poked);
       return;
     }
     const first = events[0];
     // Events committed in between that we were not handed (another replica's, or an out-of-order publish here).
     if (first && first.seq > run.cursor + 1) {
-      void this.catchUp(run, events[events.length - 1]?.seq ?? first.seq);
+      this.nudge(run, events[events.length - 1]?.seq ?? first.seq);
       return;
     }
     this.take(run, events);

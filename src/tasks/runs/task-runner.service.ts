@@ -55,7 +55,7 @@ export class TaskRunner {
   /** Registers the run and starts it in the background; returns at once. */
   start(start: RunStart): HeldRun {
     const run = this.registry.hold(start.ctx.tenantId, start.ctx.taskId, start.first, start.cursor);
-    if (start.catchUp) void this.registry.catchUp(run);
+    if (start.catchUp) this.registry.nudge(run);
     this.execute(start, run)
       .catch((err: unknown) => this.logger.error({ err: safeError(err), taskId: start.ctx.taskId }, 'run crashed'))
       .finally(() => this.registry.release(run));
