@@ -1,7 +1,25 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
+import { pino } from 'pino';
 import { startApp } from './app.factory.js';
 import { ConfigError, loadConfig, type AppConfig } from './config/app-config.js';
+import { checkDatabase, StartupError } from './database/preflight.js';
+
+/** Start-up failures, before the application's logger exists: one JSON line each, on stdout like every log. */
+const early = pino({ level: 'info' });
+
+/** Known start-up conditions get one line that says what to do; anything else is a bug, logged with its stack. */
+function reportStartFailure(err: unknown, port?: number): never {
+  const code = (err as { code?: unknown }).code;
+  if (err instanceof StartupError) {
+    early.fatal(`arbiter cannot start: ${err.message}`);
+  } else if (code === 'EADDRINUSE' || code === 'EACCES') {
+    early.fatal(`arbiter cannot start: cannot listen on port ${port} (${String(code)}); set PORT or --port to another`);
+  } else {
+    early.fatal({ err }, 'arbiter failed to start');
+  }
+  process.exit(1);
+}
 
 async function main(): Promise<void> {
   const started = performance.now();
@@ -9,13 +27,18 @@ async function main(): Promise<void> {
   try {
     config = loadConfig(process.env, process.argv.slice(2));
   } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`arbiter: ${err.message}\n`);
-      process.exit(2);
-    }
-    throw err;
+    if (!(err instanceof ConfigError)) throw err;
+    early.fatal({ problems: err.problems }, `arbiter: ${err.message.replace(/\n\s*/g, ' ')}`);
+    process.exit(2);
   }
-  const running = await startApp(config);
+  let running;
+  try {
+    // The database first: a wrong DATABASE_URL is one line, and no admin token is created before it works.
+    await checkDatabase(config);
+    running = await startApp(config);
+  } catch (err) {
+    reportStartFailure(err, config.port);
+  }
   const logger = new Logger('Main');
   logger.log(
     { config: config.describe() },
@@ -44,9 +67,4 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(
-    `arbiter: failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-  );
-  process.exit(1);
-});
+main().catch((err: unknown) => reportStartFailure(err));

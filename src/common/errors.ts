@@ -13,6 +13,9 @@ export type ErrorCode =
   | 'unavailable'
   | 'internal';
 
+/** The most field problems one validation error lists. */
+export const MAX_LISTED = 20;
+
 /** One failing input field: a dotted path (`agent_def.temperature`) and why. */
 export interface FieldError {
   field: string;
@@ -33,9 +36,25 @@ export class DomainError extends Error {
     this.name = 'DomainError';
   }
 
-  static validation(details: FieldError[], message = 'request validation failed'): DomainError {
-    return new DomainError('validation_failed', message, details);
+  /**
+   * A validation failure naming its fields. At most `MAX_LISTED` are listed
+   * (80,000 unknown keys must not make a megabytes-long answer); the message
+   * then says how many there were.
+   */
+  static validation(details: FieldError[], message = 'request validation failed', unlisted = 0): DomainError {
+    const total = details.length + unlisted;
+    if (total <= MAX_LISTED) return new DomainError('validation_failed', message, details);
+    const err = new DomainError(
+      'validation_failed',
+      `${message}: ${total} problems, the first ${MAX_LISTED} listed`,
+      details.slice(0, MAX_LISTED),
+    );
+    err.unlisted = total - MAX_LISTED;
+    return err;
   }
+
+  /** Validation problems found but not listed in `details` (see `validation`). */
+  unlisted = 0;
 
   static notFound(what: string): DomainError {
     return new DomainError('not_found', `${what} not found`);

@@ -65,11 +65,14 @@ export function toErrorResponse(err: unknown, requestId: string | undefined): { 
   };
 }
 
-export function sendError(res: Response, status: number, body: ErrorBody): void {
+export function sendError(res: Response, status: number, body: ErrorBody, req?: Request): void {
   if (res.headersSent) {
     res.end();
     return;
   }
+  // Refused before its body was read (unauthenticated, unknown route …): close the connection after the answer
+  // rather than read what the client is still sending.
+  if (req && !req.complete) res.setHeader('Connection', 'close');
   if (status === 401) res.setHeader('WWW-Authenticate', BEARER_CHALLENGE);
   if (status === 503) res.setHeader('Retry-After', '1');
   res.status(status).json(body);
@@ -89,6 +92,6 @@ export class HttpExceptionFilter implements ExceptionFilter {
     } else if (status >= 500) {
       this.logger.error({ err: safeError(err), request_id: requestIdOf(req) }, 'unhandled error');
     }
-    sendError(res, status, body);
+    sendError(res, status, body, req);
   }
 }

@@ -25,6 +25,9 @@ export const CONFIG_ENV = {
   publicBaseUrl: 'ARBITER_PUBLIC_BASE_URL',
   logLevel: 'LOG_LEVEL',
   maxBodyBytes: 'ARBITER_MAX_BODY_BYTES',
+  headersTimeoutMs: 'ARBITER_HEADERS_TIMEOUT_MS',
+  requestTimeoutMs: 'ARBITER_REQUEST_TIMEOUT_MS',
+  keepAliveTimeoutMs: 'ARBITER_KEEPALIVE_TIMEOUT_MS',
   dbPoolSize: 'ARBITER_DB_POOL_SIZE',
   shutdownGraceMs: 'ARBITER_SHUTDOWN_GRACE_MS',
   trustProxy: 'ARBITER_TRUST_PROXY',
@@ -114,6 +117,27 @@ export class AppConfig {
   @Min(1024, { message: 'must be an integer between 1024 and 67108864' })
   @Max(64 * 1024 * 1024, { message: 'must be an integer between 1024 and 67108864' })
   maxBodyBytes = 1024 * 1024;
+
+  /** How long a client may take to send a request's headers (slow-header attacks end here). */
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 1000 and 600000' })
+  @Min(1000, { message: 'must be an integer between 1000 and 600000' })
+  @Max(600_000, { message: 'must be an integer between 1000 and 600000' })
+  headersTimeoutMs = 10_000;
+
+  /** How long a client may take to send a whole request, body included (not the response: streams may run for hours). */
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 1000 and 3600000' })
+  @Min(1000, { message: 'must be an integer between 1000 and 3600000' })
+  @Max(3_600_000, { message: 'must be an integer between 1000 and 3600000' })
+  requestTimeoutMs = 30_000;
+
+  /** How long an idle keep-alive connection stays open between requests. */
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 1000 and 600000' })
+  @Min(1000, { message: 'must be an integer between 1000 and 600000' })
+  @Max(600_000, { message: 'must be an integer between 1000 and 600000' })
+  keepAliveTimeoutMs = 5_000;
 
   @Transform(toInt)
   @IsInt({ message: 'must be an integer between 1 and 200' })
@@ -382,10 +406,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, argv: string[] 
       const key = e.property as ConfigKey;
       const name = source[key] ?? CONFIG_ENV[key] ?? key;
       const shown = SECRET_KEYS.includes(key) ? '(hidden)' : JSON.stringify(raw[key]);
-      const messages = Object.values(e.constraints ?? {}).join('; ');
+      // Several validators of one field may share a message: say it once.
+      const messages = [...new Set(Object.values(e.constraints ?? {}))].join('; ');
       return `${name} ${messages} (got ${shown})`;
     });
     throw new ConfigError(problems);
+  }
+  if (config.headersTimeoutMs > config.requestTimeoutMs) {
+    throw new ConfigError([
+      `${CONFIG_ENV.headersTimeoutMs} must not be greater than ${CONFIG_ENV.requestTimeoutMs} (got ${config.headersTimeoutMs} > ${config.requestTimeoutMs})`,
+    ]);
   }
   config.home = isAbsolute(config.home) ? config.home : resolve(config.home);
   return config;

@@ -13,9 +13,10 @@ import { ReplicaChannel } from './replica-channel.service.js';
       inject: [AppConfig],
       useFactory: (config: AppConfig) => ({
         ...dataSourceOptions(config),
-        // Fail fast with a clear message; a supervisor restarts the process.
-        retryAttempts: config.usesEmbeddedDatabase ? 0 : 2,
-        retryDelay: 1_000,
+        // Fail fast with one clear message (main.ts checks the server first, and reports a failure once);
+        // a supervisor restarts the process.
+        retryAttempts: 0,
+        toRetry: () => false,
       }),
       dataSourceFactory: async (options) => {
         if (!options) throw new Error('no data source options');

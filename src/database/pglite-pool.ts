@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { PGlite, types } from '@electric-sql/pglite';
+import { StartupError } from './preflight.js';
 
 type Callback<T> = (err: Error | null, value?: T) => void;
 
@@ -22,7 +23,8 @@ export interface PGlitePoolOptions {
 const instances = new Map<string, { db: Promise<PGlite>; refs: number }>();
 
 /** Thrown when another live process holds the embedded database. */
-export class EmbeddedDatabaseLockedError extends Error {}
+/** Another process holds the embedded database: a known start-up condition. */
+export class EmbeddedDatabaseLockedError extends StartupError {}
 
 function processAlive(pid: number): boolean {
   try {

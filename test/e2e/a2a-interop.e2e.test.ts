@@ -268,19 +268,24 @@ describe('A2A interop with the official @a2a-js/sdk client', () => {
       await rejectsWith(client.cancelTask(CancelTaskRequest.fromJSON({ id: 'no-such-task' })), -32001);
       await rejectsWith(client.sendMessage(textMessage('x', { taskId: 'no-such-task' })), -32001);
       // The client refuses push configs itself (the card says no); the transport asks the server anyway.
+      // Called on the transport, the A2A-Version header the client adds must be given by hand.
+      const v1 = { serviceParameters: { 'A2A-Version': '1.0' } };
       await rejectsWith(
-        client.transport.createTaskPushNotificationConfig({
-          tenant: '',
-          id: 'c',
-          taskId: 't',
-          url: 'https://example.com/hook',
-          token: '',
-          authentication: undefined,
-        }),
+        client.transport.createTaskPushNotificationConfig(
+          {
+            tenant: '',
+            id: 'c',
+            taskId: 't',
+            url: 'https://example.com/hook',
+            token: '',
+            authentication: undefined,
+          },
+          v1,
+        ),
         -32003,
       );
       await rejectsWith(
-        client.getAgentCard({}).then(() => client.transport.getExtendedAgentCard({ tenant: '' })),
+        client.getAgentCard({}).then(() => client.transport.getExtendedAgentCard({ tenant: '' }, v1)),
         -32004,
       );
     });

@@ -79,14 +79,26 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
         {},
       ];
       for (const h of headers) {
+        // v0.3 method names are served under every accepted version (the seeds' clients send them under 1.0).
+        const r = await call(send('message/send', 'v'), h);
+        assert.equal(r.result?.kind, 'task', JSON.stringify(h));
+      }
+      for (const h of headers.slice(0, 2)) {
         const r = await call(send('SendMessage', 'v'), h);
-        assert.ok(r.result, JSON.stringify(h));
+        assert.ok(r.result?.task, JSON.stringify(h));
       }
       const q = await rpc(`${url}`, t.token, 'helper?A2A-Version=1.0', send('SendMessage', 'q'), {});
       assert.ok(((await q.json()) as { result?: { task?: unknown } }).result?.task, 'the query parameter is read');
-      // The method name picks the dialect: a v1.0 name under 0.3 (or no header) still gets v1.0 shapes.
-      const v1Under03 = await call(send('SendMessage', 'v'), { 'a2a-version': '0.3' });
-      assert.equal(v1Under03.result.task.status.state, 'TASK_STATE_COMPLETED');
+    });
+
+    it('§3.6.2: an absent, empty or 0.3 version is 0.3, so v1.0 method names are -32601 with a hint', async () => {
+      for (const h of [{ 'a2a-version': '0.3' }, { 'a2a-version': '' }, {}] as Record<string, string>[]) {
+        for (const method of ['SendMessage', 'GetTask']) {
+          const r = await call(send(method, 'v'), h);
+          assert.equal(r.error?.code, -32601, `${method} ${JSON.stringify(h)}`);
+          assert.match(r.error.message, /send the header A2A-Version: 1\.0/);
+        }
+      }
     });
 
     it('anything else → VersionNotSupportedError -32009 with id null', async () => {

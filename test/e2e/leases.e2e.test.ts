@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { FakeProvider } from '../helpers/fake-provider.js';
 import { freshDatabase, REAL_POSTGRES, type TestDatabase } from '../helpers/database.js';
 import { HttpClient } from '../helpers/http.js';
-import { waitFor } from '../helpers/a2a.js';
+import { waitFor, answerOf } from '../helpers/a2a.js';
 import { startServerProcess, type ServerProcess } from '../helpers/process.js';
 import { tempHome } from '../helpers/server.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
@@ -117,7 +117,7 @@ describe(
       const replies = await Promise.all(held.map((id, i) => continueOn(b, id, `still here ${i}`)));
       replies.forEach((r, i) => {
         assert.equal(r.result?.task?.status?.state, 'TASK_STATE_COMPLETED', JSON.stringify(r));
-        assert.equal(r.result.task.status.message.parts[0].text, `still here ${i}`);
+        assert.equal(answerOf(r.result.task), `still here ${i}`);
       });
     });
 

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { FakeProvider, type ScriptCall, type ScriptReply } from '../helpers/fake-provider.js';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
-import { readSse, rpc, waitFor, type SseEvent } from '../helpers/a2a.js';
+import { readSse, rpc, waitFor, type SseEvent, answerOf } from '../helpers/a2a.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const V1 = { 'a2a-version': '1.0' };
@@ -187,7 +187,7 @@ describe('orchestrator: turn loop, tools and delegation (scripted models over re
     assert.match(system, /TOOLS — /);
   });
 
-  it('the same run through A2A: the sub-agent reply is a data artifact, the answer on the final status', async () => {
+  it('the same run through A2A: the sub-agent reply is a data artifact, the answer on the response artifact', async () => {
     const res = await rpc(
       server.url,
       t.token,
@@ -202,7 +202,8 @@ describe('orchestrator: turn loop, tools and delegation (scripted models over re
     );
     const task = ((await res.json()) as any).result.task;
     assert.equal(task.status.state, 'TASK_STATE_COMPLETED');
-    assert.equal(task.status.message.parts[0].text, 'The answer: Paris.');
+    // The response artifact holds everything the agent showed; the answer is its last paragraph.
+    assert.equal(answerOf(task), 'Let me ask.\n\nThe answer: Paris.');
     const sub = task.artifacts.find((a: any) => a.name === 'sub_agent_response');
     assert.deepEqual(sub.parts[0].data, { agent: 'researcher', depth: 1, content: 'Paris is the capital of France.' });
     const tool = task.artifacts.find((a: any) => a.name === 'tool_call');
@@ -601,7 +602,7 @@ describe('orchestrator: turn loop, tools and delegation (scripted models over re
       },
       V1,
     );
-    assert.equal(((await res.json()) as any).result.task.status.message.parts[0].text, 'reply #3');
+    assert.equal(answerOf(((await res.json()) as any).result.task), 'reply #3');
     assert.equal((await t.client.get(`/v1/conversations/${id}/messages`)).body.items.length, 6);
     assert.equal((await t.client.delete(`/v1/conversations/${id}`)).status, 204);
     assert.equal((await t.client.get(`/v1/conversations/${id}`)).status, 404);

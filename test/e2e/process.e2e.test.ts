@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -35,12 +35,18 @@ describe('the server process (npm start)', () => {
       [{}, ['--verbose'], /Unknown option '--verbose'/],
     ];
     for (const [env, args, expected] of cases) {
-      it(`refuses ${JSON.stringify(env)} ${args.join(' ')} naming the variable`, async () => {
+      it(`refuses ${JSON.stringify(env)} ${args.join(' ')} naming the variable, once, in one JSON log line`, async () => {
         const res = await runToExit({ ARBITER_HOME: home, ...env }, args);
         assert.equal(res.code, 2, res.stderr);
-        assert.match(res.stderr, expected);
+        const lines = res.stdout.trim().split('\n');
+        assert.equal(lines.length, 1, res.stdout);
+        const line = JSON.parse(lines[0]) as { level: number; msg: string };
+        assert.equal(line.level, 60);
+        assert.match(line.msg, expected);
+        // Several validators of one variable failing say so once ("must be …; must be …" before).
+        assert.ok(!/; must be/.test(line.msg), line.msg);
         if (env.ARBITER_ADMIN_TOKEN)
-          assert.ok(!res.stderr.includes(env.ARBITER_ADMIN_TOKEN), 'the bad secret is not echoed');
+          assert.ok(!res.stdout.includes(env.ARBITER_ADMIN_TOKEN), 'the bad secret is not echoed');
       });
     }
   });
@@ -111,7 +117,11 @@ describe('the server process (npm start)', () => {
       after(() => first.child.kill('SIGKILL'));
       const second = await runToExit({ ARBITER_HOME: lockHome, PORT: '0' }, [], 20_000);
       assert.notEqual(second.code, 0);
-      assert.match(second.stderr + second.stdout, /in use by process \d+/);
+      // One JSON line that says what to do, and no stack: an expected condition, not a crash.
+      const failures = second.stdout.split('\n').filter((l) => l.includes('"level":60') || l.includes('"level":50'));
+      assert.equal(failures.length, 1, second.stdout);
+      assert.match(failures[0], /in use by process \d+; stop that process/);
+      assert.ok(!/\bat \w/.test(second.stdout + second.stderr), 'no stack trace');
       assert.equal(await first.stop('SIGTERM'), 0);
       // A lock left by a killed process is taken over.
       const killed = await startServerProcess({ ARBITER_HOME: lockHome });
@@ -119,6 +129,24 @@ describe('the server process (npm start)', () => {
       const third = await startServerProcess({ ARBITER_HOME: lockHome });
       assert.equal(await third.stop('SIGTERM'), 0);
       rmSync(lockHome, { recursive: true, force: true });
+    },
+  );
+
+  it(
+    'DATABASE_URL naming a database that does not exist: one clear line, and no admin token made',
+    { skip: !REAL_POSTGRES && 'needs a PostgreSQL server' },
+    async () => {
+      const missingHome = tempHome();
+      const url = new URL(process.env.DATABASE_URL!);
+      url.pathname = '/arbiter_no_such_database';
+      const res = await runToExit({ ARBITER_HOME: missingHome, DATABASE_URL: url.toString(), PORT: '0' });
+      assert.equal(res.code, 1);
+      assert.equal(res.stderr, '');
+      const lines = res.stdout.trim().split('\n');
+      assert.equal(lines.length, 1, res.stdout);
+      assert.match(lines[0], /database \\"arbiter_no_such_database\\" does not exist .*create it/);
+      assert.ok(!existsSync(join(missingHome, 'admin_token')), 'the admin token waits for a working database');
+      rmSync(missingHome, { recursive: true, force: true });
     },
   );
 

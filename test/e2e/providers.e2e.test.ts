@@ -64,7 +64,9 @@ describe('model providers (against a fake provider speaking each wire format)', 
       assert.ok(chunks.length >= 3, `${chunks.length} chunks`);
       const last = events[events.length - 1].data.result.statusUpdate;
       assert.equal(last.status.state, 'TASK_STATE_COMPLETED');
-      assert.equal(last.status.message.parts[0].text, 'hello from the model');
+      assert.equal(last.status.message, undefined, '§3.7: no copy of the answer on the status');
+      const text = chunks.map((e) => e.data.result.artifactUpdate.artifact.parts[0]?.text ?? '').join('');
+      assert.equal(text, 'hello from the model');
       const task = await call(agent, { jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: last.taskId } });
       assert.ok(task.result.metadata['x-arbiter.input_tokens'] > 0);
       assert.equal(task.result.metadata['x-arbiter.output_tokens'], 4);

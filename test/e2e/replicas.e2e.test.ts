@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { FakeProvider } from '../helpers/fake-provider.js';
 import { freshDatabase, REAL_POSTGRES, type TestDatabase } from '../helpers/database.js';
 import { HttpClient } from '../helpers/http.js';
-import { readSse, waitFor } from '../helpers/a2a.js';
+import { readSse, waitFor, answerOf } from '../helpers/a2a.js';
 import { startServerProcess, type ServerProcess } from '../helpers/process.js';
 import { tempHome } from '../helpers/server.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
@@ -108,7 +108,7 @@ describe('two replicas on one PostgreSQL', { skip: !REAL_POSTGRES && 'needs a Po
     );
     const final = subscription.events.at(-1)!.data.result;
     assert.equal(final.statusUpdate.status.state, 'TASK_STATE_COMPLETED');
-    assert.equal(final.statusUpdate.status.message.parts[0].text, text);
+    assert.equal(final.statusUpdate.status.message, undefined, '§3.7: the answer is on the artifact');
   });
 
   it('cancel on B stops the run held on A at once (the provider request closes) and the task ends canceled once', async () => {
@@ -169,7 +169,7 @@ describe('two replicas on one PostgreSQL', { skip: !REAL_POSTGRES && 'needs a Po
       if (!streaming) {
         const reply = (await (await rpc(b, 'index', 'SendMessage', params)).json()) as any;
         assert.equal(reply.result.task.status.state, 'TASK_STATE_COMPLETED', JSON.stringify(reply));
-        assert.equal(reply.result.task.status.message.parts[0].text, words);
+        assert.equal(answerOf(reply.result.task), words);
       } else {
         const frames = (await readSse(await rpc(b, 'index', 'SendStreamingMessage', params))).events.map(
           (e) => e.data.result,
@@ -208,7 +208,7 @@ describe('two replicas on one PostgreSQL', { skip: !REAL_POSTGRES && 'needs a Po
       })
     ).json()) as any;
     assert.equal(reply.result.task.status.state, 'TASK_STATE_COMPLETED');
-    assert.equal(reply.result.task.status.message.parts[0].text, 'the answer');
+    assert.equal(answerOf(reply.result.task), 'the answer');
   });
 
   it('a stream open on B ends with a clear last frame when its token is revoked through A', async () => {

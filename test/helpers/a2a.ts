@@ -117,3 +117,11 @@ export async function waitFor<T>(fn: () => Promise<T | undefined>, timeoutMs = 1
     await new Promise((r) => setTimeout(r, 25));
   }
 }
+
+/** A v1.0 task's answer (ProtoJSON): the text of its `response` artifacts — §3.7, the status carries no copy. */
+export function answerOf(task: { artifacts?: { name?: string; parts: { text?: string }[] }[] }): string {
+  return (task.artifacts ?? [])
+    .filter((a) => a.name === 'response')
+    .map((a) => a.parts.map((p) => p.text ?? '').join(''))
+    .join('');
+}

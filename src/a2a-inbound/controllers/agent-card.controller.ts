@@ -35,8 +35,17 @@ export class AgentCardController {
     send(req, res, this.cards.wellKnown(req), 'public, max-age=300');
   }
 
-  /** The agent's card: v1.0 with `A2A-Version: 1.0`, else the v0.3-readable compatible card. */
-  @Get('v1/a2a/agents/:id/agent-card.json')
+  /**
+   * The agent's card: v1.0 with `A2A-Version: 1.0`, else the v0.3-readable
+   * compatible card. Also where clients look for it from the agent's URL:
+   * `<agent url>/.well-known/agent-card.json` (the SDK's `createFromUrl`, the
+   * TCK) and the older `<agent url>/.well-known/agent.json`.
+   */
+  @Get([
+    'v1/a2a/agents/:id/agent-card.json',
+    'v1/a2a/agents/:id/.well-known/agent-card.json',
+    'v1/a2a/agents/:id/.well-known/agent.json',
+  ])
   async card(
     @CurrentTenant() t: TenantPrincipal,
     @Param('id') id: string,

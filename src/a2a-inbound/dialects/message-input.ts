@@ -1,22 +1,29 @@
 import { A2aError } from '../a2a-errors.js';
 import type { MessageJson, PartJson } from '../../tasks/task-events.js';
 
-/** What Arbiter answers in; a request whose accepted modes miss all of these is refused (-32005). */
+/** What Arbiter answers in (its cards' output modes). */
 export const OUTPUT_MODES = ['text/plain', 'application/json'];
 export const INPUT_MODES = ['text/plain', 'application/json'];
 
+/**
+ * Modes a client may accept that Arbiter's text and JSON answers can serve:
+ * its own, their wildcards, `text` (what `@ag-ui/a2a` sends for text/plain)
+ * and `text/markdown` (plain text is valid Markdown).
+ */
+const SERVED = new Set([...OUTPUT_MODES, '*/*', 'text/*', 'application/*', 'text', 'text/markdown']);
+
+/**
+ * The spec asks agents to tailor output to `acceptedOutputModes`, not to
+ * refuse: a request is refused (ContentTypeNotSupported) only when none of
+ * its modes could be served.
+ */
 export function checkAcceptedOutputModes(modes: string[] | undefined, field: string): void {
   if (!modes || modes.length === 0) return;
-  const ok = modes.some((m) => {
-    const mode = (m.toLowerCase().split(';')[0] ?? '').trim();
-    return mode === '*/*' || mode === 'text/*' || mode === 'application/*' || OUTPUT_MODES.includes(mode);
-  });
-  if (!ok) {
-    throw new A2aError(
-      'content_type_not_supported',
-      `none of ${field} (${modes.join(', ')}) is an output mode of this agent (${OUTPUT_MODES.join(', ')})`,
-    );
-  }
+  if (modes.some((m) => SERVED.has((m.toLowerCase().split(';')[0] ?? '').trim()))) return;
+  throw new A2aError(
+    'content_type_not_supported',
+    `none of ${field} (${modes.join(', ')}) is an output mode of this agent (${OUTPUT_MODES.join(', ')})`,
+  );
 }
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
@@ -32,6 +39,9 @@ export function checkParts(parts: PartJson[], field: string, maxFileBytes: numbe
     const at = `${field}[${i}]`;
     if (typeof p.text === 'string' || p.data !== undefined) return;
     if (typeof p.raw === 'string') {
+      // Malformed input first (InvalidParams), then whether Arbiter takes this kind of file.
+      const b64 = p.raw.replace(/\s+/g, '');
+      if (!BASE64.test(b64)) throw A2aError.invalidParams(`${at}.raw`, 'must be padded base64');
       const media = (p.mediaType ?? '').toLowerCase();
       if (!media.startsWith('text/')) {
         throw new A2aError(
@@ -39,8 +49,6 @@ export function checkParts(parts: PartJson[], field: string, maxFileBytes: numbe
           `${at}: files of media type '${p.mediaType || 'unspecified'}' are not supported; only text/* files`,
         );
       }
-      const b64 = p.raw.replace(/\s+/g, '');
-      if (!BASE64.test(b64)) throw A2aError.invalidParams(`${at}.raw`, 'must be padded base64');
       const bytes = Buffer.from(b64, 'base64');
       if (bytes.length > maxFileBytes) {
         throw new A2aError('content_type_not_supported', `${at}: file is larger than ${maxFileBytes} bytes`);

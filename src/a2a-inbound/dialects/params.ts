@@ -36,10 +36,19 @@ export function optBool(v: unknown, field: string): boolean | undefined {
   return v;
 }
 
-export function optInt(v: unknown, field: string, min: number, max: number): number | undefined {
+/**
+ * An optional integer. `numericStrings`: also a decimal string, as ProtoJSON
+ * allows for int32 (v1.0); v0.3's JSON Schema says integer, and means it.
+ */
+export function optInt(
+  v: unknown,
+  field: string,
+  min: number,
+  max: number,
+  numericStrings = false,
+): number | undefined {
   if (v === undefined || v === null) return undefined;
-  // ProtoJSON allows int32 as a JSON number or a decimal string.
-  const n = typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : v;
+  const n = numericStrings && typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : v;
   if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) {
     throw A2aError.invalidParams(field, `must be an integer between ${min} and ${max}`);
   }
@@ -54,9 +63,32 @@ export function optStrArray(v: unknown, field: string, maxItems = 64): string[] 
   return v as string[];
 }
 
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(Z|[+-](\d{2}):(\d{2}))$/i;
+
+/**
+ * An optional RFC 3339 timestamp with its offset (`Z` or `±hh:mm`), years 0001
+ * to 9999, every field in range. Anything else — an empty string, a missing
+ * offset, year 0000, February 30th — is InvalidParams, never a database error.
+ */
 export function optTimestamp(v: unknown, field: string): Date | undefined {
-  if (v === undefined || v === null || v === '') return undefined;
-  const d = typeof v === 'string' && /^\d{4}-\d{2}-\d{2}T/.test(v) ? new Date(v) : undefined;
-  if (!d || Number.isNaN(d.getTime())) throw A2aError.invalidParams(field, 'must be an RFC 3339 timestamp');
+  if (v === undefined || v === null) return undefined;
+  const bad = (): never => {
+    throw A2aError.invalidParams(field, 'must be an RFC 3339 timestamp with an offset, e.g. 2026-01-31T12:00:00Z');
+  };
+  const m = typeof v === 'string' ? RFC3339.exec(v) : null;
+  if (!m) return bad();
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  const offsetOk = m[9] === undefined || (Number(m[9]) <= 23 && Number(m[10]) <= 59);
+  const d = new Date(v as string);
+  const sameDay = new Date(Date.UTC(year, month - 1, day)).getUTCDate() === day;
+  if (year < 1 || month < 1 || month > 12 || !sameDay || hour > 23 || minute > 59 || second > 59 || !offsetOk) bad();
+  if (Number.isNaN(d.getTime())) bad();
   return d;
 }

@@ -15,6 +15,8 @@ export interface ParamHooks {
   pushConfigKey: string;
   /** ListTasks' `status` in the dialect's spelling → the internal state. */
   state(status: string | undefined): TaskStateName | undefined;
+  /** Integers may come as decimal strings (ProtoJSON int32, v1.0). */
+  intStrings: boolean;
 }
 
 /** The fields every message has beyond id, role and parts, then the user-message checks. */
@@ -67,7 +69,13 @@ export function parseParams(op: Operation, p: Json, hooks: ParamHooks): ParsedPa
         params: {
           message,
           returnImmediately: hooks.returnImmediately(cfg),
-          historyLength: optInt(cfg.historyLength, 'params.configuration.historyLength', 0, MAX_INT32),
+          historyLength: optInt(
+            cfg.historyLength,
+            'params.configuration.historyLength',
+            0,
+            MAX_INT32,
+            hooks.intStrings,
+          ),
           acceptedOutputModes,
           pushConfigRequested: cfg[hooks.pushConfigKey] !== undefined && cfg[hooks.pushConfigKey] !== null,
         },
@@ -78,7 +86,7 @@ export function parseParams(op: Operation, p: Json, hooks: ParamHooks): ParsedPa
         op,
         params: {
           id: str(p.id, 'params.id'),
-          historyLength: optInt(p.historyLength, 'params.historyLength', 0, MAX_INT32),
+          historyLength: optInt(p.historyLength, 'params.historyLength', 0, MAX_INT32, hooks.intStrings),
         },
       };
     case 'list':
@@ -87,9 +95,9 @@ export function parseParams(op: Operation, p: Json, hooks: ParamHooks): ParsedPa
         params: {
           contextId: optStr(p.contextId, 'params.contextId'),
           state: hooks.state(optStr(p.status, 'params.status', 32)),
-          pageSize: optInt(p.pageSize, 'params.pageSize', 1, MAX_PAGE_SIZE) ?? DEFAULT_PAGE_SIZE,
+          pageSize: optInt(p.pageSize, 'params.pageSize', 1, MAX_PAGE_SIZE, hooks.intStrings) ?? DEFAULT_PAGE_SIZE,
           pageToken: optStr(p.pageToken, 'params.pageToken', 512),
-          historyLength: optInt(p.historyLength, 'params.historyLength', 0, MAX_INT32),
+          historyLength: optInt(p.historyLength, 'params.historyLength', 0, MAX_INT32, hooks.intStrings),
           statusTimestampAfter: optTimestamp(p.statusTimestampAfter, 'params.statusTimestampAfter'),
           includeArtifacts: optBool(p.includeArtifacts, 'params.includeArtifacts') ?? false,
         },

@@ -13,7 +13,7 @@ import {
   type WireDialect,
 } from './dialect.js';
 import { finishMessage, messageBase, parseParams } from './parse-params.js';
-import { obj, optBool, optObj, optStr, str, type Json } from './params.js';
+import { isObject, obj, optBool, optObj, optStr, str, type Json } from './params.js';
 
 const STATE_TO_V03: Record<TaskStateName, string> = {
   TASK_STATE_SUBMITTED: 'submitted',
@@ -39,7 +39,8 @@ function parsePart(v: unknown, field: string): PartJson {
       if (typeof p.text !== 'string') throw A2aError.invalidParams(`${field}.text`, 'is required and must be a string');
       return withMeta({ text: p.text });
     case 'data':
-      if (p.data === undefined || p.data === null) throw A2aError.invalidParams(`${field}.data`, 'is required');
+      // v0.3 DataPart.data is an object (the schema's `{ [key]: any }`).
+      if (!isObject(p.data)) throw A2aError.invalidParams(`${field}.data`, 'is required and must be an object');
       return withMeta({ data: p.data });
     case 'file': {
       const f = obj(p.file, `${field}.file`);
@@ -122,6 +123,7 @@ export class V03Dialect implements WireDialect {
 
   parse(op: Operation, p: Json): ParsedParams {
     return parseParams(op, p, {
+      intStrings: false,
       message: parseMessage,
       returnImmediately: (cfg) => optBool(cfg.blocking, 'params.configuration.blocking') === false,
       pushConfigKey: 'pushNotificationConfig',

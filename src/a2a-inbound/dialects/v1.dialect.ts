@@ -2,7 +2,7 @@ import { StreamResponse, Task } from '@a2a-js/sdk';
 import { A2aError } from '../a2a-errors.js';
 import type { TaskSnapshot } from '../../tasks/task-snapshot.js';
 import type { MessageJson, PartJson } from '../../tasks/task-events.js';
-import { isTaskState } from '../../tasks/task-state.js';
+import { isTaskState, type TaskStateName } from '../../tasks/task-state.js';
 import {
   arbiterMetadata,
   trimHistory,
@@ -54,6 +54,15 @@ export function parseV1Message(v: unknown, field: string): MessageJson {
   return finishMessage(m, messageBase(m, role, field, parsePart), field);
 }
 
+/**
+ * §3.7: messages do not carry task outputs. A completed task's answer rides
+ * on its `response` artifact, so its final status carries no copy of it (v0.3
+ * keeps the seed's mapping: v0.3 clients read the answer from there).
+ */
+function statusMessage(state: TaskStateName, message: MessageJson | undefined): { message?: MessageJson } {
+  return message && state !== 'TASK_STATE_COMPLETED' ? { message } : {};
+}
+
 /** v1.0 (spec §9, ProtoJSON as `a2a.proto` defines it). */
 export class V1Dialect implements WireDialect {
   readonly version = '1.0' as const;
@@ -73,7 +82,10 @@ export class V1Dialect implements WireDialect {
   };
 
   parse(op: Operation, p: Json): ParsedParams {
+    // Every v1.0 request may name a tenant (a2a.proto); Arbiter's tenant is the bearer's, but the field is typed.
+    optStr(p.tenant, 'params.tenant');
     return parseParams(op, p, {
+      intStrings: true,
       message: parseV1Message,
       returnImmediately: (cfg) => optBool(cfg.returnImmediately, 'params.configuration.returnImmediately') ?? false,
       pushConfigKey: 'taskPushNotificationConfig',
@@ -89,7 +101,7 @@ export class V1Dialect implements WireDialect {
     const json: Json = {
       id: t.id,
       contextId: t.contextId,
-      status: { state: t.state, ...(t.statusMessage ? { message: t.statusMessage } : {}), timestamp: t.timestamp },
+      status: { state: t.state, ...statusMessage(t.state, t.statusMessage ?? undefined), timestamp: t.timestamp },
       metadata: arbiterMetadata(t),
     };
     if (view.includeArtifacts !== false) json.artifacts = t.artifacts;
@@ -126,7 +138,7 @@ export class V1Dialect implements WireDialect {
             statusUpdate: {
               taskId: task.id,
               contextId: task.contextId,
-              status: { state: p.state, ...(p.message ? { message: p.message } : {}), timestamp: p.timestamp },
+              status: { state: p.state, ...statusMessage(p.state, p.message), timestamp: p.timestamp },
               ...(p.error ? { metadata: { 'x-arbiter.error': p.error } } : {}),
             },
           }),

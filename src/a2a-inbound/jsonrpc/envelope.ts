@@ -24,7 +24,11 @@ export class EnvelopeError extends Error {
 
 const MEMBERS = new Set(['jsonrpc', 'id', 'method', 'params']);
 
-/** Reads a request body into an envelope; pure. Batches are refused; unknown members too. */
+/**
+ * Reads a request body into an envelope; pure. Batches are refused, and so
+ * are unknown members. `params` is only checked to be an object here: its
+ * content belongs to the method (see `checkParamsJson`).
+ */
 export function parseEnvelope(text: string): Envelope {
   let id: RpcId = null;
   const fail = (error: A2aError): never => {
@@ -45,18 +49,29 @@ export function parseEnvelope(text: string): Envelope {
   else if (rawId !== undefined && rawId !== null) {
     fail(new A2aError('invalid_request', 'id must be a string (at most 1024 characters), a number or null'));
   }
-  const problem = findJsonProblem(body, MAX_JSON_DEPTH, 'request');
-  if (problem?.kind === 'depth') fail(new A2aError('invalid_request', `${problem.path} ${problem.problem}`));
-  if (problem) fail(A2aError.invalidParams(problem.path.replace(/^request\./, ''), problem.problem));
   if (body.jsonrpc !== '2.0') fail(new A2aError('invalid_request', 'jsonrpc must be "2.0"'));
   if (typeof body.method !== 'string' || body.method.length === 0) {
     return fail(new A2aError('invalid_request', 'method must be a non-empty string'));
   }
   const extra = Object.keys(body).find((k) => !MEMBERS.has(k));
-  if (extra !== undefined) fail(new A2aError('invalid_request', `unknown member '${extra}' in the request object`));
+  if (extra !== undefined)
+    fail(new A2aError('invalid_request', `unknown member '${extra.slice(0, 64)}' in the request object`));
   const params = body.params;
-  if (params !== undefined && params !== null && !isObject(params)) {
-    fail(A2aError.invalidParams('params', 'must be an object'));
+  // JSON-RPC 2.0 §4.2: params is a structured value (object or array) when present.
+  if (params !== undefined && params !== null && typeof params !== 'object') {
+    fail(new A2aError('invalid_request', 'params must be an object (or an array) when present'));
   }
+  if (Array.isArray(params))
+    fail(A2aError.invalidParams('params', 'must be an object: A2A methods take named parameters'));
   return { id, method: body.method, params: isObject(params) ? params : {} };
+}
+
+/**
+ * The method's params as the rest of the system can take them: nesting no
+ * deeper than `MAX_JSON_DEPTH`, no NUL characters or unpaired surrogates in
+ * strings or keys. A problem is InvalidParams naming its path.
+ */
+export function checkParamsJson(params: Json): void {
+  const problem = findJsonProblem(params, MAX_JSON_DEPTH, 'params');
+  if (problem) throw A2aError.invalidParams(problem.path, problem.problem);
 }

@@ -1,6 +1,7 @@
 import { All, Controller, HttpCode, Logger, Param, Post, Req, Res, UseFilters } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { CurrentTenant, type TenantPrincipal } from '../../common/auth.decorators.js';
+import { JsonTextBody } from '../../common/body-reader.interceptor.js';
 import { DomainError, requestIdOf } from '../../common/errors.js';
 import { safeError } from '../../common/safe-error.js';
 import { writeSse } from '../../common/sse.js';
@@ -14,7 +15,7 @@ import { V03Dialect } from '../dialects/v03.dialect.js';
 import { V1Dialect } from '../dialects/v1.dialect.js';
 import type { A2aStream } from '../handler/a2a-request-handler.js';
 import { negotiateVersion } from '../version.js';
-import { EnvelopeError, parseEnvelope, type RpcId } from './envelope.js';
+import { checkParamsJson, EnvelopeError, parseEnvelope, type RpcId } from './envelope.js';
 import { JsonRpcBinding } from './jsonrpc-binding.js';
 import { toJsonRpcError, type JsonRpcErrorObject } from './jsonrpc-errors.js';
 import { JsonRpcGuardErrors } from './jsonrpc-guard-errors.filter.js';
@@ -33,6 +34,10 @@ function dialectOf(method: string): WireDialect | undefined {
  * `POST /v1/a2a/agents/:id`: JSON-RPC 2.0 (spec §9). Reads the version,
  * the envelope and the method's dialect, hands the call to the binding, and
  * writes the reply or the SSE stream. Every JSON-RPC error is HTTP 200.
+ *
+ * Versions (§3.6.2): `A2A-Version: 1.0` serves v1.0 methods, and v0.3 method
+ * names too (the seeds' clients send them under 1.0); an absent, empty or
+ * `0.3` version serves v0.3 methods only.
  */
 @UseFilters(JsonRpcGuardErrors)
 @Controller('v1/a2a/agents')
@@ -48,6 +53,7 @@ export class JsonRpcController {
 
   @Post(':id')
   @HttpCode(200)
+  @JsonTextBody()
   async rpc(
     @CurrentTenant() t: TenantPrincipal,
     @Param('id') agentId: string,
@@ -77,7 +83,16 @@ export class JsonRpcController {
       id = envelope.id;
       const methodDialect = dialectOf(envelope.method);
       if (!methodDialect) throw new A2aError('method_not_found', `method '${envelope.method.slice(0, 64)}' not found`);
+      if (methodDialect === V1 && negotiated === '0.3') {
+        // §3.6.2: an absent or empty A2A-Version is 0.3, whose methods have other names.
+        throw new A2aError(
+          'method_not_found',
+          `method '${envelope.method}' is an A2A 1.0 method; send the header A2A-Version: 1.0 ` +
+            `(a request without A2A-Version is served as A2A 0.3, spec §3.6.2)`,
+        );
+      }
       dialect = methodDialect;
+      checkParamsJson(envelope.params);
       const call = dialect.parse(dialect.methods[envelope.method], envelope.params);
       const agent = await this.catalog.resolve(t.tenantId, agentId);
       if (!agent) throw DomainError.notFound(`agent '${agentId}'`);

@@ -122,14 +122,16 @@ function idErrors(id: unknown): FieldError[] {
 /** Validates the constitution part; one failure names every failing field, `earlier` ones included. */
 async function validateDef(def: unknown, prefix: string, earlier: FieldError[]): Promise<ConstitutionDto> {
   const problems = [...earlier];
+  let unlisted = 0;
   let dto: ConstitutionDto | undefined;
   try {
     dto = await validateAs(ConstitutionDto, def, prefix);
   } catch (err) {
     if (!(err instanceof DomainError && err.code === 'validation_failed')) throw err;
     problems.push(...(err.details ?? []));
+    unlisted = err.unlisted;
   }
-  if (problems.length || !dto) throw DomainError.validation(problems);
+  if (problems.length || !dto) throw DomainError.validation(problems, undefined, unlisted);
   return dto;
 }
 

@@ -6,7 +6,8 @@ import { ACCESS_KEY, type Access } from '../../common/auth.decorators.js';
 import { DomainError } from '../../common/errors.js';
 import { ADMIN_STRATEGY, BearerRefusalError, TENANT_STRATEGY } from './bearer.strategies.js';
 
-const BEARER_HEADER = /^Bearer [A-Za-z0-9._~+/-]+=*$/;
+/** RFC 9110 §11.1: the scheme is case-insensitive, followed by one or more spaces or tabs (§11.4 token68). */
+const BEARER_HEADER = /^bearer[ \t]+([A-Za-z0-9._~+/-]+=*)[ \t]*$/i;
 
 /**
  * Turns passport's outcome into the principal or a 401. A strategy refusal
@@ -34,8 +35,10 @@ function requireBearerHeader(ctx: ExecutionContext): void {
   const req = ctx.switchToHttp().getRequest<Request>();
   const header = req.headers.authorization;
   if (!header) throw new DomainError('unauthorized', 'missing bearer token');
-  if (!BEARER_HEADER.test(header))
-    throw new DomainError('unauthorized', 'malformed Authorization header; expected "Bearer <token>"');
+  const token = BEARER_HEADER.exec(header)?.[1];
+  if (!token) throw new DomainError('unauthorized', 'malformed Authorization header; expected "Bearer <token>"');
+  // passport-http-bearer splits on one space and nothing else: hand it the canonical form.
+  req.headers.authorization = `Bearer ${token}`;
 }
 
 /** Tenant routes: an active `atr_…` token of an enabled tenant. */

@@ -1,6 +1,8 @@
 import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
 import { AppConfig } from '../../config/app-config.js';
 import { generateAdminToken, secretsEqual } from './token-crypto.js';
 
@@ -16,7 +18,11 @@ export class AdminTokenService {
   private readonly logger = new Logger('AdminToken');
   private readonly token: string;
 
-  constructor(config: AppConfig) {
+  constructor(
+    config: AppConfig,
+    // Depending on the database means the token is made only once the database is known to work.
+    @InjectDataSource() _ds: DataSource,
+  ) {
     this.token = config.adminToken ?? this.loadOrCreate(config.adminTokenFile);
   }
 
