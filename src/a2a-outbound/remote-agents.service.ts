@@ -14,6 +14,8 @@ import { capBytes } from '../common/text.js';
 import { EgressError, type EgressPolicy } from '../common/net/egress.js';
 import { egressFetch, RemoteCallError } from './egress-fetch.js';
 import { RemoteRegistry, type RemoteAgent } from './remote-registry.service.js';
+import { partsText, replyText } from './remote-reply.js';
+import type { MessageJson } from '../tasks/task-events.js';
 
 const REPLY_CAP = 16 * 1024;
 const MAX_TTL_MS = 86_400_000;
@@ -44,36 +46,6 @@ const TERMINAL = new Set(['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STA
 const INTERRUPTED = new Set(['TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_AUTH_REQUIRED']);
 
 const capText = (text: string): string => capBytes(text, REPLY_CAP);
-
-/** Text of ProtoJSON parts: text as is, data as JSON, files as a short note. */
-function partsText(parts: unknown): string {
-  if (!Array.isArray(parts)) return '';
-  return parts
-    .map((p: Json) => {
-      if (typeof p.text === 'string') return p.text;
-      if (p.data !== undefined) return JSON.stringify(p.data);
-      const name = typeof p.filename === 'string' && p.filename ? p.filename : 'file';
-      const type = typeof p.mediaType === 'string' && p.mediaType ? p.mediaType : 'unknown type';
-      if (typeof p.raw === 'string') return `[file ${name} (${type}, ${Buffer.from(p.raw, 'base64').length} bytes)]`;
-      if (typeof p.url === 'string') return `[file ${name} (${type}) at ${p.url}]`;
-      return '';
-    })
-    .filter((s) => s.length > 0)
-    .join('\n');
-}
-
-/** The reply of a remote task: its artifacts' text, then the final status message unless it repeats them. */
-export function replyText(task: Task): string {
-  const json = Task.toJSON(task) as Json;
-  const artifacts = Array.isArray(json.artifacts) ? (json.artifacts as Json[]) : [];
-  const pieces = artifacts.map((a) => partsText(a.parts)).filter((s) => s.trim().length > 0);
-  const status = (json.status ?? {}) as Json;
-  const message = status.message as Json | undefined;
-  const statusText = message ? partsText(message.parts) : '';
-  const joined = pieces.join('\n\n');
-  if (statusText.trim() && !joined.includes(statusText.trim())) pieces.push(statusText);
-  return pieces.join('\n\n');
-}
 
 /**
  * Remote A2A agents through the official SDK client: the card from
@@ -193,7 +165,7 @@ export class RemoteAgents {
         result = await cached.client.sendMessage(this.request(text), { signal: callSignal });
       }
       if ('messageId' in result && !('status' in result)) {
-        return { body: capText(partsText((Message.toJSON(result) as Json).parts)) };
+        return { body: capText(partsText((Message.toJSON(result) as Partial<MessageJson>).parts)) };
       }
       let task = result as Task;
       remoteTaskId = task.id;

@@ -68,6 +68,12 @@ describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference
       goal: 'summarises plans',
     });
     await newAgent(b, { id: 'holder', model: 'echo' });
+    await newAgent(b, {
+      id: 'tooluser',
+      model: script('tooluser-m', (c) =>
+        c.call === 1 ? 'Let me look.\n/mem list\n/agent helper what is known' : 'tooluser found nothing',
+      ),
+    });
     process.env.ARBITER_TEST_B_TOKEN = b.token;
     writeRegistry({
       arbiter_b: {
@@ -75,6 +81,7 @@ describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference
         auth: { type: 'bearer', token_env: 'ARBITER_TEST_B_TOKEN' },
       },
       holder: { url: `${server.url}/v1/a2a/agents/holder`, auth: { token: b.token } },
+      arbiter_tools: { url: `${server.url}/v1/a2a/agents/tooluser`, auth: { token: b.token } },
       ref_v1: { url: `${v1.url}/rpc` },
       ref_v03: { url: `${v03.url}/rpc` },
       nocard: { url: `${v1.url}/nothing` },
@@ -122,6 +129,31 @@ describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference
     assert.equal((await a.client.get(`/v1/requests/${call.remote_task_id}`)).status, 404, 'another tenant');
     const seen = JSON.stringify(requestsFor('helper-m').at(-1)!.body);
     assert.ok(!seen.includes(a.token) && !seen.includes('caller'), 'nothing of A beyond the message');
+  });
+
+  it("Arbiter calls Arbiter: the remote's tool-call and sub-agent records stay out of the reply (and in its log)", async () => {
+    const { fed, events } = await runCommands('/a2a call arbiter_tools look around');
+    assert.match(
+      fed,
+      /^\[\/a2a call arbiter_tools look around\]\nLet me look\.\n+tooluser found nothing\n\[END A2A\]$/,
+    );
+    assert.ok(!fed.includes('/mem') && !fed.includes('helper says'), fed);
+    // Ours records the /a2a call; theirs keeps its own /mem call.
+    const call = events.find((e) => e.event === 'tool_call')!.data;
+    assert.equal(call.tool, '/a2a');
+    assert.equal(call.ok, true);
+    const log = await fetch(`${server.url}/v1/requests/${call.remote_task_id}/events`, {
+      headers: { authorization: `Bearer ${b.token}` },
+    });
+    const theirs = (await readSse(log)).events;
+    assert.deepEqual(
+      theirs.filter((e) => e.event === 'tool_call').map((e) => [e.data.tool, e.data.args]),
+      [
+        ['/mem', 'list'],
+        ['/agent', 'helper what is known'],
+      ],
+    );
+    assert.match(theirs.find((e) => e.event === 'sub_agent_response')?.data.content, /^helper says: .*what is known$/s);
   });
 
   it('reaches an SDK server speaking v1.0 and one speaking only v0.3 (card from /.well-known)', async () => {
