@@ -153,16 +153,21 @@ export class RemoteAgents {
       return { body: `ERR: card fetch failed: ${reason(err)}` };
     }
     let remoteTaskId: string | undefined;
+    const sentId = randomUUID();
+    const request = SendMessageRequest.fromJSON({
+      message: { messageId: sentId, role: 'ROLE_USER', parts: [{ text }] },
+      configuration: { returnImmediately: true },
+    });
     try {
       let result: SendMessageResult;
       try {
-        result = await cached.client.sendMessage(this.request(text), { signal: callSignal });
+        result = await cached.client.sendMessage(request, { signal: callSignal });
       } catch (err) {
         if (!staleCard(err) || callSignal.aborted) throw err;
         // The remote may have moved: fetch the card once more and retry once.
         this.cards.delete(remote.name);
         cached = await this.cardFor(remote, callSignal);
-        result = await cached.client.sendMessage(this.request(text), { signal: callSignal });
+        result = await cached.client.sendMessage(request, { signal: callSignal });
       }
       if ('messageId' in result && !('status' in result)) {
         return { body: capText(partsText((Message.toJSON(result) as Partial<MessageJson>).parts)) };
@@ -173,11 +178,18 @@ export class RemoteAgents {
         await sleep(wait, undefined, { signal: callSignal });
         task = await cached.client.getTask({ id: task.id, historyLength: 0, tenant: '' }, { signal: callSignal });
       }
+      let reply = replyText(task, sentId);
+      if (!reply) {
+        // Nothing in artifacts or the status message: read the history once (the server's default length, A2A §3.2.4).
+        task = await cached.client.getTask({ id: task.id, tenant: '' }, { signal: callSignal });
+        reply = replyText(task, sentId);
+      }
       const state = stateName(task);
-      const reply = replyText(task);
       if (state === 'TASK_STATE_COMPLETED') return { body: capText(reply), remoteTaskId };
       if (INTERRUPTED.has(state)) {
-        return { body: capText(`(the remote agent needs more input) ${reply}`), remoteTaskId };
+        // The remote's question (or what it said before asking) goes to the calling agent.
+        const waiting = state === 'TASK_STATE_AUTH_REQUIRED' ? 'authorization' : 'more input';
+        return { body: capText(`(the remote agent needs ${waiting})${reply ? `\n${reply}` : ''}`), remoteTaskId };
       }
       const what = state.replace('TASK_STATE_', '').toLowerCase();
       return { body: capText(`ERR: remote task ${what}${reply ? `: ${reply}` : ''}`), remoteTaskId };
@@ -192,13 +204,6 @@ export class RemoteAgents {
       }
       return { body: describeCallError(err), remoteTaskId };
     }
-  }
-
-  private request(text: string): SendMessageRequest {
-    return SendMessageRequest.fromJSON({
-      message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] },
-      configuration: { returnImmediately: true },
-    });
   }
 
   /** Best effort, bounded: the caller is gone either way. */

@@ -5,6 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import { FakeProvider, type ScriptCall, type ScriptReply } from '../helpers/fake-provider.js';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { readSse, waitFor, type SseEvent } from '../helpers/a2a.js';
+import { startGeminiLike, type PeerAgent } from '../helpers/peer-agents.js';
 import { startReferenceAgent, type ReferenceAgent } from '../helpers/reference-agents.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -15,6 +16,7 @@ describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference
   let b: TestTenant;
   let v1: ReferenceAgent;
   let v03: ReferenceAgent;
+  let gemini: PeerAgent;
   let registryFile: string;
 
   const script = (model: string, fn: (c: ScriptCall) => ScriptReply): string => {
@@ -50,6 +52,7 @@ describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference
     await fake.start();
     v1 = await startReferenceAgent('v1', { redirectTo: 'http://169.254.169.254/latest/meta-data/' });
     v03 = await startReferenceAgent('v03');
+    gemini = await startGeminiLike();
     const env = {
       OPENAI_BASE_URL: `${fake.url}/v1`,
       ARBITER_DEFAULT_MODEL: 'openai/master',
@@ -92,12 +95,14 @@ describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference
       wrong_token: { url: `${server.url}/v1/a2a/agents/helper`, auth: { token: 'atr_not-a-valid-token' } },
       no_token: { url: `${server.url}/v1/a2a/agents/helper`, auth: { token_env: 'ARBITER_TEST_UNSET_VAR' } },
       hop: { url: `${v1.url}/hop` },
+      gemini: { url: gemini.url },
     });
   });
   after(async () => {
     await server.close();
     await v1.close();
     await v03.close();
+    await gemini.close();
     await fake.stop();
   });
 
@@ -179,6 +184,31 @@ describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference
   it('artifact-only replies are read (text, and data as JSON)', async () => {
     const { fed } = await runCommands('/a2a call ref_v1 artifacts-only the report');
     assert.match(fed, /\nartifact text for the report\n\{"score":7\}\n\[END A2A\]/);
+  });
+
+  it('a remote that answers only in its task history (like gemini-cli-a2a-server): the reply, and its question', async () => {
+    const { fed, events } = await runCommands('/a2a call gemini fix the bug\n/a2a call gemini finish the job');
+    const results = fed.split(/\n(?=\[\/a2a )/);
+    // input-required, no artifacts, no status message: the agent's messages after ours, and that it waits for input.
+    assert.equal(
+      results[0],
+      '[/a2a call gemini fix the bug]\n(the remote agent needs more input)\n' +
+        'Looking into "fix the bug".\n\nWhich file should I open: a.ts or b.ts?\n[END A2A]',
+    );
+    // The same remote ending completed without a status message.
+    assert.equal(
+      results[1],
+      '[/a2a call gemini finish the job]\nLooking into "finish the job".\n\nAll done: nothing needed changing.\n[END A2A]',
+    );
+    assert.ok(!fed.includes('list_directory'), 'its tool-call updates (data parts in history) are progress, not reply');
+    const calls = events.filter((e) => e.event === 'tool_call').map((e) => e.data);
+    assert.deepEqual(
+      calls.map((c) => [c.ok, typeof c.remote_task_id]),
+      [
+        [true, 'string'],
+        [true, 'string'],
+      ],
+    );
   });
 
   it('list, card and the roster of the master agent', async () => {
