@@ -48,8 +48,9 @@ const INTERRUPTED = new Set(['TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_AUTH_REQUI
 const capText = (text: string): string => capBytes(text, REPLY_CAP);
 
 /**
- * Remote A2A agents through the official SDK client: the card from
- * `<url>/agent-card.json` (else the origin's `/.well-known/agent-card.json`),
+ * Remote A2A agents through the official SDK client: the card from the
+ * registry's `card_url`, else `<url>/agent-card.json` (else the origin's
+ * `/.well-known/agent-card.json`),
  * the client (v1.0 or v0.3, whichever the card offers) from the SDK's
  * factory, every byte through the egress guard. Only the message text and
  * the remote's own token leave Arbiter.
@@ -122,6 +123,7 @@ export class RemoteAgents {
       `description: ${c.description || '(none)'}`,
       `version: ${c.version || '(none)'}`,
       `url: ${remote.url}`,
+      `card: ${cached.source}`,
       ...c.supportedInterfaces.map((i) => `interface: ${i.protocolBinding} ${i.protocolVersion} ${i.url}`),
       `streaming: ${c.capabilities?.streaming ? 'yes' : 'no'}`,
       'skills:',
@@ -217,7 +219,7 @@ export class RemoteAgents {
 
   /** The remote's card and client, cached (TTL, Cache-Control, ETag revalidation). */
   private async cardFor(remote: RemoteAgent, signal: AbortSignal): Promise<CachedCard> {
-    const key = `${remote.url}\n${remote.token}`;
+    const key = `${remote.url}\n${remote.cardUrl ?? ''}\n${remote.token}`;
     const cached = this.cards.get(remote.name);
     if (cached && cached.key === key && cached.expiresAt > Date.now()) return cached;
     const fresh = await this.fetchCard(remote, key, cached?.key === key ? cached : undefined, signal);
@@ -242,17 +244,22 @@ export class RemoteAgents {
         },
         signal,
       });
-    // `<url>/agent-card.json` (the seed's rule), else the origin's well-known card; each asked for as v1.0
-    // first, then without a version (a version-aware v0.3 server refuses a 1.0 request for its card).
-    const primary = `${remote.url}/agent-card.json`;
+    // `card_url` when the registry names one; else `<url>/agent-card.json` (the seed's rule), then the
+    // origin's well-known card. Each is asked for as v1.0 first, then without a version (a version-aware
+    // v0.3 server refuses a 1.0 request for its card).
+    const primary = remote.cardUrl ?? `${remote.url}/agent-card.json`;
     const wellKnown = `${new URL(remote.url).origin}/.well-known/agent-card.json`;
     const attempts: [string, boolean][] = previous
       ? [[previous.source, previous.versioned]]
       : [
           [primary, true],
           [primary, false],
-          [wellKnown, true],
-          [wellKnown, false],
+          ...(remote.cardUrl
+            ? []
+            : ([
+                [wellKnown, true],
+                [wellKnown, false],
+              ] as [string, boolean][])),
         ];
     let res: Response | undefined;
     let source = primary;

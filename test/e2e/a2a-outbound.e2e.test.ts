@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import { FakeProvider, type ScriptCall, type ScriptReply } from '../helpers/fake-provider.js';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { readSse, waitFor, type SseEvent } from '../helpers/a2a.js';
-import { startGeminiLike, type PeerAgent } from '../helpers/peer-agents.js';
+import { startGeminiLike, startVoltLike, type PeerAgent } from '../helpers/peer-agents.js';
 import { startReferenceAgent, type ReferenceAgent } from '../helpers/reference-agents.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -17,6 +17,7 @@ describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference
   let v1: ReferenceAgent;
   let v03: ReferenceAgent;
   let gemini: PeerAgent;
+  let volt: PeerAgent;
   let registryFile: string;
 
   const script = (model: string, fn: (c: ScriptCall) => ScriptReply): string => {
@@ -53,6 +54,7 @@ describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference
     v1 = await startReferenceAgent('v1', { redirectTo: 'http://169.254.169.254/latest/meta-data/' });
     v03 = await startReferenceAgent('v03');
     gemini = await startGeminiLike();
+    volt = await startVoltLike('support');
     const env = {
       OPENAI_BASE_URL: `${fake.url}/v1`,
       ARBITER_DEFAULT_MODEL: 'openai/master',
@@ -96,6 +98,12 @@ describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference
       no_token: { url: `${server.url}/v1/a2a/agents/helper`, auth: { token_env: 'ARBITER_TEST_UNSET_VAR' } },
       hop: { url: `${v1.url}/hop` },
       gemini: { url: gemini.url },
+      volt: { url: `${volt.url}/a2a/support`, card_url: `${volt.url}/.well-known/support/agent-card.json` },
+      volt_default: { url: `${volt.url}/a2a/support` },
+      volt_guarded: {
+        url: `${volt.url}/a2a/support`,
+        card_url: 'http://169.254.169.254/.well-known/support/agent-card.json',
+      },
     });
   });
   after(async () => {
@@ -103,6 +111,7 @@ describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference
     await v1.close();
     await v03.close();
     await gemini.close();
+    await volt.close();
     await fake.stop();
   });
 
@@ -209,6 +218,33 @@ describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference
         [true, 'string'],
       ],
     );
+  });
+
+  it('a card at another path (like VoltAgent): card_url, through the same guard and cache; without it, the usual lookup', async () => {
+    const cardGets = () => volt.requests.filter((r) => r.startsWith('GET '));
+    const { fed } = await runCommands('/a2a call volt hello\n/a2a call volt again\n/a2a card volt');
+    const results = fed.split(/\n(?=\[\/a2a )/);
+    assert.equal(results[0], '[/a2a call volt hello]\nsupport heard: hello\n[END A2A]');
+    assert.equal(results[1], '[/a2a call volt again]\nsupport heard: again\n[END A2A]');
+    assert.match(results[2], /\nname: support\n/);
+    assert.match(results[2], /\ncard: http:\/\/127\.0\.0\.1:\d+\/\.well-known\/support\/agent-card\.json\n/);
+    // Asked for as v1.0 first (this v0.3 server does not answer that), then without a version; then cached
+    // (the SDK's card router sends max-age=3600). Nothing else was asked for a card.
+    assert.deepEqual(cardGets(), [
+      'GET /.well-known/support/agent-card.json',
+      'GET /.well-known/support/agent-card.json',
+    ]);
+    volt.requests.length = 0;
+    const other = await runCommands('/a2a call volt_default hi\n/a2a call volt_guarded hi');
+    const [plain, guarded] = other.fed.split(/\n(?=\[\/a2a )/);
+    assert.match(plain, /\nERR: card fetch failed: HTTP 404: not found\n/);
+    assert.deepEqual(cardGets(), [
+      'GET /a2a/support/agent-card.json',
+      'GET /a2a/support/agent-card.json',
+      'GET /.well-known/agent-card.json',
+      'GET /.well-known/agent-card.json',
+    ]);
+    assert.match(guarded, /\nERR: card fetch failed: 169\.254\.169\.254 is a linkLocal address \(blocked\)\n/);
   });
 
   it('list, card and the roster of the master agent', async () => {
