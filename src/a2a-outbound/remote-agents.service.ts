@@ -14,6 +14,8 @@ import { capBytes } from '../common/text.js';
 import { EgressError, type EgressPolicy } from '../common/net/egress.js';
 import { egressFetch, RemoteCallError } from './egress-fetch.js';
 import { RemoteRegistry, type RemoteAgent } from './remote-registry.service.js';
+import { partsText, replyText } from './remote-reply.js';
+import type { MessageJson } from '../tasks/task-events.js';
 
 const REPLY_CAP = 16 * 1024;
 const MAX_TTL_MS = 86_400_000;
@@ -45,39 +47,10 @@ const INTERRUPTED = new Set(['TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_AUTH_REQUI
 
 const capText = (text: string): string => capBytes(text, REPLY_CAP);
 
-/** Text of ProtoJSON parts: text as is, data as JSON, files as a short note. */
-function partsText(parts: unknown): string {
-  if (!Array.isArray(parts)) return '';
-  return parts
-    .map((p: Json) => {
-      if (typeof p.text === 'string') return p.text;
-      if (p.data !== undefined) return JSON.stringify(p.data);
-      const name = typeof p.filename === 'string' && p.filename ? p.filename : 'file';
-      const type = typeof p.mediaType === 'string' && p.mediaType ? p.mediaType : 'unknown type';
-      if (typeof p.raw === 'string') return `[file ${name} (${type}, ${Buffer.from(p.raw, 'base64').length} bytes)]`;
-      if (typeof p.url === 'string') return `[file ${name} (${type}) at ${p.url}]`;
-      return '';
-    })
-    .filter((s) => s.length > 0)
-    .join('\n');
-}
-
-/** The reply of a remote task: its artifacts' text, then the final status message unless it repeats them. */
-export function replyText(task: Task): string {
-  const json = Task.toJSON(task) as Json;
-  const artifacts = Array.isArray(json.artifacts) ? (json.artifacts as Json[]) : [];
-  const pieces = artifacts.map((a) => partsText(a.parts)).filter((s) => s.trim().length > 0);
-  const status = (json.status ?? {}) as Json;
-  const message = status.message as Json | undefined;
-  const statusText = message ? partsText(message.parts) : '';
-  const joined = pieces.join('\n\n');
-  if (statusText.trim() && !joined.includes(statusText.trim())) pieces.push(statusText);
-  return pieces.join('\n\n');
-}
-
 /**
- * Remote A2A agents through the official SDK client: the card from
- * `<url>/agent-card.json` (else the origin's `/.well-known/agent-card.json`),
+ * Remote A2A agents through the official SDK client: the card from the
+ * registry's `card_url`, else `<url>/agent-card.json` (else the origin's
+ * `/.well-known/agent-card.json`),
  * the client (v1.0 or v0.3, whichever the card offers) from the SDK's
  * factory, every byte through the egress guard. Only the message text and
  * the remote's own token leave Arbiter.
@@ -150,6 +123,7 @@ export class RemoteAgents {
       `description: ${c.description || '(none)'}`,
       `version: ${c.version || '(none)'}`,
       `url: ${remote.url}`,
+      `card: ${cached.source}`,
       ...c.supportedInterfaces.map((i) => `interface: ${i.protocolBinding} ${i.protocolVersion} ${i.url}`),
       `streaming: ${c.capabilities?.streaming ? 'yes' : 'no'}`,
       'skills:',
@@ -181,19 +155,24 @@ export class RemoteAgents {
       return { body: `ERR: card fetch failed: ${reason(err)}` };
     }
     let remoteTaskId: string | undefined;
+    const sentId = randomUUID();
+    const request = SendMessageRequest.fromJSON({
+      message: { messageId: sentId, role: 'ROLE_USER', parts: [{ text }] },
+      configuration: { returnImmediately: true },
+    });
     try {
       let result: SendMessageResult;
       try {
-        result = await cached.client.sendMessage(this.request(text), { signal: callSignal });
+        result = await cached.client.sendMessage(request, { signal: callSignal });
       } catch (err) {
         if (!staleCard(err) || callSignal.aborted) throw err;
         // The remote may have moved: fetch the card once more and retry once.
         this.cards.delete(remote.name);
         cached = await this.cardFor(remote, callSignal);
-        result = await cached.client.sendMessage(this.request(text), { signal: callSignal });
+        result = await cached.client.sendMessage(request, { signal: callSignal });
       }
       if ('messageId' in result && !('status' in result)) {
-        return { body: capText(partsText((Message.toJSON(result) as Json).parts)) };
+        return { body: capText(partsText((Message.toJSON(result) as Partial<MessageJson>).parts)) };
       }
       let task = result as Task;
       remoteTaskId = task.id;
@@ -201,11 +180,18 @@ export class RemoteAgents {
         await sleep(wait, undefined, { signal: callSignal });
         task = await cached.client.getTask({ id: task.id, historyLength: 0, tenant: '' }, { signal: callSignal });
       }
+      let reply = replyText(task, sentId);
+      if (!reply) {
+        // Nothing in artifacts or the status message: read the history once (the server's default length, A2A §3.2.4).
+        task = await cached.client.getTask({ id: task.id, tenant: '' }, { signal: callSignal });
+        reply = replyText(task, sentId);
+      }
       const state = stateName(task);
-      const reply = replyText(task);
       if (state === 'TASK_STATE_COMPLETED') return { body: capText(reply), remoteTaskId };
       if (INTERRUPTED.has(state)) {
-        return { body: capText(`(the remote agent needs more input) ${reply}`), remoteTaskId };
+        // The remote's question (or what it said before asking) goes to the calling agent.
+        const waiting = state === 'TASK_STATE_AUTH_REQUIRED' ? 'authorization' : 'more input';
+        return { body: capText(`(the remote agent needs ${waiting})${reply ? `\n${reply}` : ''}`), remoteTaskId };
       }
       const what = state.replace('TASK_STATE_', '').toLowerCase();
       return { body: capText(`ERR: remote task ${what}${reply ? `: ${reply}` : ''}`), remoteTaskId };
@@ -222,13 +208,6 @@ export class RemoteAgents {
     }
   }
 
-  private request(text: string): SendMessageRequest {
-    return SendMessageRequest.fromJSON({
-      message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] },
-      configuration: { returnImmediately: true },
-    });
-  }
-
   /** Best effort, bounded: the caller is gone either way. */
   private async cancelRemote(client: Client, id: string): Promise<void> {
     try {
@@ -240,7 +219,7 @@ export class RemoteAgents {
 
   /** The remote's card and client, cached (TTL, Cache-Control, ETag revalidation). */
   private async cardFor(remote: RemoteAgent, signal: AbortSignal): Promise<CachedCard> {
-    const key = `${remote.url}\n${remote.token}`;
+    const key = `${remote.url}\n${remote.cardUrl ?? ''}\n${remote.token}`;
     const cached = this.cards.get(remote.name);
     if (cached && cached.key === key && cached.expiresAt > Date.now()) return cached;
     const fresh = await this.fetchCard(remote, key, cached?.key === key ? cached : undefined, signal);
@@ -265,17 +244,22 @@ export class RemoteAgents {
         },
         signal,
       });
-    // `<url>/agent-card.json` (the seed's rule), else the origin's well-known card; each asked for as v1.0
-    // first, then without a version (a version-aware v0.3 server refuses a 1.0 request for its card).
-    const primary = `${remote.url}/agent-card.json`;
+    // `card_url` when the registry names one; else `<url>/agent-card.json` (the seed's rule), then the
+    // origin's well-known card. Each is asked for as v1.0 first, then without a version (a version-aware
+    // v0.3 server refuses a 1.0 request for its card).
+    const primary = remote.cardUrl ?? `${remote.url}/agent-card.json`;
     const wellKnown = `${new URL(remote.url).origin}/.well-known/agent-card.json`;
     const attempts: [string, boolean][] = previous
       ? [[previous.source, previous.versioned]]
       : [
           [primary, true],
           [primary, false],
-          [wellKnown, true],
-          [wellKnown, false],
+          ...(remote.cardUrl
+            ? []
+            : ([
+                [wellKnown, true],
+                [wellKnown, false],
+              ] as [string, boolean][])),
         ];
     let res: Response | undefined;
     let source = primary;

@@ -5,8 +5,10 @@ import { AppConfig } from '../config/app-config.js';
 /** One remote A2A agent as the operator configured it. */
 export interface RemoteAgent {
   name: string;
-  /** The remote's JSON-RPC endpoint; its card is at `<url>/agent-card.json`. */
+  /** The remote's JSON-RPC endpoint; its card is at `<url>/agent-card.json` (or the origin's well-known card). */
   url: string;
+  /** Where the card is when it is elsewhere (`card_url`; VoltAgent: `/.well-known/<agent>/agent-card.json`). */
+  cardUrl?: string;
   /** The per-remote bearer ('' when none, or when `token_env` is unset). */
   token: string;
   /** Set when `token_env` names a variable that is not set. */
@@ -18,9 +20,28 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
 export class RegistryError extends Error {}
 
+/** An absolute http(s) URL without credentials, or a `RegistryError` naming the field `at`. */
+function httpUrl(value: unknown, at: string): URL {
+  if (typeof value !== 'string') {
+    throw new RegistryError(`${at} ${value === undefined ? 'is required and ' : ''}must be a string`);
+  }
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new RegistryError(`${at} must be an absolute http(s) URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new RegistryError(`${at} must be an absolute http(s) URL`);
+  }
+  if (url.username || url.password) throw new RegistryError(`${at} must not carry credentials; use auth`);
+  return url;
+}
+
 /**
- * Parses and validates the registry file's content (seed 001's schema):
- * `{ "agents": { "<name>": { "url", "auth": { "type": "bearer", "token" | "token_env" } } } }`.
+ * Parses and validates the registry file's content (seed 001's schema, and
+ * `card_url` for a card that is not where the lookup would find it):
+ * `{ "agents": { "<name>": { "url", "card_url"?, "auth": { "type": "bearer", "token" | "token_env" } } } }`.
  * The first problem is reported with the path of the bad field.
  */
 export function parseRegistry(
@@ -44,19 +65,10 @@ export function parseRegistry(
     if (!REMOTE_NAME.test(name)) throw new RegistryError(`${at}: a name must match [A-Za-z0-9][A-Za-z0-9_.-]{0,63}`);
     if (!isObj(entry)) throw new RegistryError(`${at} must be an object`);
     for (const k of Object.keys(entry)) {
-      if (k !== 'url' && k !== 'auth') throw new RegistryError(`${at}: unknown field "${k}"`);
+      if (k !== 'url' && k !== 'card_url' && k !== 'auth') throw new RegistryError(`${at}: unknown field "${k}"`);
     }
-    if (typeof entry.url !== 'string') throw new RegistryError(`${at}.url is required and must be a string`);
-    let url: URL;
-    try {
-      url = new URL(entry.url);
-    } catch {
-      throw new RegistryError(`${at}.url must be an absolute http(s) URL`);
-    }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-      throw new RegistryError(`${at}.url must be an absolute http(s) URL`);
-    }
-    if (url.username || url.password) throw new RegistryError(`${at}.url must not carry credentials; use auth`);
+    const url = httpUrl(entry.url, `${at}.url`);
+    const cardUrl = entry.card_url === undefined ? undefined : httpUrl(entry.card_url, `${at}.card_url`).href;
     let token = '';
     let missingTokenEnv: string | undefined;
     if (entry.auth !== undefined) {
@@ -92,6 +104,7 @@ export function parseRegistry(
     agents.set(name, {
       name,
       url: url.href.replace(/\/+$/, ''),
+      ...(cardUrl ? { cardUrl } : {}),
       token,
       ...(missingTokenEnv ? { missingTokenEnv } : {}),
     });

@@ -5,6 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import { FakeProvider, type ScriptCall, type ScriptReply } from '../helpers/fake-provider.js';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { readSse, waitFor, type SseEvent } from '../helpers/a2a.js';
+import { startGeminiLike, startVoltLike, type PeerAgent } from '../helpers/peer-agents.js';
 import { startReferenceAgent, type ReferenceAgent } from '../helpers/reference-agents.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -15,6 +16,8 @@ describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference
   let b: TestTenant;
   let v1: ReferenceAgent;
   let v03: ReferenceAgent;
+  let gemini: PeerAgent;
+  let volt: PeerAgent;
   let registryFile: string;
 
   const script = (model: string, fn: (c: ScriptCall) => ScriptReply): string => {
@@ -50,6 +53,8 @@ describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference
     await fake.start();
     v1 = await startReferenceAgent('v1', { redirectTo: 'http://169.254.169.254/latest/meta-data/' });
     v03 = await startReferenceAgent('v03');
+    gemini = await startGeminiLike();
+    volt = await startVoltLike('support');
     const env = {
       OPENAI_BASE_URL: `${fake.url}/v1`,
       ARBITER_DEFAULT_MODEL: 'openai/master',
@@ -68,6 +73,12 @@ describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference
       goal: 'summarises plans',
     });
     await newAgent(b, { id: 'holder', model: 'echo' });
+    await newAgent(b, {
+      id: 'tooluser',
+      model: script('tooluser-m', (c) =>
+        c.call === 1 ? 'Let me look.\n/mem list\n/agent helper what is known' : 'tooluser found nothing',
+      ),
+    });
     process.env.ARBITER_TEST_B_TOKEN = b.token;
     writeRegistry({
       arbiter_b: {
@@ -75,6 +86,7 @@ describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference
         auth: { type: 'bearer', token_env: 'ARBITER_TEST_B_TOKEN' },
       },
       holder: { url: `${server.url}/v1/a2a/agents/holder`, auth: { token: b.token } },
+      arbiter_tools: { url: `${server.url}/v1/a2a/agents/tooluser`, auth: { token: b.token } },
       ref_v1: { url: `${v1.url}/rpc` },
       ref_v03: { url: `${v03.url}/rpc` },
       nocard: { url: `${v1.url}/nothing` },
@@ -85,12 +97,21 @@ describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference
       wrong_token: { url: `${server.url}/v1/a2a/agents/helper`, auth: { token: 'atr_not-a-valid-token' } },
       no_token: { url: `${server.url}/v1/a2a/agents/helper`, auth: { token_env: 'ARBITER_TEST_UNSET_VAR' } },
       hop: { url: `${v1.url}/hop` },
+      gemini: { url: gemini.url },
+      volt: { url: `${volt.url}/a2a/support`, card_url: `${volt.url}/.well-known/support/agent-card.json` },
+      volt_default: { url: `${volt.url}/a2a/support` },
+      volt_guarded: {
+        url: `${volt.url}/a2a/support`,
+        card_url: 'http://169.254.169.254/.well-known/support/agent-card.json',
+      },
     });
   });
   after(async () => {
     await server.close();
     await v1.close();
     await v03.close();
+    await gemini.close();
+    await volt.close();
     await fake.stop();
   });
 
@@ -124,6 +145,31 @@ describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference
     assert.ok(!seen.includes(a.token) && !seen.includes('caller'), 'nothing of A beyond the message');
   });
 
+  it("Arbiter calls Arbiter: the remote's tool-call and sub-agent records stay out of the reply (and in its log)", async () => {
+    const { fed, events } = await runCommands('/a2a call arbiter_tools look around');
+    assert.match(
+      fed,
+      /^\[\/a2a call arbiter_tools look around\]\nLet me look\.\n+tooluser found nothing\n\[END A2A\]$/,
+    );
+    assert.ok(!fed.includes('/mem') && !fed.includes('helper says'), fed);
+    // Ours records the /a2a call; theirs keeps its own /mem call.
+    const call = events.find((e) => e.event === 'tool_call')!.data;
+    assert.equal(call.tool, '/a2a');
+    assert.equal(call.ok, true);
+    const log = await fetch(`${server.url}/v1/requests/${call.remote_task_id}/events`, {
+      headers: { authorization: `Bearer ${b.token}` },
+    });
+    const theirs = (await readSse(log)).events;
+    assert.deepEqual(
+      theirs.filter((e) => e.event === 'tool_call').map((e) => [e.data.tool, e.data.args]),
+      [
+        ['/mem', 'list'],
+        ['/agent', 'helper what is known'],
+      ],
+    );
+    assert.match(theirs.find((e) => e.event === 'sub_agent_response')?.data.content, /^helper says: .*what is known$/s);
+  });
+
   it('reaches an SDK server speaking v1.0 and one speaking only v0.3 (card from /.well-known)', async () => {
     const { fed } = await runCommands('/a2a call ref_v1 hello one\n/a2a call ref_v03 hello three');
     assert.match(fed, /\[\/a2a call ref_v1 hello one\]\nref-v1 heard: hello one\n\[END A2A\]/);
@@ -147,6 +193,58 @@ describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference
   it('artifact-only replies are read (text, and data as JSON)', async () => {
     const { fed } = await runCommands('/a2a call ref_v1 artifacts-only the report');
     assert.match(fed, /\nartifact text for the report\n\{"score":7\}\n\[END A2A\]/);
+  });
+
+  it('a remote that answers only in its task history (like gemini-cli-a2a-server): the reply, and its question', async () => {
+    const { fed, events } = await runCommands('/a2a call gemini fix the bug\n/a2a call gemini finish the job');
+    const results = fed.split(/\n(?=\[\/a2a )/);
+    // input-required, no artifacts, no status message: the agent's messages after ours, and that it waits for input.
+    assert.equal(
+      results[0],
+      '[/a2a call gemini fix the bug]\n(the remote agent needs more input)\n' +
+        'Looking into "fix the bug".\n\nWhich file should I open: a.ts or b.ts?\n[END A2A]',
+    );
+    // The same remote ending completed without a status message.
+    assert.equal(
+      results[1],
+      '[/a2a call gemini finish the job]\nLooking into "finish the job".\n\nAll done: nothing needed changing.\n[END A2A]',
+    );
+    assert.ok(!fed.includes('list_directory'), 'its tool-call updates (data parts in history) are progress, not reply');
+    const calls = events.filter((e) => e.event === 'tool_call').map((e) => e.data);
+    assert.deepEqual(
+      calls.map((c) => [c.ok, typeof c.remote_task_id]),
+      [
+        [true, 'string'],
+        [true, 'string'],
+      ],
+    );
+  });
+
+  it('a card at another path (like VoltAgent): card_url, through the same guard and cache; without it, the usual lookup', async () => {
+    const cardGets = () => volt.requests.filter((r) => r.startsWith('GET '));
+    const { fed } = await runCommands('/a2a call volt hello\n/a2a call volt again\n/a2a card volt');
+    const results = fed.split(/\n(?=\[\/a2a )/);
+    assert.equal(results[0], '[/a2a call volt hello]\nsupport heard: hello\n[END A2A]');
+    assert.equal(results[1], '[/a2a call volt again]\nsupport heard: again\n[END A2A]');
+    assert.match(results[2], /\nname: support\n/);
+    assert.match(results[2], /\ncard: http:\/\/127\.0\.0\.1:\d+\/\.well-known\/support\/agent-card\.json\n/);
+    // Asked for as v1.0 first (this v0.3 server does not answer that), then without a version; then cached
+    // (the SDK's card router sends max-age=3600). Nothing else was asked for a card.
+    assert.deepEqual(cardGets(), [
+      'GET /.well-known/support/agent-card.json',
+      'GET /.well-known/support/agent-card.json',
+    ]);
+    volt.requests.length = 0;
+    const other = await runCommands('/a2a call volt_default hi\n/a2a call volt_guarded hi');
+    const [plain, guarded] = other.fed.split(/\n(?=\[\/a2a )/);
+    assert.match(plain, /\nERR: card fetch failed: HTTP 404: not found\n/);
+    assert.deepEqual(cardGets(), [
+      'GET /a2a/support/agent-card.json',
+      'GET /a2a/support/agent-card.json',
+      'GET /.well-known/agent-card.json',
+      'GET /.well-known/agent-card.json',
+    ]);
+    assert.match(guarded, /\nERR: card fetch failed: 169\.254\.169\.254 is a linkLocal address \(blocked\)\n/);
   });
 
   it('list, card and the roster of the master agent', async () => {

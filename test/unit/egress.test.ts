@@ -24,10 +24,129 @@ describe('egress guard', () => {
       ['fe80::1', 'linkLocal'],
       ['::ffff:127.0.0.1', 'loopback'],
       ['::ffff:10.0.0.1', 'private'],
+      ['192.0.2.1', 'reserved'],
+      ['198.18.0.1', 'reserved'],
+      ['240.0.0.1', 'reserved'],
+      ['192.88.99.1', 'reserved'],
+      ['100::1', 'discard'],
+      ['ff02::1', 'multicast'],
+      ['fec0::1', 'deprecatedSiteLocal'],
+      ['2001:db8::1', 'reserved'],
+      ['2001:2::1', 'benchmarking'],
+      ['3fff::1', 'reserved'],
     ] as const) {
       assert.equal(blockedRange(addr), range, addr);
     }
     for (const addr of ['8.8.8.8', '1.1.1.1', '2606:4700:4700::1111']) assert.equal(blockedRange(addr), null, addr);
+  });
+
+  it('classes IPv6 forms that embed an IPv4 address by that IPv4 address', () => {
+    for (const [addr, range] of [
+      // IPv4-compatible ::a.b.c.d (RFC 4291 §2.5.5.1, deprecated), dotted and hex
+      ['::169.254.169.254', 'linkLocal'],
+      ['::a9fe:a9fe', 'linkLocal'],
+      ['0:0:0:0:0:0:a9fe:a9fe', 'linkLocal'],
+      ['::127.0.0.1', 'loopback'],
+      ['::7f00:1', 'loopback'],
+      ['::10.0.0.1', 'private'],
+      ['::a00:1', 'private'],
+      ['::100.64.0.1', 'carrierGradeNat'],
+      ['::224.0.0.1', 'multicast'],
+      ['::255.255.255.255', 'broadcast'],
+      ['::0.0.0.2', 'unspecified'],
+      ['::2', 'unspecified'],
+      ['::240.0.0.1', 'reserved'],
+      // ::/128 and ::1/128 stay what they are
+      ['::', 'unspecified'],
+      ['::1', 'loopback'],
+      // IPv4-mapped ::ffff:a.b.c.d (RFC 4291 §2.5.5.2), dotted and hex
+      ['::ffff:169.254.169.254', 'linkLocal'],
+      ['::ffff:a9fe:a9fe', 'linkLocal'],
+      ['::ffff:7f00:1', 'loopback'],
+      ['::ffff:0.0.0.0', 'unspecified'],
+      // IPv4-translated ::ffff:0:a.b.c.d (SIIT, RFC 7915)
+      ['::ffff:0:169.254.169.254', 'linkLocal'],
+      ['::ffff:0:a00:1', 'private'],
+      // NAT64 well-known prefix 64:ff9b::/96 (RFC 6052): the translator reaches the embedded address
+      ['64:ff9b::169.254.169.254', 'linkLocal'],
+      ['64:ff9b::a9fe:a9fe', 'linkLocal'],
+      ['64:ff9b::7f00:1', 'loopback'],
+      ['64:ff9b::c0a8:101', 'private'],
+      // NAT64 local-use prefix 64:ff9b:1::/48 (RFC 8215): the IPv4 address's place is the operator's choice
+      ['64:ff9b:1::808:808', 'nat64LocalUse'],
+      ['64:ff9b:1:a9fe:a9fe::', 'nat64LocalUse'],
+      // the rest of ::/8 and anything else outside 2000::/3 is not global unicast space
+      ['64:ff9b:0:0:1::1', 'reserved'],
+      ['::1:0:0:1', 'reserved'],
+      ['1::1', 'reserved'],
+      ['4000::1', 'reserved'],
+      // 6to4 2002:WWXX:YYZZ::/48 (RFC 3056): the embedded address is the tunnel's IPv4 end
+      ['2002:a9fe:a9fe::1', 'linkLocal'],
+      ['2002:7f00:1::1', 'loopback'],
+      ['2002:a00:1:1::1', 'private'],
+      ['2002:c000:201::1', 'reserved'],
+      // Teredo 2001:0:SSSS:SSSS:flags:port:~CCCC:~CCCC (RFC 4380): server and (obfuscated) client
+      ['2001:0:a9fe:a9fe::', 'linkLocal'],
+      ['2001:0:4136:e378:8000:63bf:5601:5645', 'linkLocal'], // client ~0x5601:5645 = 169.254.169.186
+      ['2001:0:4136:e378:8000:63bf:f5ff:fffe', 'private'], // client 10.0.0.1
+      ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'reserved'], // the usual example: client 192.0.2.45 (TEST-NET-1)
+      ['2001:0:a00:1:8000:63bf:f7f7:f7f7', 'private'], // server 10.0.0.1, client 8.8.8.8
+      // ISATAP interface ids ::0:5efe:a.b.c.d and ::200:5efe:a.b.c.d (RFC 5214)
+      ['2001:db8:1:2:0:5efe:a9fe:a9fe', 'reserved'],
+      ['2a00:1450:1:2:0:5efe:a9fe:a9fe', 'linkLocal'],
+      ['2a00:1450:1:2:200:5efe:7f00:1', 'loopback'],
+      ['fd00:1:2:3:0:5efe:a9fe:a9fe', 'linkLocal'],
+      ['fd00:1:2:3:0:5efe:a00:1', 'uniqueLocal'],
+      // a zone id does not change the class
+      ['fe80::1%eth0', 'linkLocal'],
+      ['not-an-address', 'invalid address'],
+      ['127.1', 'invalid address'],
+    ] as const) {
+      assert.equal(blockedRange(addr), range, addr);
+    }
+    for (const addr of [
+      '::8.8.8.8',
+      '::808:808',
+      '::ffff:8.8.8.8',
+      '::ffff:0:808:808',
+      '64:ff9b::8.8.8.8',
+      '64:ff9b::808:808',
+      '2002:808:808::1',
+      '2001:0:4136:e378:8000:63bf:f7f7:f7f7', // Teredo: server 65.54.227.120, client 8.8.8.8
+      '2a00:1450:1:2:200:5efe:808:808',
+      '2a00:1450:4001:80b::200e',
+    ]) {
+      assert.equal(blockedRange(addr), null, addr);
+    }
+  });
+
+  it('opens only the operator-openable classes, however the address is written', () => {
+    const open = { allowPrivate: true, allowHosts: new Set<string>() };
+    const closed = { allowPrivate: false, allowHosts: new Set<string>() };
+    const refusedUrl = (url: string, policy: typeof open, re: RegExp) =>
+      assert.throws(
+        () => checkUrl(url, policy),
+        (e: unknown) => e instanceof EgressError && e.code === 'blocked' && re.test(e.message),
+        url,
+      );
+    // The URL parser writes ::169.254.169.254 as ::a9fe:a9fe: both are the metadata address, never reachable.
+    for (const url of [
+      'http://[::169.254.169.254]/latest/meta-data/',
+      'http://[::a9fe:a9fe]/',
+      'http://[::ffff:169.254.169.254]/',
+      'http://[::ffff:0:169.254.169.254]/',
+      'http://[64:ff9b::169.254.169.254]/',
+      'http://[2002:a9fe:a9fe::1]/',
+      'http://[64:ff9b:1::a9fe:a9fe]/',
+    ]) {
+      refusedUrl(url, open, /is a (linkLocal|nat64LocalUse) address \(blocked\)/);
+    }
+    refusedUrl('http://[::127.0.0.1]:8080/', closed, /::7f00:1 is a loopback address \(blocked\)/);
+    refusedUrl('http://[64:ff9b::10.0.0.1]/', closed, /is a private address \(blocked\)/);
+    // Private and loopback classes open with the operator's switch, as their IPv4 forms do.
+    assert.equal(checkUrl('http://[::127.0.0.1]:8080/', open).port, '8080');
+    assert.equal(checkUrl('http://[64:ff9b::10.0.0.1]/', open).hostname, '[64:ff9b::a00:1]');
+    assert.equal(checkUrl('http://[64:ff9b::8.8.8.8]/', closed).hostname, '[64:ff9b::808:808]');
   });
 
   it('checks URLs before connecting: scheme, credentials, literal addresses', () => {

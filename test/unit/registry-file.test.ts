@@ -14,6 +14,10 @@ describe('a2a_agents.json', () => {
           'rfc-reviewer': { url: 'https://rfc.example.com/a2a/reviewer', auth: { token: 'atr_x' } },
           open: { url: 'http://in-cluster:8080/a2a' },
           unset: { url: 'https://x.example.com/a', auth: { token_env: 'NOPE_NOT_SET' } },
+          volt: {
+            url: 'https://volt.example.com/a2a/support',
+            card_url: 'https://volt.example.com/.well-known/support/agent-card.json',
+          },
         },
       }),
       { WB: 'secret-wb' },
@@ -26,6 +30,8 @@ describe('a2a_agents.json', () => {
     assert.equal(agents.get('rfc-reviewer')?.token, 'atr_x');
     assert.equal(agents.get('open')?.token, '');
     assert.equal(agents.get('unset')?.missingTokenEnv, 'NOPE_NOT_SET');
+    assert.equal(agents.get('volt')?.cardUrl, 'https://volt.example.com/.well-known/support/agent-card.json');
+    assert.equal(agents.get('open')?.cardUrl, undefined);
     assert.deepEqual(warnings, [
       'agents.unset: environment variable NOPE_NOT_SET is not set; calls will fail with HTTP 401',
     ]);
@@ -53,5 +59,16 @@ describe('a2a_agents.json', () => {
     );
     bad({ agents: { x: { url: 'https://h/', headers: {} } } }, /agents\.x: unknown field "headers"/);
     bad({ agents: { 'bad name!': { url: 'https://h/' } } }, /a name must match/);
+    bad({ agents: { x: { url: 'https://h/', card_url: 5 } } }, /agents\.x\.card_url must be a string/);
+    for (const cardUrl of ['ftp://h/card.json', '/.well-known/x/agent-card.json', 'file:///etc/passwd', '']) {
+      bad(
+        { agents: { x: { url: 'https://h/', card_url: cardUrl } } },
+        /agents\.x\.card_url must be an absolute http\(s\) URL/,
+      );
+    }
+    bad(
+      { agents: { x: { url: 'https://h/', card_url: 'https://u:p@h/card.json' } } },
+      /card_url must not carry credentials/,
+    );
   });
 });
