@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
+import { MODEL_ID_HINT, routeModel, type ModelProviderName } from '../../config/model-routes.js';
 import { AnthropicProvider } from './anthropic.provider.js';
 import { OpenAiCompatibleProvider } from './openai.provider.js';
 import { ProviderError, type CompletionEvent, type CompletionRequest, type Provider } from './provider.js';
@@ -36,14 +37,15 @@ class Breaker {
 }
 
 /**
- * Model routing by prefix: `anthropic/` or `claude-` → Anthropic; `openai/`,
- * `gpt-` or `o<digit>` → OpenAI (or any OpenAI-compatible server at
- * `OPENAI_BASE_URL`); `ollama/` → `OLLAMA_HOST`; `openrouter/` → OpenRouter;
- * `echo` → the offline placeholder.
+ * Model routing by the table in `config/model-routes.ts` (the same one the
+ * config check of `ARBITER_DEFAULT_MODEL` uses): `anthropic/` or `claude-` →
+ * Anthropic; `openai/`, `gpt-` or `o<digit>` → OpenAI (or any
+ * OpenAI-compatible server at `OPENAI_BASE_URL`); `ollama/` → `OLLAMA_HOST`;
+ * `openrouter/` → `OPENROUTER_BASE_URL`; `echo` → the offline placeholder.
  */
 @Injectable()
 export class ModelRouter {
-  private readonly providers = new Map<string, Provider>();
+  private readonly providers = new Map<ModelProviderName, Provider>();
   private readonly breakers = new Map<string, Breaker>();
 
   constructor(private readonly config: AppConfig) {
@@ -66,7 +68,7 @@ export class ModelRouter {
     if (config.openrouterApiKey) {
       this.providers.set(
         'openrouter',
-        new OpenAiCompatibleProvider('openrouter', 'https://openrouter.ai/api/v1', config.openrouterApiKey, t),
+        new OpenAiCompatibleProvider('openrouter', config.openrouterBaseUrl, config.openrouterApiKey, t),
       );
     }
   }
@@ -78,29 +80,22 @@ export class ModelRouter {
 
   resolve(model: string | null): ModelTarget {
     const id = model ?? this.config.defaultModel;
-    if (id === 'echo') return { kind: 'echo' };
-    const route = (name: string, providerModel: string): ModelTarget => {
-      const provider = this.providers.get(name);
-      if (!provider || !providerModel) {
-        throw new ProviderError(
-          'model_unavailable',
-          `model '${id}' needs the ${name} provider, which is not configured; configured: ${this.configured().join(', ')}`,
-        );
-      }
-      return { kind: 'provider', provider, model: providerModel };
-    };
-    const slash = id.indexOf('/');
-    const prefix = slash > 0 ? id.slice(0, slash) : '';
-    const rest = slash > 0 ? id.slice(slash + 1) : id;
-    if (prefix === 'anthropic' || prefix === 'openai' || prefix === 'ollama' || prefix === 'openrouter') {
-      return route(prefix, rest);
+    const route = routeModel(id);
+    if (!route) {
+      throw new ProviderError(
+        'model_unavailable',
+        `unknown model '${id}'; use ${MODEL_ID_HINT}; configured: ${this.configured().join(', ')}`,
+      );
     }
-    if (id.startsWith('claude-')) return route('anthropic', id);
-    if (id.startsWith('gpt-') || /^o\d/.test(id)) return route('openai', id);
-    throw new ProviderError(
-      'model_unavailable',
-      `unknown model '${id}'; use echo, anthropic/<model>, openai/<model>, ollama/<model> or openrouter/<model>; configured: ${this.configured().join(', ')}`,
-    );
+    if (route.kind === 'echo') return route;
+    const provider = this.providers.get(route.provider);
+    if (!provider) {
+      throw new ProviderError(
+        'model_unavailable',
+        `model '${id}' needs the ${route.provider} provider, which is not configured; configured: ${this.configured().join(', ')}`,
+      );
+    }
+    return { kind: 'provider', provider, model: route.model };
   }
 
   /**
