@@ -61,6 +61,40 @@ describe('model providers under faults (cut-off streams, back-pressure, breakers
     await fake.stop();
   });
 
+  describe('a stream that ends without its end', () => {
+    it('openai: text then a clean close (no finish_reason, no [DONE]) fails the task, not retried', async () => {
+      script('cut-gpt', () => ({ text: 'The answer is', cutOff: true }));
+      await newAgent(a, { id: 'cut-gpt', model: 'openai/cut-gpt' });
+      const task = await ask(a, 'cut-gpt');
+      assert.equal(task.status.state, 'TASK_STATE_FAILED');
+      assert.match(task.metadata['x-arbiter.error'], /^provider_error: openai ended the stream early/);
+      // The partial text had reached the client: no second attempt.
+      assert.equal(replyText(task), 'The answer is');
+      assert.equal(requestsFor('cut-gpt').length, 1);
+    });
+
+    it('openai: a stream cut off before any text is retried, and the retry completes', async () => {
+      script('cut-early', (call) => (call.call === 1 ? { text: '', cutOff: true } : 'complete answer'));
+      await newAgent(a, { id: 'cut-early', model: 'openai/cut-early' });
+      const task = await ask(a, 'cut-early');
+      assert.equal(task.status.state, 'TASK_STATE_COMPLETED');
+      assert.equal(replyText(task), 'complete answer');
+      assert.equal(requestsFor('cut-early').length, 2);
+    });
+
+    it('anthropic: a stream without message_stop fails the task', async () => {
+      script('claude-cut', () => ({ text: 'The answer is', cutOff: true }));
+      await newAgent(a, { id: 'claude-cut', model: 'anthropic/claude-cut' });
+      const task = await ask(a, 'claude-cut');
+      assert.equal(task.status.state, 'TASK_STATE_FAILED');
+      assert.match(
+        task.metadata['x-arbiter.error'],
+        /^provider_error: anthropic ended the stream without message_stop/,
+      );
+      assert.equal(requestsFor('claude-cut').length, 1);
+    });
+  });
+
   it('OPENROUTER_BASE_URL: openrouter/<model> goes there, with the OpenRouter key', async () => {
     script('vendor/some-model', () => 'routed through openrouter');
     await newAgent(a, { id: 'router', model: 'openrouter/vendor/some-model' });

@@ -1,4 +1,4 @@
-import { postSse } from './http-stream.js';
+import { parseChunk, postSse } from './http-stream.js';
 import { ProviderError, type CompletionEvent, type CompletionRequest, type Provider } from './provider.js';
 
 interface Chunk {
@@ -30,8 +30,15 @@ export class OpenAiCompatibleProvider implements Provider {
     };
     const headers: Record<string, string> = this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {};
     const url = `${this.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+    // A stream ends with a choice's finish_reason and then `data: [DONE]`. Some
+    // compatible servers send only one of the two; a stream with neither was cut off.
+    let ended = false;
     for await (const { data } of postSse(this.name, url, headers, body, signal, this.timeoutMs)) {
-      const chunk = (data ?? {}) as Chunk;
+      if (data === '[DONE]') {
+        ended = true;
+        break;
+      }
+      const chunk = (parseChunk(this.name, data) ?? {}) as Chunk;
       if (chunk.error) throw new ProviderError('provider_error', `${this.name} reported an error mid-stream`);
       const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
       const content = choice?.delta?.content;
@@ -39,11 +46,23 @@ export class OpenAiCompatibleProvider implements Provider {
         throw new ProviderError('provider_error', `${this.name} sent a malformed stream chunk`);
       }
       if (content) yield { type: 'text', delta: content };
-      if (typeof choice?.finish_reason === 'string') yield { type: 'stop', reason: choice.finish_reason };
+      const finish = choice?.finish_reason;
+      if (typeof finish === 'string' && finish) {
+        ended = true;
+        yield { type: 'stop', reason: finish };
+      }
       const u = chunk.usage;
       if (u && typeof u.prompt_tokens === 'number' && typeof u.completion_tokens === 'number') {
         yield { type: 'usage', inputTokens: u.prompt_tokens, outputTokens: u.completion_tokens };
       }
+    }
+    if (!ended) {
+      // Retryable: ModelRouter retries only while no text has reached the caller.
+      throw new ProviderError(
+        'provider_error',
+        `${this.name} ended the stream early (no finish_reason, no [DONE])`,
+        true,
+      );
     }
   }
 }
