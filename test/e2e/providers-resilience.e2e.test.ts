@@ -26,6 +26,7 @@ describe('model providers under faults (cut-off streams, back-pressure, breakers
   let fake: FakeProvider;
   let server: TestServer;
   let a: TestTenant;
+  let c: TestTenant;
 
   /** Scripts a model on the fake (requests for it are answered by `fn`). */
   const script = (model: string, fn: (call: ScriptCall) => ScriptReply): void => {
@@ -55,6 +56,7 @@ describe('model providers under faults (cut-off streams, back-pressure, breakers
       },
     });
     a = await newTenant(server, 'resilience-a');
+    c = await newTenant(server, 'resilience-c');
   });
   after(async () => {
     await server.close();
@@ -93,6 +95,93 @@ describe('model providers under faults (cut-off streams, back-pressure, breakers
       );
       assert.equal(requestsFor('claude-cut').length, 1);
     });
+  });
+
+  describe('429 is back-pressure, not a fault', () => {
+    /**
+     * A model that answers 429 with `headers`, and refuses (another 429) any
+     * retry that comes before the wait it asked for: the task completes after
+     * exactly two requests only if Arbiter honoured the wait.
+     */
+    const patient = (model: string, headers: () => { headers: Record<string, string>; waitMs: number }) => {
+      let notBefore = 0;
+      script(model, (call) => {
+        if (call.call === 1 || Date.now() < notBefore) {
+          const h = headers();
+          // 100 ms of slack for timer and clock granularity; early retries come 250–750 ms after the 429.
+          notBefore = Date.now() + h.waitMs - 100;
+          return { text: '', status: 429, headers: h.headers };
+        }
+        return `${model} waited`;
+      });
+    };
+
+    it('honours Retry-After in delta-seconds, as an HTTP-date, and retry-after-ms', async () => {
+      patient('ra-seconds', () => ({ headers: { 'retry-after': '1' }, waitMs: 1000 }));
+      patient('ra-date', () => {
+        // An HTTP-date has whole seconds: the wait is what is left until then.
+        const at = new Date(Math.ceil((Date.now() + 1500) / 1000) * 1000);
+        return { headers: { 'retry-after': at.toUTCString() }, waitMs: at.getTime() - Date.now() };
+      });
+      patient('ra-ms', () => ({ headers: { 'retry-after-ms': '1500' }, waitMs: 1500 }));
+      const models = ['ra-seconds', 'ra-date', 'ra-ms'];
+      for (const m of models) await newAgent(a, { id: m, model: `openai/${m}` });
+      const tasks = await Promise.all(models.map((m) => ask(a, m)));
+      for (const [i, m] of models.entries()) {
+        assert.equal(tasks[i].status.state, 'TASK_STATE_COMPLETED', `${m}: ${tasks[i].metadata?.['x-arbiter.error']}`);
+        assert.equal(replyText(tasks[i]), `${m} waited`);
+        assert.equal(requestsFor(m).length, 2, `${m}: one 429, then one retry after the wait`);
+      }
+    });
+
+    it("one tenant's 429s never open a breaker: another model, and the same one, are still called", async () => {
+      script('busy', () => ({ text: '', status: 429, headers: { 'retry-after': '0' } }));
+      script('calm', () => 'calm reply');
+      await newAgent(a, { id: 'busy', model: 'openai/busy' });
+      await newAgent(c, { id: 'calm', model: 'openai/calm' });
+      for (let i = 1; i <= 2; i++) {
+        const task = await ask(a, 'busy');
+        assert.equal(task.status.state, 'TASK_STATE_FAILED');
+        assert.match(task.metadata['x-arbiter.error'], /^rate_limited: /);
+      }
+      assert.equal(requestsFor('busy').length, 6, 'three attempts per call');
+      // Tenant C, another model on the same provider: called and answered.
+      const calm = await ask(c, 'calm');
+      assert.equal(calm.status.state, 'TASK_STATE_COMPLETED', calm.metadata?.['x-arbiter.error']);
+      assert.equal(replyText(calm), 'calm reply');
+      // And the busy model itself is still called, not failed fast.
+      const again = await ask(a, 'busy');
+      assert.match(again.metadata['x-arbiter.error'], /^rate_limited: /);
+      assert.equal(requestsFor('busy').length, 9);
+    });
+
+    it('a Retry-After longer than Arbiter waits fails at once with rate_limited', async () => {
+      script('very-busy', () => ({ text: '', status: 429, headers: { 'retry-after': '3600' } }));
+      await newAgent(a, { id: 'very-busy', model: 'openai/very-busy' });
+      const task = await ask(a, 'very-busy');
+      assert.equal(task.status.state, 'TASK_STATE_FAILED');
+      assert.match(task.metadata['x-arbiter.error'], /^rate_limited: openai is rate limiting .*3600 s/);
+      assert.equal(requestsFor('very-busy').length, 1);
+    });
+  });
+
+  it('faults open the breaker of that model only: another model on the same provider is still called', async () => {
+    script('down', () => ({ text: '', status: 500, headers: {} }));
+    script('up', () => 'up reply');
+    await newAgent(a, { id: 'down', model: 'openai/down' });
+    await newAgent(c, { id: 'up', model: 'openai/up' });
+    const first = await ask(a, 'down');
+    assert.match(first.metadata['x-arbiter.error'], /^provider_error: openai failed \(HTTP 500\)/);
+    // The second call's second attempt is the fifth fault in a row: the breaker of openai/down opens.
+    const second = await ask(a, 'down');
+    assert.match(second.metadata['x-arbiter.error'], /^provider_unavailable: openai model 'down' is failing/);
+    assert.equal(requestsFor('down').length, 5);
+    const open = await ask(a, 'down');
+    assert.match(open.metadata['x-arbiter.error'], /^provider_unavailable: openai model 'down' is failing/);
+    assert.equal(requestsFor('down').length, 5, 'not called while its breaker is open');
+    const up = await ask(c, 'up');
+    assert.equal(up.status.state, 'TASK_STATE_COMPLETED', up.metadata?.['x-arbiter.error']);
+    assert.equal(replyText(up), 'up reply');
   });
 
   it('OPENROUTER_BASE_URL: openrouter/<model> goes there, with the OpenRouter key', async () => {

@@ -14,7 +14,7 @@ export class AnthropicProvider implements Provider {
   readonly name = 'anthropic';
 
   constructor(
-    private readonly baseUrl: string,
+    readonly baseUrl: string,
     private readonly apiKey: string,
     private readonly timeoutMs: number,
   ) {}

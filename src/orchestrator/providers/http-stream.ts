@@ -1,5 +1,6 @@
 import { parseSseStream } from '@a2a-js/sdk';
 import { ProviderError, errorForStatus } from './provider.js';
+import { parseRetryAfter } from './retry-after.js';
 
 /** Largest single SSE event accepted from a provider. */
 const MAX_EVENT_BYTES = 1024 * 1024;
@@ -8,7 +9,8 @@ const MAX_EVENT_BYTES = 1024 * 1024;
  * POSTs JSON and yields the SSE events as they arrive (`data` unparsed: how a
  * stream ends is each wire format's business). Connection errors, timeouts
  * and HTTP errors become `ProviderError`s; the provider's error body is never
- * surfaced (it can echo keys back).
+ * surfaced (it can echo keys back). A 429 or 5xx carries the wait the
+ * provider asked for (`Retry-After`, `retry-after-ms`).
  */
 export async function* postSse(
   provider: string,
@@ -33,7 +35,7 @@ export async function* postSse(
   }
   if (!res.ok) {
     await res.body?.cancel().catch(() => undefined);
-    throw errorForStatus(provider, res.status, res.headers.get('retry-after'));
+    throw errorForStatus(provider, res.status, parseRetryAfter(res.headers));
   }
   if (!res.body) throw new ProviderError('provider_error', `${provider} sent an empty response`, true);
   try {

@@ -4,36 +4,16 @@ import { AppConfig } from '../../config/app-config.js';
 import { MODEL_ID_HINT, routeModel, type ModelProviderName } from '../../config/model-routes.js';
 import { AnthropicProvider } from './anthropic.provider.js';
 import { OpenAiCompatibleProvider } from './openai.provider.js';
+import { ProviderBreakers } from './provider-breakers.js';
 import { ProviderError, type CompletionEvent, type CompletionRequest, type Provider } from './provider.js';
 
 export type ModelTarget = { kind: 'echo' } | { kind: 'provider'; provider: Provider; model: string };
 
 const MAX_ATTEMPTS = 3;
-const BREAKER_THRESHOLD = 5;
-const BREAKER_OPEN_MS = 30_000;
 
-/** Per-provider circuit breaker: after consecutive failures, fail fast for a while. */
-class Breaker {
-  private failures = 0;
-  private openUntil = 0;
-
-  check(name: string): void {
-    if (Date.now() < this.openUntil) {
-      throw new ProviderError('provider_unavailable', `${name} is failing; not calling it for a while`);
-    }
-  }
-
-  success(): void {
-    this.failures = 0;
-  }
-
-  failure(): void {
-    this.failures++;
-    if (this.failures >= BREAKER_THRESHOLD) {
-      this.openUntil = Date.now() + BREAKER_OPEN_MS;
-      this.failures = 0;
-    }
-  }
+/** The wait before attempt `attempt + 1` when the provider named none: 250 ms, 500 ms … plus jitter. */
+function backoffMs(attempt: number): number {
+  return 250 * 2 ** (attempt - 1) + Math.floor(Math.random() * 100);
 }
 
 /**
@@ -46,7 +26,7 @@ class Breaker {
 @Injectable()
 export class ModelRouter {
   private readonly providers = new Map<ModelProviderName, Provider>();
-  private readonly breakers = new Map<string, Breaker>();
+  private readonly breakers = new ProviderBreakers();
 
   constructor(private readonly config: AppConfig) {
     const t = config.providerTimeoutMs;
@@ -99,45 +79,33 @@ export class ModelRouter {
   }
 
   /**
-   * Streams a completion, retrying with backoff on 429, 5xx, timeouts and
-   * connection failures — only while no text has reached the caller.
+   * Streams a completion under the model's circuit breaker, retrying 429s,
+   * 5xx, timeouts, connection failures and cut-off streams — at most
+   * `MAX_ATTEMPTS` in all, and only while no text has reached the caller. A
+   * wait the provider asked for (`Retry-After`, `retry-after-ms`) is honoured
+   * up to `MAX_RETRY_AFTER_MS`; cancellation ends any wait at once.
    */
   async *stream(provider: Provider, req: CompletionRequest, signal: AbortSignal): AsyncGenerator<CompletionEvent> {
-    const breaker = this.breakerFor(provider.name);
     for (let attempt = 1; ; attempt++) {
-      breaker.check(provider.name);
       let streamed = false;
       try {
-        for await (const ev of provider.complete(req, signal)) {
+        for await (const ev of this.breakers.call(provider, req, signal)) {
           if (ev.type === 'text') streamed = true;
           yield ev;
         }
-        breaker.success();
         return;
       } catch (err) {
         const e =
-          err instanceof ProviderError
-            ? err
-            : signal.aborted
-              ? new ProviderError('cancelled', 'the run was cancelled')
+          signal.aborted || (err instanceof ProviderError && err.code === 'cancelled')
+            ? new ProviderError('cancelled', 'the run was cancelled')
+            : err instanceof ProviderError
+              ? err
               : new ProviderError('provider_error', `${provider.name} failed`);
-        if (e.code === 'cancelled') throw e;
-        if (e.retryable || e.code === 'auth_failed') breaker.failure();
-        if (!e.retryable || streamed || attempt >= MAX_ATTEMPTS) throw e;
-        const backoff = e.retryAfterMs ?? 250 * 2 ** (attempt - 1) + Math.floor(Math.random() * 100);
-        await sleep(backoff, undefined, { signal }).catch(() => {
+        if (e.code === 'cancelled' || !e.retryable || streamed || attempt >= MAX_ATTEMPTS) throw e;
+        await sleep(e.retryAfterMs ?? backoffMs(attempt), undefined, { signal }).catch(() => {
           throw new ProviderError('cancelled', 'the run was cancelled');
         });
       }
     }
-  }
-
-  private breakerFor(name: string): Breaker {
-    let b = this.breakers.get(name);
-    if (!b) {
-      b = new Breaker();
-      this.breakers.set(name, b);
-    }
-    return b;
   }
 }

@@ -14,7 +14,7 @@ interface Chunk {
 export class OpenAiCompatibleProvider implements Provider {
   constructor(
     readonly name: string,
-    private readonly baseUrl: string,
+    readonly baseUrl: string,
     private readonly apiKey: string | undefined,
     private readonly timeoutMs: number,
   ) {}
