@@ -184,6 +184,29 @@ describe('model providers under faults (cut-off streams, back-pressure, breakers
     assert.equal(replyText(up), 'up reply');
   });
 
+  it('o-series and gpt-5 models get max_completion_tokens and no temperature; others max_tokens', async () => {
+    for (const m of ['o3-mini', 'o1', 'gpt-5-mini', 'gpt-4o-mini']) {
+      script(m, () => `${m} ok`);
+      await newAgent(a, { id: m, model: `openai/${m}`, max_tokens: 321, temperature: 0.2 });
+      const task = await ask(a, m);
+      assert.equal(task.status.state, 'TASK_STATE_COMPLETED', task.metadata?.['x-arbiter.error']);
+    }
+    // A bare o-series name routes to OpenAI too.
+    script('o4-mini', () => 'o4-mini ok');
+    await newAgent(a, { id: 'o4', model: 'o4-mini', max_tokens: 321 });
+    assert.equal((await ask(a, 'o4')).status.state, 'TASK_STATE_COMPLETED');
+    for (const m of ['o3-mini', 'o1', 'gpt-5-mini', 'o4-mini']) {
+      const body = requestsFor(m)[0].body;
+      assert.equal(body.max_completion_tokens, 321, m);
+      assert.equal('max_tokens' in body, false, m);
+      assert.equal('temperature' in body, false, m);
+    }
+    const classic = requestsFor('gpt-4o-mini')[0].body;
+    assert.equal(classic.max_tokens, 321);
+    assert.equal(classic.temperature, 0.2);
+    assert.equal('max_completion_tokens' in classic, false);
+  });
+
   it('OPENROUTER_BASE_URL: openrouter/<model> goes there, with the OpenRouter key', async () => {
     script('vendor/some-model', () => 'routed through openrouter');
     await newAgent(a, { id: 'router', model: 'openrouter/vendor/some-model' });

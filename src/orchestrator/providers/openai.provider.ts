@@ -8,6 +8,30 @@ interface Chunk {
 }
 
 /**
+ * OpenAI's reasoning models — the o-series (o1, o3, o4-mini …) and the gpt-5
+ * family — refuse `max_tokens` (they take `max_completion_tokens`, which
+ * also budgets the hidden reasoning tokens) and any `temperature` but the
+ * default 1.
+ */
+export function isOpenAiReasoningModel(model: string): boolean {
+  return /^(o\d|gpt-5)/.test(model);
+}
+
+/** The Chat Completions request body for `req` (streamed, with usage in the last chunk). */
+export function chatCompletionsBody(req: CompletionRequest): Record<string, unknown> {
+  const reasoning = isOpenAiReasoningModel(req.model);
+  return {
+    model: req.model,
+    messages: [{ role: 'system', content: req.system }, ...req.messages],
+    ...(reasoning
+      ? { max_completion_tokens: req.maxTokens }
+      : { max_tokens: req.maxTokens, temperature: req.temperature }),
+    stream: true,
+    stream_options: { include_usage: true },
+  };
+}
+
+/**
  * OpenAI-compatible Chat Completions, streamed (`stream: true`): OpenAI,
  * Ollama, vLLM, llama.cpp server, OpenRouter.
  */
@@ -20,20 +44,12 @@ export class OpenAiCompatibleProvider implements Provider {
   ) {}
 
   async *complete(req: CompletionRequest, signal: AbortSignal): AsyncGenerator<CompletionEvent> {
-    const body = {
-      model: req.model,
-      messages: [{ role: 'system', content: req.system }, ...req.messages],
-      max_tokens: req.maxTokens,
-      temperature: req.temperature,
-      stream: true,
-      stream_options: { include_usage: true },
-    };
     const headers: Record<string, string> = this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {};
     const url = `${this.baseUrl.replace(/\/+$/, '')}/chat/completions`;
     // A stream ends with a choice's finish_reason and then `data: [DONE]`. Some
     // compatible servers send only one of the two; a stream with neither was cut off.
     let ended = false;
-    for await (const { data } of postSse(this.name, url, headers, body, signal, this.timeoutMs)) {
+    for await (const { data } of postSse(this.name, url, headers, chatCompletionsBody(req), signal, this.timeoutMs)) {
       if (data === '[DONE]') {
         ended = true;
         break;
