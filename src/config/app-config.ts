@@ -13,7 +13,9 @@ import {
   Min,
   MinLength,
   validateSync,
+  ValidateBy,
 } from 'class-validator';
+import { MODEL_ID_HINT, MODEL_ID_PATTERN, routeModel } from './model-routes.js';
 
 /** Environment variable names, with the config property each one feeds. */
 export const CONFIG_ENV = {
@@ -46,6 +48,7 @@ export const CONFIG_ENV = {
   openaiBaseUrl: 'OPENAI_BASE_URL',
   ollamaHost: 'OLLAMA_HOST',
   openrouterApiKey: 'OPENROUTER_API_KEY',
+  openrouterBaseUrl: 'OPENROUTER_BASE_URL',
   maxModelCalls: 'ARBITER_MAX_MODEL_CALLS',
   maxDelegationDepth: 'ARBITER_MAX_DELEGATION_DEPTH',
   maxWriteBytes: 'ARBITER_MAX_WRITE_BYTES',
@@ -62,6 +65,17 @@ export type ConfigKey = keyof typeof CONFIG_ENV;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** A model id some provider serves (see `model-routes.ts`): an unknown provider is refused at start. */
+function IsRoutableModel(): PropertyDecorator {
+  return ValidateBy({
+    name: 'isRoutableModel',
+    validator: {
+      validate: (value: unknown) => typeof value === 'string' && MODEL_ID_PATTERN.test(value) && !!routeModel(value),
+      defaultMessage: () => `must be ${MODEL_ID_HINT}`,
+    },
+  });
+}
 
 const toInt = ({ value }: { value: unknown }): unknown =>
   typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value.trim()) : value;
@@ -198,10 +212,7 @@ export class AppConfig {
   @Max(3650, { message: 'must be an integer between 1 and 3650' })
   retentionDays = 30;
 
-  @IsString()
-  @Matches(/^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}$/, {
-    message: 'must be a model id such as echo or openai/gpt-4o-mini',
-  })
+  @IsRoutableModel()
   defaultModel = 'echo';
 
   @Transform(toInt)
@@ -234,6 +245,9 @@ export class AppConfig {
   @IsString()
   @MinLength(1)
   openrouterApiKey?: string;
+
+  @Matches(/^https?:\/\/\S+$/, { message: 'must be an http(s) URL' })
+  openrouterBaseUrl = 'https://openrouter.ai/api/v1';
 
   /** Model calls an agent may make in one turn (each tool round trip is one more). */
   @Transform(toInt)

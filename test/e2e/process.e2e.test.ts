@@ -32,6 +32,11 @@ describe('the server process (npm start)', () => {
       [{ DATABASE_URL: 'mysql://x' }, [], /DATABASE_URL must be a postgres/],
       [{ LOG_LEVEL: 'loud' }, [], /LOG_LEVEL must be one of/],
       [{ ARBITER_MAX_BODY_BYTES: '1' }, [], /ARBITER_MAX_BODY_BYTES must be an integer/],
+      [
+        { ARBITER_DEFAULT_MODEL: 'foo/bar' },
+        [],
+        /ARBITER_DEFAULT_MODEL must be echo, anthropic\/<model>.*\(got "foo\/bar"\)/,
+      ],
       [{}, ['--verbose'], /Unknown option '--verbose'/],
     ];
     for (const [env, args, expected] of cases) {

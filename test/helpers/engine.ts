@@ -8,7 +8,7 @@ import type { DataSource } from 'typeorm';
 import { AppModule } from '../../src/app.module.js';
 import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
 import { freshDatabase, type TestDatabase } from './database.js';
-import { tempHome } from './server.js';
+import { tempHome, withLoopbackProviders } from './server.js';
 
 /**
  * The whole application without its HTTP server, on a database of its own:
@@ -26,13 +26,15 @@ export interface TestEngine {
 export async function startEngine(env: Record<string, string> = {}): Promise<TestEngine> {
   const home = tempHome();
   const db: TestDatabase = await freshDatabase();
-  const config = loadConfig({
-    ARBITER_HOME: home,
-    ARBITER_ADMIN_TOKEN: `adm_${randomBytes(24).toString('hex')}`,
-    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
-    ...(db.url ? { DATABASE_URL: db.url } : {}),
-    ...env,
-  });
+  const config = loadConfig(
+    withLoopbackProviders({
+      ARBITER_HOME: home,
+      ARBITER_ADMIN_TOKEN: `adm_${randomBytes(24).toString('hex')}`,
+      LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+      ...(db.url ? { DATABASE_URL: db.url } : {}),
+      ...env,
+    }),
+  );
   const app = await NestFactory.createApplicationContext(AppModule.forRoot(config), { bufferLogs: true });
   app.useLogger(app.get(Logger));
   const ds = app.get<DataSource>(getDataSourceToken());

@@ -11,6 +11,8 @@ import type { AddressInfo } from 'node:net';
  *   `garbage`        a malformed chunk
  *   `deny`           401 with a body that echoes a key
  *   `slow`           a chunk every 100 ms for 10 s (for cancellation)
+ * Scripted models (below) can also misbehave: cut a stream off, answer with
+ * any status and headers (a 429 with each form of Retry-After), and so on.
  */
 export interface ScriptCall {
   model: string;
@@ -23,7 +25,25 @@ export interface ScriptCall {
 }
 
 /** A scripted reply: the text to stream, optionally slowly or failing after some text. */
-export type ScriptReply = string | { text: string; delayMs?: number; failAfter?: boolean; status?: number };
+export type ScriptReply = string | ScriptedReply;
+
+export interface ScriptedReply {
+  text: string;
+  /** Pause between chunks (default 2 ms). */
+  delayMs?: number;
+  /** After the text, destroy the connection (a reset). */
+  failAfter?: boolean;
+  /**
+   * After the text, end the response cleanly but without the stream's end
+   * (no `finish_reason` and no `[DONE]`; no `message_stop` for Anthropic): a
+   * proxy or provider that closed the stream early.
+   */
+  cutOff?: boolean;
+  /** Answer with this HTTP status and a JSON error body instead of a stream. */
+  status?: number;
+  /** Headers of a `status` answer (default `retry-after: 0`), e.g. `{ 'retry-after-ms': '1500' }`. */
+  headers?: Record<string, string>;
+}
 
 export class FakeProvider {
   /**
@@ -52,13 +72,9 @@ export class FakeProvider {
   }
 
   /** Streams a scripted reply in the wire format, a few characters per chunk. */
-  private async scripted(
-    res: ServerResponse,
-    anthropic: boolean,
-    r: { text: string; delayMs?: number; failAfter?: boolean; status?: number },
-  ): Promise<void> {
+  private async scripted(res: ServerResponse, anthropic: boolean, r: ScriptedReply): Promise<void> {
     if (r.status) {
-      res.writeHead(r.status, { 'content-type': 'application/json', 'retry-after': '0' });
+      res.writeHead(r.status, { 'content-type': 'application/json', ...(r.headers ?? { 'retry-after': '0' }) });
       res.end('{"error":{"message":"scripted failure"}}');
       return;
     }
@@ -91,6 +107,10 @@ export class FakeProvider {
     }
     if (r.failAfter) {
       res.destroy();
+      return;
+    }
+    if (r.cutOff) {
+      res.end();
       return;
     }
     if (anthropic) {

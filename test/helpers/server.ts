@@ -21,6 +21,24 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
+/** A closed port on loopback (discard): a provider nobody pointed anywhere fails fast, on this machine. */
+const NOWHERE = 'http://127.0.0.1:9';
+
+/**
+ * Tests never send traffic off this machine: every provider base URL a test
+ * leaves unset points at `NOWHERE` instead of the provider's public host.
+ * (`OPENAI_BASE_URL` alone enables OpenAI, so it is only filled in when a
+ * test sets a key without it.)
+ */
+export function withLoopbackProviders(env: Record<string, string>): Record<string, string> {
+  return {
+    ANTHROPIC_BASE_URL: NOWHERE,
+    OPENROUTER_BASE_URL: `${NOWHERE}/v1`,
+    ...(env.OPENAI_API_KEY && !env.OPENAI_BASE_URL ? { OPENAI_BASE_URL: `${NOWHERE}/v1` } : {}),
+    ...env,
+  };
+}
+
 export function tempHome(): string {
   return mkdtempSync(join(tmpdir(), 'arbiter-test-'));
 }
@@ -45,7 +63,7 @@ export async function startTestServer(
     ...(db.url ? { DATABASE_URL: db.url } : {}),
     ...opts.env,
   };
-  const config = loadConfig(env);
+  const config = loadConfig(withLoopbackProviders(env));
   const running = await startApp(config);
   const http = new HttpClient(running.url);
   return {

@@ -58,4 +58,44 @@ describe('configuration', () => {
     assert.equal(loadConfig({ PORT: '', DATABASE_URL: '' }).port, 8080);
     assert.equal(loadConfig({ DATABASE_URL: '' }).usesEmbeddedDatabase, true);
   });
+
+  it('ARBITER_DEFAULT_MODEL must name a known provider (or a bare model name that routes to one)', () => {
+    for (const ok of [
+      'echo',
+      'anthropic/claude-sonnet-4-5',
+      'claude-3-5-haiku-latest',
+      'openai/gpt-4o-mini',
+      'gpt-4o',
+      'o3-mini',
+      'ollama/llama3.2',
+      'openrouter/meta-llama/llama-3.1-8b-instruct',
+    ]) {
+      assert.equal(loadConfig({ ARBITER_DEFAULT_MODEL: ok }).defaultModel, ok);
+    }
+    for (const bad of ['foo/bar', 'llama3', 'openai/', 'has space']) {
+      assert.throws(
+        () => loadConfig({ ARBITER_DEFAULT_MODEL: bad }),
+        (err: unknown) =>
+          err instanceof ConfigError &&
+          err.problems.length === 1 &&
+          /^ARBITER_DEFAULT_MODEL must be echo, anthropic\/<model>/.test(err.problems[0]),
+        bad,
+      );
+    }
+  });
+
+  it('provider base URLs, OPENROUTER_BASE_URL included, are validated like each other', () => {
+    assert.equal(loadConfig({}).openrouterBaseUrl, 'https://openrouter.ai/api/v1');
+    assert.equal(
+      loadConfig({ OPENROUTER_BASE_URL: 'http://127.0.0.1:9/v1' }).openrouterBaseUrl,
+      'http://127.0.0.1:9/v1',
+    );
+    for (const name of ['ANTHROPIC_BASE_URL', 'OPENAI_BASE_URL', 'OLLAMA_HOST', 'OPENROUTER_BASE_URL']) {
+      assert.throws(
+        () => loadConfig({ [name]: 'ftp://x' }),
+        (err: unknown) => err instanceof ConfigError && err.problems[0].startsWith(`${name} must be an http(s) URL`),
+        name,
+      );
+    }
+  });
 });

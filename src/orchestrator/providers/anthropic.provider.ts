@@ -1,4 +1,4 @@
-import { postSse } from './http-stream.js';
+import { parseChunk, postSse } from './http-stream.js';
 import { ProviderError, type CompletionEvent, type CompletionRequest, type Provider } from './provider.js';
 
 interface AnthropicEvent {
@@ -14,7 +14,7 @@ export class AnthropicProvider implements Provider {
   readonly name = 'anthropic';
 
   constructor(
-    private readonly baseUrl: string,
+    readonly baseUrl: string,
     private readonly apiKey: string,
     private readonly timeoutMs: number,
   ) {}
@@ -33,7 +33,7 @@ export class AnthropicProvider implements Provider {
     let input = 0;
     let output = 0;
     for await (const { data } of postSse(this.name, url, headers, body, signal, this.timeoutMs)) {
-      const ev = (data ?? {}) as AnthropicEvent;
+      const ev = (parseChunk(this.name, data) ?? {}) as AnthropicEvent;
       switch (ev.type) {
         case 'message_start': {
           const u = ev.message?.usage;

@@ -73,6 +73,7 @@ export async function* echoTurn(
  */
 export class EchoProvider implements Provider {
   readonly name = 'echo';
+  readonly baseUrl = 'offline';
 
   constructor(private readonly opts: EchoOptions) {}
 

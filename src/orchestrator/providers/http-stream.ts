@@ -1,13 +1,16 @@
 import { parseSseStream } from '@a2a-js/sdk';
 import { ProviderError, errorForStatus } from './provider.js';
+import { parseRetryAfter } from './retry-after.js';
 
 /** Largest single SSE event accepted from a provider. */
 const MAX_EVENT_BYTES = 1024 * 1024;
 
 /**
- * POSTs JSON and yields the parsed SSE `data:` payloads. Connection errors,
- * timeouts, HTTP errors and malformed JSON become `ProviderError`s; the
- * provider's error body is never surfaced (it can echo keys back).
+ * POSTs JSON and yields the SSE events as they arrive (`data` unparsed: how a
+ * stream ends is each wire format's business). Connection errors, timeouts
+ * and HTTP errors become `ProviderError`s; the provider's error body is never
+ * surfaced (it can echo keys back). A 429 or 5xx carries the wait the
+ * provider asked for (`Retry-After`, `retry-after-ms`).
  */
 export async function* postSse(
   provider: string,
@@ -16,7 +19,7 @@ export async function* postSse(
   body: unknown,
   signal: AbortSignal,
   timeoutMs: number,
-): AsyncGenerator<{ event: string; data: unknown }> {
+): AsyncGenerator<{ event: string; data: string }> {
   const timeout = AbortSignal.timeout(timeoutMs);
   const both = AbortSignal.any([signal, timeout]);
   let res: Response;
@@ -32,25 +35,25 @@ export async function* postSse(
   }
   if (!res.ok) {
     await res.body?.cancel().catch(() => undefined);
-    throw errorForStatus(provider, res.status, res.headers.get('retry-after'));
+    throw errorForStatus(provider, res.status, parseRetryAfter(res.headers));
   }
   if (!res.body) throw new ProviderError('provider_error', `${provider} sent an empty response`, true);
   try {
-    for await (const ev of parseSseStream(res, MAX_EVENT_BYTES)) {
-      if (ev.data === '[DONE]') return;
-      let data: unknown;
-      try {
-        data = JSON.parse(ev.data);
-      } catch {
-        throw new ProviderError('provider_error', `${provider} sent a malformed stream chunk`);
-      }
-      yield { event: ev.type, data };
-    }
+    for await (const ev of parseSseStream(res, MAX_EVENT_BYTES)) yield { event: ev.type, data: ev.data };
   } catch (err) {
     if (err instanceof ProviderError) throw err;
     const f = failure(provider, signal, timeout, 'stream broke off');
     // A stream that breaks off once the response began is the provider's failure, not an outage.
     throw f.code === 'provider_unavailable' ? new ProviderError('provider_error', f.message, true) : f;
+  }
+}
+
+/** Parses one event's JSON payload; anything else is a malformed stream. */
+export function parseChunk(provider: string, data: string): unknown {
+  try {
+    return JSON.parse(data);
+  } catch {
+    throw new ProviderError('provider_error', `${provider} sent a malformed stream chunk`);
   }
 }
 

@@ -1,50 +1,32 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
+import { MODEL_ID_HINT, routeModel, type ModelProviderName } from '../../config/model-routes.js';
 import { AnthropicProvider } from './anthropic.provider.js';
 import { OpenAiCompatibleProvider } from './openai.provider.js';
+import { ProviderBreakers } from './provider-breakers.js';
 import { ProviderError, type CompletionEvent, type CompletionRequest, type Provider } from './provider.js';
 
 export type ModelTarget = { kind: 'echo' } | { kind: 'provider'; provider: Provider; model: string };
 
 const MAX_ATTEMPTS = 3;
-const BREAKER_THRESHOLD = 5;
-const BREAKER_OPEN_MS = 30_000;
 
-/** Per-provider circuit breaker: after consecutive failures, fail fast for a while. */
-class Breaker {
-  private failures = 0;
-  private openUntil = 0;
-
-  check(name: string): void {
-    if (Date.now() < this.openUntil) {
-      throw new ProviderError('provider_unavailable', `${name} is failing; not calling it for a while`);
-    }
-  }
-
-  success(): void {
-    this.failures = 0;
-  }
-
-  failure(): void {
-    this.failures++;
-    if (this.failures >= BREAKER_THRESHOLD) {
-      this.openUntil = Date.now() + BREAKER_OPEN_MS;
-      this.failures = 0;
-    }
-  }
+/** The wait before attempt `attempt + 1` when the provider named none: 250 ms, 500 ms … plus jitter. */
+function backoffMs(attempt: number): number {
+  return 250 * 2 ** (attempt - 1) + Math.floor(Math.random() * 100);
 }
 
 /**
- * Model routing by prefix: `anthropic/` or `claude-` → Anthropic; `openai/`,
- * `gpt-` or `o<digit>` → OpenAI (or any OpenAI-compatible server at
- * `OPENAI_BASE_URL`); `ollama/` → `OLLAMA_HOST`; `openrouter/` → OpenRouter;
- * `echo` → the offline placeholder.
+ * Model routing by the table in `config/model-routes.ts` (the same one the
+ * config check of `ARBITER_DEFAULT_MODEL` uses): `anthropic/` or `claude-` →
+ * Anthropic; `openai/`, `gpt-` or `o<digit>` → OpenAI (or any
+ * OpenAI-compatible server at `OPENAI_BASE_URL`); `ollama/` → `OLLAMA_HOST`;
+ * `openrouter/` → `OPENROUTER_BASE_URL`; `echo` → the offline placeholder.
  */
 @Injectable()
 export class ModelRouter {
-  private readonly providers = new Map<string, Provider>();
-  private readonly breakers = new Map<string, Breaker>();
+  private readonly providers = new Map<ModelProviderName, Provider>();
+  private readonly breakers = new ProviderBreakers();
 
   constructor(private readonly config: AppConfig) {
     const t = config.providerTimeoutMs;
@@ -66,7 +48,7 @@ export class ModelRouter {
     if (config.openrouterApiKey) {
       this.providers.set(
         'openrouter',
-        new OpenAiCompatibleProvider('openrouter', 'https://openrouter.ai/api/v1', config.openrouterApiKey, t),
+        new OpenAiCompatibleProvider('openrouter', config.openrouterBaseUrl, config.openrouterApiKey, t),
       );
     }
   }
@@ -78,71 +60,52 @@ export class ModelRouter {
 
   resolve(model: string | null): ModelTarget {
     const id = model ?? this.config.defaultModel;
-    if (id === 'echo') return { kind: 'echo' };
-    const route = (name: string, providerModel: string): ModelTarget => {
-      const provider = this.providers.get(name);
-      if (!provider || !providerModel) {
-        throw new ProviderError(
-          'model_unavailable',
-          `model '${id}' needs the ${name} provider, which is not configured; configured: ${this.configured().join(', ')}`,
-        );
-      }
-      return { kind: 'provider', provider, model: providerModel };
-    };
-    const slash = id.indexOf('/');
-    const prefix = slash > 0 ? id.slice(0, slash) : '';
-    const rest = slash > 0 ? id.slice(slash + 1) : id;
-    if (prefix === 'anthropic' || prefix === 'openai' || prefix === 'ollama' || prefix === 'openrouter') {
-      return route(prefix, rest);
+    const route = routeModel(id);
+    if (!route) {
+      throw new ProviderError(
+        'model_unavailable',
+        `unknown model '${id}'; use ${MODEL_ID_HINT}; configured: ${this.configured().join(', ')}`,
+      );
     }
-    if (id.startsWith('claude-')) return route('anthropic', id);
-    if (id.startsWith('gpt-') || /^o\d/.test(id)) return route('openai', id);
-    throw new ProviderError(
-      'model_unavailable',
-      `unknown model '${id}'; use echo, anthropic/<model>, openai/<model>, ollama/<model> or openrouter/<model>; configured: ${this.configured().join(', ')}`,
-    );
+    if (route.kind === 'echo') return route;
+    const provider = this.providers.get(route.provider);
+    if (!provider) {
+      throw new ProviderError(
+        'model_unavailable',
+        `model '${id}' needs the ${route.provider} provider, which is not configured; configured: ${this.configured().join(', ')}`,
+      );
+    }
+    return { kind: 'provider', provider, model: route.model };
   }
 
   /**
-   * Streams a completion, retrying with backoff on 429, 5xx, timeouts and
-   * connection failures — only while no text has reached the caller.
+   * Streams a completion under the model's circuit breaker, retrying 429s,
+   * 5xx, timeouts, connection failures and cut-off streams — at most
+   * `MAX_ATTEMPTS` in all, and only while no text has reached the caller. A
+   * wait the provider asked for (`Retry-After`, `retry-after-ms`) is honoured
+   * up to `MAX_RETRY_AFTER_MS`; cancellation ends any wait at once.
    */
   async *stream(provider: Provider, req: CompletionRequest, signal: AbortSignal): AsyncGenerator<CompletionEvent> {
-    const breaker = this.breakerFor(provider.name);
     for (let attempt = 1; ; attempt++) {
-      breaker.check(provider.name);
       let streamed = false;
       try {
-        for await (const ev of provider.complete(req, signal)) {
+        for await (const ev of this.breakers.call(provider, req, signal)) {
           if (ev.type === 'text') streamed = true;
           yield ev;
         }
-        breaker.success();
         return;
       } catch (err) {
         const e =
-          err instanceof ProviderError
-            ? err
-            : signal.aborted
-              ? new ProviderError('cancelled', 'the run was cancelled')
+          signal.aborted || (err instanceof ProviderError && err.code === 'cancelled')
+            ? new ProviderError('cancelled', 'the run was cancelled')
+            : err instanceof ProviderError
+              ? err
               : new ProviderError('provider_error', `${provider.name} failed`);
-        if (e.code === 'cancelled') throw e;
-        if (e.retryable || e.code === 'auth_failed') breaker.failure();
-        if (!e.retryable || streamed || attempt >= MAX_ATTEMPTS) throw e;
-        const backoff = e.retryAfterMs ?? 250 * 2 ** (attempt - 1) + Math.floor(Math.random() * 100);
-        await sleep(backoff, undefined, { signal }).catch(() => {
+        if (e.code === 'cancelled' || !e.retryable || streamed || attempt >= MAX_ATTEMPTS) throw e;
+        await sleep(e.retryAfterMs ?? backoffMs(attempt), undefined, { signal }).catch(() => {
           throw new ProviderError('cancelled', 'the run was cancelled');
         });
       }
     }
-  }
-
-  private breakerFor(name: string): Breaker {
-    let b = this.breakers.get(name);
-    if (!b) {
-      b = new Breaker();
-      this.breakers.set(name, b);
-    }
-    return b;
   }
 }

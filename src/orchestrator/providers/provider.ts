@@ -48,17 +48,36 @@ export class ProviderError extends Error {
  */
 export interface Provider {
   readonly name: string;
+  /** Where its requests go; with the model, the key of a circuit breaker. */
+  readonly baseUrl: string;
   complete(req: CompletionRequest, signal: AbortSignal): AsyncIterable<CompletionEvent>;
 }
 
-/** Maps an HTTP status to a stable code (the body is never passed on). */
-export function errorForStatus(provider: string, status: number, retryAfter: string | null): ProviderError {
-  const after =
-    retryAfter && /^\d+(\.\d+)?$/.test(retryAfter) ? Math.min(Number(retryAfter) * 1000, 10_000) : undefined;
+/**
+ * The longest wait a provider may ask for (429 or 5xx with `Retry-After`)
+ * that is still worth waiting for within a run; a longer one fails the call.
+ */
+export const MAX_RETRY_AFTER_MS = 30_000;
+
+/**
+ * Maps an HTTP status to a stable code (the body is never passed on).
+ * `retryAfterMs` is the wait the provider asked for, if any.
+ */
+export function errorForStatus(provider: string, status: number, retryAfterMs?: number): ProviderError {
   if (status === 401 || status === 403)
     return new ProviderError('auth_failed', `${provider} refused the credentials (HTTP ${status})`);
-  if (status === 429) return new ProviderError('rate_limited', `${provider} is rate limiting (HTTP 429)`, true, after);
   if (status === 404) return new ProviderError('model_unavailable', `${provider} does not know this model (HTTP 404)`);
-  if (status >= 500) return new ProviderError('provider_error', `${provider} failed (HTTP ${status})`, true, after);
-  return new ProviderError('bad_request', `${provider} rejected the request (HTTP ${status})`);
+  if (status !== 429 && status < 500)
+    return new ProviderError('bad_request', `${provider} rejected the request (HTTP ${status})`);
+  const code = status === 429 ? 'rate_limited' : 'provider_error';
+  const what = status === 429 ? `${provider} is rate limiting (HTTP 429)` : `${provider} failed (HTTP ${status})`;
+  if (retryAfterMs !== undefined && retryAfterMs > MAX_RETRY_AFTER_MS) {
+    // Honoured means not calling again before then: give up now rather than retry early.
+    const s = Math.ceil(retryAfterMs / 1000);
+    return new ProviderError(
+      code,
+      `${what} and asked for a wait of ${s} s, longer than Arbiter waits (${MAX_RETRY_AFTER_MS / 1000} s)`,
+    );
+  }
+  return new ProviderError(code, what, true, retryAfterMs);
 }
