@@ -8,6 +8,7 @@ import { ConfigModule } from './config/config.module.js';
 import { HttpExceptionFilter } from './common/http-exception.filter.js';
 import { BodyReader } from './common/body-reader.interceptor.js';
 import { DatabaseModule } from './database/database.module.js';
+import { ENTITIES } from './entities.js';
 import { HealthModule } from './health/health.module.js';
 import { A2aInboundModule } from './a2a-inbound/a2a-inbound.module.js';
 import { RegistryModule } from './registry/registry.module.js';
@@ -61,7 +62,7 @@ export class AppModule {
       imports: [
         ConfigModule.forRoot(config),
         LoggerModule.forRoot(loggerParams(config)),
-        DatabaseModule,
+        DatabaseModule.forRoot(ENTITIES),
         HealthModule,
         TenantsModule,
         RegistryModule,

@@ -15,7 +15,7 @@ import { EgressError, type EgressPolicy } from '../common/net/egress.js';
 import { egressFetch, RemoteCallError } from './egress-fetch.js';
 import { RemoteRegistry, type RemoteAgent } from './remote-registry.service.js';
 import { partsText, replyText } from './remote-reply.js';
-import type { MessageJson } from '../tasks/task-events.js';
+import type { MessageJson } from '../common/a2a-json.js';
 
 const REPLY_CAP = 16 * 1024;
 const MAX_TTL_MS = 86_400_000;

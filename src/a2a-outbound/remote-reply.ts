@@ -1,6 +1,5 @@
 import { Task } from '@a2a-js/sdk';
-import { decodeArtifact } from '../tasks/runs/run-event-mapper.js';
-import type { ArtifactJson, MessageJson, PartJson } from '../tasks/task-events.js';
+import { isWorkRecord, type ArtifactJson, type MessageJson, type PartJson } from '../common/a2a-json.js';
 
 /** A remote task as ProtoJSON (repeated fields that are empty are left out on the wire). */
 interface TaskJson {
@@ -24,18 +23,6 @@ export function partsText(parts: PartJson[] | undefined): string {
     })
     .filter((s) => s.length > 0)
     .join('\n');
-}
-
-/**
- * An artifact that is a remote Arbiter's record of its own work — a tool
- * call or a sub-agent's reply (`x-arbiter.*` metadata, decoded where it is
- * encoded) — rather than part of its answer. It stays in the remote's event
- * log; ours records the `/a2a` call itself.
- */
-function isWorkRecord(taskId: string, a: Partial<ArtifactJson>): boolean {
-  const artifact: ArtifactJson = { ...a, artifactId: a.artifactId ?? '', parts: a.parts ?? [] };
-  const kind = decodeArtifact(taskId, '', artifact).kind;
-  return kind === 'tool_call' || kind === 'sub_agent';
 }
 
 /**
@@ -65,9 +52,9 @@ function historyText(history: Partial<MessageJson>[], sentId: string): string {
  */
 export function replyText(task: Task, sentId: string): string {
   const json = Task.toJSON(task) as TaskJson;
-  const taskId = json.id ?? '';
   const pieces = (json.artifacts ?? [])
-    .filter((a) => !isWorkRecord(taskId, a))
+    // A remote Arbiter's records of its own tool calls and sub-agent replies stay in its log; ours records the call.
+    .filter((a) => !isWorkRecord(a))
     .map((a) => partsText(a.parts))
     .filter((s) => s.trim().length > 0);
   const statusText = partsText(json.status?.message?.parts);

@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { DataSource } from 'typeorm';
+import { ENTITIES } from '../entities.js';
 import { ConfigError, loadConfig } from '../config/app-config.js';
 import { dataSourceOptions } from '../database/data-source-options.js';
 import { runMigrations } from '../database/migrate.js';
@@ -11,7 +12,7 @@ import { runMigrations } from '../database/migrate.js';
  */
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
-  const ds = new DataSource(dataSourceOptions(config));
+  const ds = new DataSource(dataSourceOptions(config, ENTITIES));
   await ds.initialize();
   try {
     const applied = await runMigrations(ds, config.usesEmbeddedDatabase);

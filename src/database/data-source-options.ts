@@ -1,37 +1,21 @@
 import type { DataSourceOptions } from 'typeorm';
+
+/** The entity classes of every module (see `src/entities.ts`): the database layer imports no module. */
+export type EntityList = NonNullable<DataSourceOptions['entities']>;
 import type { AppConfig } from '../config/app-config.js';
-import { ConversationEntity } from '../native-api/entities/conversation.entity.js';
-import { MemoryEntryEntity } from '../orchestrator/entities/memory-entry.entity.js';
-import { AgentEntity } from '../registry/entities/agent.entity.js';
-import { TaskEventEntity } from '../tasks/entities/task-event.entity.js';
-import { TaskEntity } from '../tasks/entities/task.entity.js';
-import { AuditEntryEntity } from '../tenants/entities/audit-entry.entity.js';
-import { TenantTokenEntity } from '../tenants/entities/tenant-token.entity.js';
-import { TenantEntity } from '../tenants/entities/tenant.entity.js';
 import { MIGRATIONS } from './migrations/index.js';
 import { pgliteDriver } from './pglite-pool.js';
 import { TypeOrmLogger } from './typeorm-logger.js';
-
-export const ENTITIES = [
-  TenantEntity,
-  TenantTokenEntity,
-  AuditEntryEntity,
-  AgentEntity,
-  TaskEntity,
-  TaskEventEntity,
-  MemoryEntryEntity,
-  ConversationEntity,
-];
 
 /**
  * The one DataSource definition, shared by the app and the TypeORM CLI
  * (`ormconfig.ts`): PostgreSQL at `DATABASE_URL`, else embedded PGlite under
  * `ARBITER_HOME/pgdata`. Never `synchronize`; the schema is the migrations'.
  */
-export function dataSourceOptions(config: AppConfig): DataSourceOptions {
+export function dataSourceOptions(config: AppConfig, entities: EntityList): DataSourceOptions {
   const common = {
     type: 'postgres' as const,
-    entities: ENTITIES,
+    entities,
     migrations: MIGRATIONS,
     migrationsTableName: 'migrations',
     migrationsTransactionMode: 'each' as const,

@@ -1,5 +1,6 @@
 import { decodeArtifact } from '../tasks/runs/run-event-mapper.js';
-import type { PartJson, StoredTaskEvent } from '../tasks/task-events.js';
+import type { PartJson } from '../common/a2a-json.js';
+import type { StoredTaskEvent } from '../tasks/task-events.js';
 import type { TaskStateName } from '../tasks/task-state.js';
 
 /**

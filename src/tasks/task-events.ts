@@ -1,35 +1,5 @@
+import type { ArtifactJson, MessageJson } from '../common/a2a-json.js';
 import type { TaskStateName } from './task-state.js';
-
-/** v1.0 ProtoJSON objects as stored (Message, Artifact). */
-export type MessageJson = {
-  messageId: string;
-  role: 'ROLE_USER' | 'ROLE_AGENT';
-  parts: PartJson[];
-  contextId?: string;
-  taskId?: string;
-  metadata?: Record<string, unknown>;
-  extensions?: string[];
-  referenceTaskIds?: string[];
-};
-
-export type PartJson = {
-  text?: string;
-  raw?: string;
-  url?: string;
-  data?: unknown;
-  mediaType?: string;
-  filename?: string;
-  metadata?: Record<string, unknown>;
-};
-
-export type ArtifactJson = {
-  artifactId: string;
-  name?: string;
-  description?: string;
-  parts: PartJson[];
-  metadata?: Record<string, unknown>;
-  extensions?: string[];
-};
 
 /**
  * The event log's vocabulary. Every run (A2A or native) writes these; each

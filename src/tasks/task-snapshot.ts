@@ -1,5 +1,5 @@
 import type { TaskRow } from './repositories/task.repository.js';
-import type { ArtifactJson, MessageJson } from './task-events.js';
+import type { ArtifactJson, MessageJson } from '../common/a2a-json.js';
 import type { TaskStateName } from './task-state.js';
 
 /** A task as read back: the row, with artifacts folded from the log while it runs. */

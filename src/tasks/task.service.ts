@@ -12,7 +12,8 @@ import { RunRegistry } from './runs/run-registry.js';
 import { TaskRunner } from './runs/task-runner.service.js';
 import { TaskError } from './task.errors.js';
 import { toSnapshot, type TaskSnapshot } from './task-snapshot.js';
-import { foldArtifacts, type MessageJson, type StoredTaskEvent, type TaskEventBody } from './task-events.js';
+import type { MessageJson } from '../common/a2a-json.js';
+import { foldArtifacts, type StoredTaskEvent, type TaskEventBody } from './task-events.js';
 import { isSettled, isTerminal } from './task-state.js';
 
 export interface SendInput {

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { DataSource } from 'typeorm';
+import { ENTITIES } from '../../src/entities.js';
 import { loadConfig } from '../../src/config/app-config.js';
 import { dataSourceOptions } from '../../src/database/data-source-options.js';
 import { runMigrations } from '../../src/database/migrate.js';
@@ -30,7 +31,7 @@ describe(`migrations (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
     db = await freshDatabase();
     home = tempHome();
     const config = loadConfig({ ARBITER_HOME: home, ...(db.url ? { DATABASE_URL: db.url } : {}) });
-    ds = new DataSource(dataSourceOptions(config));
+    ds = new DataSource(dataSourceOptions(config, ENTITIES));
     await ds.initialize();
   });
   after(async () => {
@@ -90,7 +91,7 @@ describe(`migrations (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
     async () => {
       const other = await freshDatabase();
       const config = loadConfig({ ARBITER_HOME: home, DATABASE_URL: other.url!, ARBITER_DB_POOL_SIZE: '1' });
-      const single = new DataSource(dataSourceOptions(config));
+      const single = new DataSource(dataSourceOptions(config, ENTITIES));
       await single.initialize();
       try {
         const applied = await Promise.race([

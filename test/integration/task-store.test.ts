@@ -2,6 +2,7 @@ import '../helpers/quiet.js';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { DataSource } from 'typeorm';
+import { ENTITIES } from '../../src/entities.js';
 import { loadConfig } from '../../src/config/app-config.js';
 import { dataSourceOptions } from '../../src/database/data-source-options.js';
 import { runMigrations } from '../../src/database/migrate.js';
@@ -26,7 +27,7 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
     db = await freshDatabase();
     home = tempHome();
     ds = new DataSource(
-      dataSourceOptions(loadConfig({ ARBITER_HOME: home, ...(db.url ? { DATABASE_URL: db.url } : {}) })),
+      dataSourceOptions(loadConfig({ ARBITER_HOME: home, ...(db.url ? { DATABASE_URL: db.url } : {}) }), ENTITIES),
     );
     await ds.initialize();
     await runMigrations(ds, !REAL_POSTGRES);

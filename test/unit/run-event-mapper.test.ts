@@ -7,7 +7,8 @@ import {
   storable,
   turnsIn,
 } from '../../src/tasks/runs/run-event-mapper.js';
-import type { ArtifactJson, TaskEventBody } from '../../src/tasks/task-events.js';
+import type { ArtifactJson } from '../../src/common/a2a-json.js';
+import type { TaskEventBody } from '../../src/tasks/task-events.js';
 
 const artifactOf = (e: TaskEventBody | undefined): ArtifactJson => {
   assert.equal(e?.kind, 'artifact');

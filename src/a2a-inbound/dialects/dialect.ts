@@ -1,6 +1,7 @@
 import type { Dialect } from '../a2a-errors.js';
 import type { TaskSnapshot } from '../../tasks/task-snapshot.js';
-import type { MessageJson, StoredTaskEvent } from '../../tasks/task-events.js';
+import type { MessageJson } from '../../common/a2a-json.js';
+import type { StoredTaskEvent } from '../../tasks/task-events.js';
 import type { TaskStateName } from '../../tasks/task-state.js';
 
 /** The operations, by meaning; both dialects' method names map onto these. */

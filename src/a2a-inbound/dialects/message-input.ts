@@ -1,5 +1,5 @@
 import { A2aError } from '../a2a-errors.js';
-import type { MessageJson, PartJson } from '../../tasks/task-events.js';
+import type { MessageJson, PartJson } from '../../common/a2a-json.js';
 
 /** What Arbiter answers in (its cards' output modes). */
 export const OUTPUT_MODES = ['text/plain', 'application/json'];

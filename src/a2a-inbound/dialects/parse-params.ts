@@ -1,4 +1,4 @@
-import type { MessageJson, PartJson } from '../../tasks/task-events.js';
+import type { MessageJson, PartJson } from '../../common/a2a-json.js';
 import type { TaskStateName } from '../../tasks/task-state.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, type Operation, type ParsedParams } from './dialect.js';
 import { checkAcceptedOutputModes, checkUserMessage } from './message-input.js';

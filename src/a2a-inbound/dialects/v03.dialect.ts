@@ -1,6 +1,6 @@
 import { A2aError } from '../a2a-errors.js';
 import type { TaskSnapshot } from '../../tasks/task-snapshot.js';
-import type { ArtifactJson, MessageJson, PartJson } from '../../tasks/task-events.js';
+import type { ArtifactJson, MessageJson, PartJson } from '../../common/a2a-json.js';
 import type { TaskStateName } from '../../tasks/task-state.js';
 import {
   arbiterMetadata,

@@ -1,7 +1,7 @@
 import { StreamResponse, Task } from '@a2a-js/sdk';
 import { A2aError } from '../a2a-errors.js';
 import type { TaskSnapshot } from '../../tasks/task-snapshot.js';
-import type { MessageJson, PartJson } from '../../tasks/task-events.js';
+import type { MessageJson, PartJson } from '../../common/a2a-json.js';
 import { isTaskState, type TaskStateName } from '../../tasks/task-state.js';
 import {
   arbiterMetadata,

@@ -1,6 +1,6 @@
 import { Column, CreateDateColumn, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
 import { TenantEntity } from '../../tenants/entities/tenant.entity.js';
-import type { ArtifactJson, MessageJson } from '../task-events.js';
+import type { ArtifactJson, MessageJson } from '../../common/a2a-json.js';
 import type { TaskStateName } from '../task-state.js';
 
 /**

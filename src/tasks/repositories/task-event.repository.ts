@@ -3,7 +3,8 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { Params } from '../../database/sql-params.js';
 import { InstanceIdentity } from '../runs/instance-identity.js';
-import type { ArtifactJson, MessageJson, StoredTaskEvent, TaskEventBody } from '../task-events.js';
+import type { ArtifactJson, MessageJson } from '../../common/a2a-json.js';
+import type { StoredTaskEvent, TaskEventBody } from '../task-events.js';
 import { allowedFrom, NON_TERMINAL_STATES, type TaskStateName } from '../task-state.js';
 import {
   EVENT_COLUMNS,

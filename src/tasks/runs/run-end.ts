@@ -8,13 +8,8 @@ import {
   type Queryable,
   type TaskRowChange,
 } from '../repositories/task-event.repository.js';
-import {
-  foldArtifacts,
-  type ArtifactJson,
-  type MessageJson,
-  type StoredTaskEvent,
-  type TaskEventBody,
-} from '../task-events.js';
+import type { ArtifactJson, MessageJson } from '../../common/a2a-json.js';
+import { foldArtifacts, type StoredTaskEvent, type TaskEventBody } from '../task-events.js';
 import type { HeldRun } from './run-registry.js';
 import type { RunWriter } from './run-writer.js';
 

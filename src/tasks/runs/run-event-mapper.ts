@@ -1,5 +1,6 @@
 import type { RunContext, RunEvent, RunInput } from '../../orchestrator/run-event.js';
-import type { ArtifactJson, MessageJson, PartJson, TaskEventBody } from '../task-events.js';
+import { ARBITER_ARTIFACT_META, type ArtifactJson, type MessageJson, type PartJson } from '../../common/a2a-json.js';
+import type { TaskEventBody } from '../task-events.js';
 
 /**
  * The one place that knows how a run's events are written to the log and
@@ -7,13 +8,7 @@ import type { ArtifactJson, MessageJson, PartJson, TaskEventBody } from '../task
  * files and sub-agent replies, and the text a model sees of a message. The
  * runner encodes with it; the native catalogue and the dialects decode with it.
  */
-const META = {
-  toolCall: 'x-arbiter.tool_call',
-  file: 'x-arbiter.file',
-  subAgent: 'x-arbiter.sub_agent',
-  depth: 'x-arbiter.depth',
-  agent: 'x-arbiter.agent',
-} as const;
+const META = ARBITER_ARTIFACT_META;
 
 /** The run events that stream into the log as they happen (the rest end a turn). */
 export type StreamedRunEvent = Extract<

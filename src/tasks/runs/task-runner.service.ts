@@ -10,7 +10,8 @@ import {
 } from '../../orchestrator/run-event.js';
 import { EventLog } from '../event-log/event-log.service.js';
 import { TaskRepository } from '../repositories/task.repository.js';
-import { foldArtifacts, type ArtifactJson, type TaskEventBody } from '../task-events.js';
+import type { ArtifactJson } from '../../common/a2a-json.js';
+import { foldArtifacts, type TaskEventBody } from '../task-events.js';
 import { isTerminal } from '../task-state.js';
 import { RunEnd, type RunEnding, type RunState } from './run-end.js';
 import { RunEventMapper, turnsIn } from './run-event-mapper.js';

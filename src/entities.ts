@@ -1,0 +1,25 @@
+import type { EntityList } from './database/data-source-options.js';
+import { ConversationEntity } from './native-api/entities/conversation.entity.js';
+import { MemoryEntryEntity } from './orchestrator/entities/memory-entry.entity.js';
+import { AgentEntity } from './registry/entities/agent.entity.js';
+import { TaskEventEntity } from './tasks/entities/task-event.entity.js';
+import { TaskEntity } from './tasks/entities/task.entity.js';
+import { AuditEntryEntity } from './tenants/entities/audit-entry.entity.js';
+import { TenantTokenEntity } from './tenants/entities/tenant-token.entity.js';
+import { TenantEntity } from './tenants/entities/tenant.entity.js';
+
+/**
+ * Every module's entities, gathered above the modules (like `AppModule`), so
+ * that `database/` depends on none of them. The app, the TypeORM CLI and the
+ * migration tests use this one list.
+ */
+export const ENTITIES: EntityList = [
+  TenantEntity,
+  TenantTokenEntity,
+  AuditEntryEntity,
+  AgentEntity,
+  TaskEntity,
+  TaskEventEntity,
+  MemoryEntryEntity,
+  ConversationEntity,
+];
