@@ -5,6 +5,7 @@ import { AppConfig } from '../config/app-config.js';
 import { dataSourceOptions, type EntityList } from './data-source-options.js';
 import { runMigrations } from './migrate.js';
 import { ReplicaChannel } from './replica-channel.service.js';
+import { Sql } from './sql.service.js';
 
 /** The database, its migrations and the replica notice connection; `entities` are every module's (`src/entities.ts`). */
 @Global()
@@ -15,8 +16,8 @@ export class DatabaseModule {
       module: DatabaseModule,
       global: true,
       imports: [databaseConnection(entities)],
-      providers: [ReplicaChannel],
-      exports: [ReplicaChannel],
+      providers: [ReplicaChannel, Sql],
+      exports: [ReplicaChannel, Sql],
     };
   }
 }

@@ -19,6 +19,7 @@ export class ReplicaChannel implements OnApplicationBootstrap, BeforeApplication
   private readonly logger = new Logger('ReplicaChannel');
   private readonly handlers = new Map<string, Set<NoticeHandler>>();
   private readonly reconnectHandlers = new Set<() => void>();
+  private readonly echoes = new Set<{ channel: string; payload: string; heard: () => void }>();
   private client: pg.Client | undefined;
   private stopped = false;
   private retryMs = 100;
@@ -44,6 +45,32 @@ export class ReplicaChannel implements OnApplicationBootstrap, BeforeApplication
       if (this.client) void this.client.query(`LISTEN ${channel}`).catch(() => undefined);
     }
     set.add(handler);
+  }
+
+  /**
+   * Resolves once this replica's own connection has heard `payload` on
+   * `channel` (a notice sent in a transaction that just committed), or after
+   * `timeoutMs`. PostgreSQL hands a notice to every listening session at
+   * commit, so when it is back here the other replicas have it too: a change
+   * announced this way is in force everywhere before the caller answers.
+   */
+  heard(channel: string, payload: string, timeoutMs = 2_000): { done: Promise<void> } {
+    if (!this.enabled || !this.connected) return { done: Promise.resolve() };
+    let finish!: () => void;
+    const done = new Promise<void>((resolve) => (finish = resolve));
+    const timer = setTimeout(() => w.heard(), timeoutMs);
+    timer.unref();
+    const w = {
+      channel,
+      payload,
+      heard: () => {
+        clearTimeout(timer);
+        this.echoes.delete(w);
+        finish();
+      },
+    };
+    this.echoes.add(w);
+    return { done };
   }
 
   /** Runs after the connection came back: whatever was sent meanwhile must be read from the database. */
@@ -75,6 +102,7 @@ export class ReplicaChannel implements OnApplicationBootstrap, BeforeApplication
     });
     client.on('notification', (n) => {
       for (const h of this.handlers.get(n.channel) ?? []) h(n.payload ?? '');
+      for (const w of [...this.echoes]) if (w.channel === n.channel && w.payload === n.payload) w.heard();
     });
     client.on('error', (err) => {
       this.logger.warn({ err: safeError(err) }, 'notice connection failed');

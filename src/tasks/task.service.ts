@@ -5,10 +5,11 @@ import type { ResolvedAgent } from '../registry/services/agent-catalog.service.j
 import { EventLog } from './event-log/event-log.service.js';
 import { TaskEventRepository } from './repositories/task-event.repository.js';
 import { TaskRepository, type TaskListQuery, type TaskRow } from './repositories/task.repository.js';
+import { TaskWrites } from './repositories/task-writes.js';
 import { LeaseService } from './runs/lease.service.js';
 import { RunEnd } from './runs/run-end.js';
 import { messageText, runInputOf } from './runs/run-event-mapper.js';
-import { RunRegistry } from './runs/run-registry.js';
+import { RunRegistry, type HeldRun } from './runs/run-registry.js';
 import { TaskRunner } from './runs/task-runner.service.js';
 import { TaskError } from './task.errors.js';
 import { toSnapshot, type TaskSnapshot } from './task-snapshot.js';
@@ -46,7 +47,8 @@ const asChat = (m: MessageJson): ChatMessage => ({
 });
 
 function isDuplicateMessage(err: unknown): boolean {
-  const driver = (err as { driverError?: { code?: string; constraint?: string; message?: string } }).driverError;
+  type PgError = { code?: string; constraint?: string; message?: string; driverError?: PgError };
+  const driver = (err as PgError).driverError ?? (err as PgError);
   return (
     driver?.code === '23505' &&
     (driver.constraint === 'uq_a2a_tasks_message' || (driver.message ?? '').includes('uq_a2a_tasks_message'))
@@ -64,6 +66,7 @@ export class TaskService {
   constructor(
     private readonly tasks: TaskRepository,
     private readonly events: TaskEventRepository,
+    private readonly writes: TaskWrites,
     private readonly log: EventLog,
     private readonly runner: TaskRunner,
     private readonly registry: RunRegistry,
@@ -72,7 +75,9 @@ export class TaskService {
   ) {}
 
   /** Creates a task for a new message and starts its run. A resent messageId gets the task it created. */
-  async create(input: SendInput): Promise<{ taskId: string; snapshot: TaskSnapshot; duplicate?: boolean }> {
+  async create(
+    input: SendInput,
+  ): Promise<{ taskId: string; snapshot: TaskSnapshot; duplicate?: boolean; run?: HeldRun }> {
     const taskId = randomUUID();
     const contextId = input.message.contextId || randomUUID();
     const message: MessageJson = { ...input.message, taskId, contextId };
@@ -93,7 +98,7 @@ export class TaskService {
     };
     let stored: StoredTaskEvent[];
     try {
-      stored = await this.tasks.create(task, first, 'TASK_STATE_WORKING', this.leases.lease());
+      stored = await this.writes.create(task, first, 'TASK_STATE_WORKING', this.leases.lease());
     } catch (err) {
       // The same messageId again (a client retry, or the same request on two replicas at once): the
       // unique index decides, and the resend gets the task the first one created instead of a second run.
@@ -107,7 +112,7 @@ export class TaskService {
       ? await this.contextHistory(input.tenantId, input.agent.id, contextId, taskId).catch(() => [])
       : [];
     const seq = stored.find((e) => e.kind === 'message')?.seq ?? 0;
-    this.runner.start({
+    const run = this.runner.start({
       ctx: { tenantId: input.tenantId, agent: input.agent, taskId, contextId, history },
       first: runInputOf(message, seq),
       cursor: stored.length,
@@ -131,7 +136,7 @@ export class TaskService {
       createdAt: at,
       lastSeq: stored.length,
     };
-    return { taskId, snapshot };
+    return { taskId, snapshot, run };
   }
 
   /**
@@ -229,7 +234,18 @@ export class TaskService {
    * after `afterSeq` (a continuation passes its message's seq, so an earlier
    * input-required does not count), then returns it. `signal` gives up.
    */
-  async settled(tenantId: string, taskId: string, afterSeq = 0, signal?: AbortSignal): Promise<TaskSnapshot> {
+  async settled(
+    tenantId: string,
+    taskId: string,
+    afterSeq = 0,
+    signal?: AbortSignal,
+    run?: HeldRun,
+  ): Promise<TaskSnapshot> {
+    if (run) {
+      // A run started here for this message: its settling write says how the task stands, no read needed.
+      const task = await abortable(run.settled, signal);
+      if (task) return task;
+    }
     const row = await this.findRow(tenantId, taskId);
     if (isTerminal(row.state) || (afterSeq === 0 && isSettled(row.state))) return this.snapshotOf(row);
     for await (const e of this.log.tail(tenantId, taskId, afterSeq, signal)) {
@@ -296,4 +312,24 @@ export class TaskService {
     const events = await this.events.artifactEvents([{ taskId: row.taskId, uptoSeq: row.lastSeq }]);
     return toSnapshot(row, foldArtifacts(row.artifacts, events.get(row.taskId) ?? []));
   }
+}
+
+/** `work`, or the signal's reason once it aborts. */
+function abortable<T>(work: Promise<T>, signal?: AbortSignal): Promise<T> {
+  if (!signal) return work;
+  signal.throwIfAborted();
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err instanceof Error ? err : new Error(String(err)));
+      },
+    );
+  });
 }

@@ -5,6 +5,7 @@ import { EventLog } from './event-log/event-log.service.js';
 import { ReplicaNotices } from './event-log/replica-notices.service.js';
 import { TaskEventRepository } from './repositories/task-event.repository.js';
 import { TaskRepository } from './repositories/task.repository.js';
+import { TaskWrites } from './repositories/task-writes.js';
 import { InstanceIdentity } from './runs/instance-identity.js';
 import { LeaseService } from './runs/lease.service.js';
 import { RunEnd } from './runs/run-end.js';
@@ -23,6 +24,7 @@ import { TaskService } from './task.service.js';
   providers: [
     TaskRepository,
     TaskEventRepository,
+    TaskWrites,
     EventBus,
     EventLog,
     ReplicaNotices,

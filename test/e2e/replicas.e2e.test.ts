@@ -211,6 +211,45 @@ describe('two replicas on one PostgreSQL', { skip: !REAL_POSTGRES && 'needs a Po
     assert.equal(answerOf(reply.result.task), 'the answer');
   });
 
+  it('cached tokens and agents: a rotation, a revocation or an agent change through A is in force on B at once', async () => {
+    const adminA = new HttpClient(a.url).withToken(admin);
+    const tenant = (await adminA.post('/v1/admin/tenants', { name: 'cached-across' })).body;
+    const old = tenant.token.token as string;
+    const send = (server: ServerProcess, tok: string, agent = 'index') =>
+      fetch(`${server.url}/v1/a2a/agents/${agent}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tok}`, 'a2a-version': '1.0', 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'none' } }),
+      });
+    // B verifies (and caches) the token, many times.
+    for (let i = 0; i < 5; i++) assert.equal((await send(b, old)).status, 200);
+    const rotated = await adminA.post(`/v1/admin/tenants/${tenant.tenant.id}/tokens/rotate`);
+    assert.equal(rotated.status, 201, JSON.stringify(rotated.body));
+    // The very next request on B, with no pause: refused.
+    assert.equal((await send(b, old)).status, 401);
+    const fresh = rotated.body.token.token as string;
+    assert.equal((await send(b, fresh)).status, 200);
+    const extra = (await adminA.post(`/v1/admin/tenants/${tenant.tenant.id}/tokens`)).body;
+    assert.equal((await send(b, extra.token as string)).status, 200);
+    assert.equal((await adminA.delete(`/v1/admin/tenants/${tenant.tenant.id}/tokens/${extra.id}`)).status, 200);
+    assert.equal((await send(b, extra.token as string)).status, 401);
+    // A stored agent read (and cached) on B, deleted and re-created through A: B serves what A wrote.
+    const userA = new HttpClient(a.url).withToken(fresh);
+    const userB = new HttpClient(b.url).withToken(fresh);
+    assert.equal((await userA.post('/v1/agents', { id: 'cached', role: 'first' })).status, 201);
+    assert.equal((await userB.get('/v1/agents/cached')).body.agent_def.role, 'first');
+    assert.equal((await send(b, fresh, 'cached')).status, 200);
+    assert.equal((await userA.patch('/v1/agents/cached', { role: 'second' })).status, 200);
+    assert.equal((await userB.get('/v1/agents/cached')).body.agent_def.role, 'second');
+    assert.equal((await userA.delete('/v1/agents/cached')).status, 204);
+    assert.equal((await userB.get('/v1/agents/cached')).status, 404);
+    const gone = (await (await send(b, fresh, 'cached')).json()) as { error?: { code: number } };
+    assert.ok(gone.error, 'a deleted agent answers with an error on B');
+    // Disabling the tenant through A: B refuses at once.
+    assert.equal((await adminA.patch(`/v1/admin/tenants/${tenant.tenant.id}`, { disabled: true })).status, 200);
+    assert.equal((await send(b, fresh)).status, 401);
+  });
+
   it('a stream open on B ends with a clear last frame when its token is revoked through A', async () => {
     const adminA = new HttpClient(a.url).withToken(admin);
     const tenant = (await adminA.post('/v1/admin/tenants', { name: 'revoked-across' })).body;

@@ -9,6 +9,8 @@ import { runMigrations } from '../../src/database/migrate.js';
 import { InstanceIdentity } from '../../src/tasks/runs/instance-identity.js';
 import { TaskRepository } from '../../src/tasks/repositories/task.repository.js';
 import { TaskEventRepository } from '../../src/tasks/repositories/task-event.repository.js';
+import { TaskWrites } from '../../src/tasks/repositories/task-writes.js';
+import { Sql } from '../../src/database/sql.service.js';
 import { foldArtifacts } from '../../src/tasks/task-events.js';
 import { freshDatabase, REAL_POSTGRES, type TestDatabase } from '../helpers/database.js';
 import { tempHome } from '../helpers/server.js';
@@ -23,6 +25,7 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
   let ds: DataSource;
   let tasks: TaskRepository;
   let repo: TaskEventRepository;
+  let writes: TaskWrites;
   before(async () => {
     db = await freshDatabase();
     home = tempHome();
@@ -35,6 +38,7 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
     const identity = new InstanceIdentity();
     tasks = new TaskRepository(ds, identity);
     repo = new TaskEventRepository(ds, identity);
+    writes = new TaskWrites(new Sql(ds), identity);
   });
   after(async () => {
     await ds.destroy();
@@ -43,7 +47,7 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
   });
 
   const newTask = async (id: string) =>
-    tasks.create(
+    writes.create(
       { taskId: id, messageId: `m-${id}`, tenantId: TENANT, agentId: 'a', contextId: 'c', metadata: {} },
       [{ kind: 'status', payload: { state: 'TASK_STATE_SUBMITTED', timestamp: ts() } }],
       'TASK_STATE_SUBMITTED',
@@ -52,16 +56,16 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
 
   it('appends with gap-free seqs, also under concurrent writers', async () => {
     await newTask('t-seq');
-    await repo.append('t-seq', [{ kind: 'status', payload: { state: 'TASK_STATE_WORKING', timestamp: ts() } }], {
+    await writes.append('t-seq', [{ kind: 'status', payload: { state: 'TASK_STATE_WORKING', timestamp: ts() } }], {
       state: 'TASK_STATE_WORKING',
     });
-    const writes = Array.from({ length: 20 }, (_, i) =>
-      repo.append('t-seq', [
+    const concurrent = Array.from({ length: 20 }, (_, i) =>
+      writes.append('t-seq', [
         { kind: 'usage', payload: { inputTokens: i, outputTokens: i } },
         { kind: 'usage', payload: { inputTokens: i, outputTokens: i } },
       ]),
     );
-    await Promise.all(writes);
+    await Promise.all(concurrent);
     const events = await repo.events(TENANT, 't-seq', 0);
     assert.deepEqual(
       events.map((e) => e.seq),
@@ -71,10 +75,87 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
     assert.equal(row?.lastSeq, 42);
   });
 
+  it('group commit: concurrent writes of many tasks share statements, each caller gets its own part', async () => {
+    const ids = Array.from({ length: 40 }, (_, i) => `t-gc-${i}`);
+    const before = { ...writes.batches };
+    const created = await Promise.all(ids.map((id) => newTask(id)));
+    assert.deepEqual(
+      created.map((evs) => evs.map((e) => [e.taskId, e.seq])),
+      ids.map((id) => [[id, 1]]),
+    );
+    const appended = await Promise.all(
+      ids.map((id, i) =>
+        writes.append(id, [
+          { kind: 'usage', payload: { inputTokens: i, outputTokens: 0 } },
+          { kind: 'status', payload: { state: 'TASK_STATE_WORKING', timestamp: ts() } },
+        ], { state: 'TASK_STATE_WORKING' }),
+      ),
+    );
+    const statements = writes.batches.statements - before.statements;
+    assert.equal(writes.batches.writes - before.writes, 80);
+    assert.ok(statements < 80 / 4, `80 concurrent writes took ${statements} statements`);
+    appended.forEach((r, i) => {
+      assert.deepEqual(r?.events.map((e) => [e.taskId, e.seq, e.kind]), [
+        [ids[i], 2, 'usage'],
+        [ids[i], 3, 'status'],
+      ]);
+      assert.equal(r?.row?.taskId, ids[i]);
+      assert.equal(r?.row?.state, 'TASK_STATE_WORKING');
+    });
+    for (const [i, id] of ids.entries()) {
+      const stored = await repo.events(TENANT, id, 0);
+      assert.deepEqual(stored.map((e) => e.seq), [1, 2, 3]);
+      assert.equal((stored[1]?.payload as { inputTokens: number }).inputTokens, i);
+    }
+  });
+
+  it('group commit: writes of one task commit in submission order; a refused item refuses only its caller', async () => {
+    await newTask('t-order');
+    const results = await Promise.all([
+      writes.append('t-order', [{ kind: 'status', payload: { state: 'TASK_STATE_WORKING', timestamp: ts() } }], {
+        state: 'TASK_STATE_WORKING',
+      }),
+      writes.append('t-order', [{ kind: 'usage', payload: { inputTokens: 1, outputTokens: 1 } }]),
+      writes.append('t-order', [{ kind: 'status', payload: { state: 'TASK_STATE_COMPLETED', timestamp: ts() } }], {
+        state: 'TASK_STATE_COMPLETED',
+      }),
+      writes.append('t-order', [{ kind: 'usage', payload: { inputTokens: 2, outputTokens: 2 } }]),
+      writes.append('t-missing', [{ kind: 'usage', payload: { inputTokens: 2, outputTokens: 2 } }]),
+    ]);
+    assert.deepEqual(
+      results.map((r) => r?.events.map((e) => e.seq) ?? null),
+      [[2], [3], [4], null, null],
+    );
+    assert.equal(results[2]?.row?.state, 'TASK_STATE_COMPLETED');
+  });
+
+  it('group commit: a batch with a failing row is split, and only that caller fails', async () => {
+    await newTask('t-dup-a');
+    const [dup, ...fresh] = await Promise.allSettled([
+      // the same messageId again: the unique index refuses this row
+      writes.create(
+        { taskId: 't-dup-b', messageId: 'm-t-dup-a', tenantId: TENANT, agentId: 'a', contextId: 'c', metadata: {} },
+        [{ kind: 'status', payload: { state: 'TASK_STATE_SUBMITTED', timestamp: ts() } }],
+        'TASK_STATE_SUBMITTED',
+        { owner: 'test', ms: 30_000 },
+      ),
+      newTask('t-split-1'),
+      newTask('t-split-2'),
+    ]);
+    assert.equal(dup?.status, 'rejected');
+    assert.equal(((dup).reason as { code?: string }).code, '23505');
+    assert.deepEqual(
+      fresh.map((r) => r.status),
+      ['fulfilled', 'fulfilled'],
+    );
+    assert.ok(await tasks.find(TENANT, 't-split-2'));
+    assert.equal(await tasks.find(TENANT, 't-dup-b'), null);
+  });
+
   it('refuses transitions the state machine forbids, writing nothing', async () => {
     await newTask('t-sm');
     assert.equal(
-      await repo.append('t-sm', [{ kind: 'status', payload: { state: 'TASK_STATE_COMPLETED', timestamp: ts() } }], {
+      await writes.append('t-sm', [{ kind: 'status', payload: { state: 'TASK_STATE_COMPLETED', timestamp: ts() } }], {
         state: 'TASK_STATE_COMPLETED',
       }),
       null,
@@ -85,17 +166,17 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
 
   it('a terminal task never changes: conditional appends refuse, and the database itself refuses', async () => {
     await newTask('t-term');
-    await repo.append('t-term', [{ kind: 'status', payload: { state: 'TASK_STATE_CANCELED', timestamp: ts() } }], {
+    await writes.append('t-term', [{ kind: 'status', payload: { state: 'TASK_STATE_CANCELED', timestamp: ts() } }], {
       state: 'TASK_STATE_CANCELED',
     });
     // Exactly once: a second cancel (or a late completion) writes nothing.
     assert.equal(
-      await repo.append('t-term', [{ kind: 'status', payload: { state: 'TASK_STATE_CANCELED', timestamp: ts() } }], {
+      await writes.append('t-term', [{ kind: 'status', payload: { state: 'TASK_STATE_CANCELED', timestamp: ts() } }], {
         state: 'TASK_STATE_CANCELED',
       }),
       null,
     );
-    assert.equal(await repo.append('t-term', [{ kind: 'usage', payload: { inputTokens: 1, outputTokens: 1 } }]), null);
+    assert.equal(await writes.append('t-term', [{ kind: 'usage', payload: { inputTokens: 1, outputTokens: 1 } }]), null);
     await assert.rejects(
       ds.query(`UPDATE a2a_tasks SET state = 'TASK_STATE_WORKING' WHERE task_id = 't-term'`),
       /terminal/,
@@ -111,12 +192,12 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
 
   it('retention deletes tasks that ended long ago, with their events, and nothing else', async () => {
     await newTask('t-old-done');
-    await repo.append('t-old-done', [{ kind: 'status', payload: { state: 'TASK_STATE_CANCELED', timestamp: ts() } }], {
+    await writes.append('t-old-done', [{ kind: 'status', payload: { state: 'TASK_STATE_CANCELED', timestamp: ts() } }], {
       state: 'TASK_STATE_CANCELED',
     });
     await newTask('t-old-running');
     await newTask('t-new-done');
-    await repo.append('t-new-done', [{ kind: 'status', payload: { state: 'TASK_STATE_CANCELED', timestamp: ts() } }], {
+    await writes.append('t-new-done', [{ kind: 'status', payload: { state: 'TASK_STATE_CANCELED', timestamp: ts() } }], {
       state: 'TASK_STATE_CANCELED',
     });
     await ds.query(

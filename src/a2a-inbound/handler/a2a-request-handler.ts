@@ -7,6 +7,7 @@ import { Lifecycle } from '../../health/lifecycle.service.js';
 import type { ResolvedAgent } from '../../registry/services/agent-catalog.service.js';
 import { EventLog } from '../../tasks/event-log/event-log.service.js';
 import { TaskService } from '../../tasks/task.service.js';
+import type { HeldRun } from '../../tasks/runs/run-registry.js';
 import type { TaskSnapshot } from '../../tasks/task-snapshot.js';
 import { isSettled, isTerminal } from '../../tasks/task-state.js';
 import { A2aError } from '../a2a-errors.js';
@@ -42,8 +43,8 @@ export class A2aRequestHandler {
 
   /** §3.1.1: runs the message; blocking (the default) returns the task once it is terminal or interrupted. */
   async sendMessage(ctx: CallContext, p: SendParams): Promise<TaskSnapshot> {
-    const { taskId, afterSeq, created } = await this.start(ctx, p);
-    if (!p.returnImmediately) return this.tasks.settled(ctx.principal.tenantId, taskId, afterSeq, ctx.signal);
+    const { taskId, afterSeq, created, run } = await this.start(ctx, p);
+    if (!p.returnImmediately) return this.tasks.settled(ctx.principal.tenantId, taskId, afterSeq, ctx.signal, run);
     return created ?? this.tasks.get(ctx.principal.tenantId, taskId);
   }
 
@@ -138,7 +139,7 @@ export class A2aRequestHandler {
   private async start(
     ctx: CallContext,
     p: SendParams,
-  ): Promise<{ taskId: string; afterSeq: number; created?: TaskSnapshot }> {
+  ): Promise<{ taskId: string; afterSeq: number; created?: TaskSnapshot; run?: HeldRun }> {
     if (this.lifecycle.shuttingDown) {
       // Retryable: another replica (or this one, restarted) takes the message.
       throw new A2aError('internal', 'server is shutting down; retry the request', undefined, { retryable: 'true' });
@@ -150,8 +151,8 @@ export class A2aRequestHandler {
       const { taskId, seq } = await this.tasks.continue({ ...input, taskId: p.message.taskId });
       return { taskId, afterSeq: seq };
     }
-    const { taskId, snapshot } = await this.tasks.create(input);
-    return { taskId, afterSeq: 0, created: snapshot };
+    const { taskId, snapshot, run } = await this.tasks.create(input);
+    return { taskId, afterSeq: 0, created: snapshot, run };
   }
 
   private async *follow(

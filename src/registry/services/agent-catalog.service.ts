@@ -1,5 +1,9 @@
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
 import { AppConfig } from '../../config/app-config.js';
+import { ReplicaCache } from '../../database/replica-cache.js';
+import { ReplicaChannel } from '../../database/replica-channel.service.js';
 import { CURSOR_FIELDS, decodeCursor, encodeCursor } from '../../common/cursor.js';
 import { DomainError, type FieldError } from '../../common/errors.js';
 import { validateAs } from '../../common/validation.js';
@@ -19,6 +23,11 @@ import { AgentRepository, DuplicateAgentError } from '../repositories/agent.repo
 import { loadFileAgents, type FileAgent } from './file-agents.loader.js';
 
 export type AgentSource = 'builtin' | 'file' | 'stored' | 'inline';
+
+/** The replica channel of stored-agent changes: `<tenant id>|<agent id>`. */
+const AGENTS_CHANNEL = 'arbiter_agents';
+/** How long a stored agent is served from memory at most (changes drop it at once). */
+const AGENT_TTL_MS = 60_000;
 
 /** The id a request's own `agent_def` runs under: never a catalog id (no agent id can contain `~`). */
 export const INLINE_AGENT_ID = '~inline';
@@ -145,13 +154,41 @@ export class AgentCatalog implements OnModuleInit {
   private readonly logger = new Logger('AgentCatalog');
   private fileAgents = new Map<string, FileAgent>();
 
+  /** Stored agents (and known absences) by `tenant|id`; every change drops the entry on every replica. */
+  private readonly stored: ReplicaCache<{ row: AgentEntity | null }>;
+
   constructor(
     private readonly config: AppConfig,
     private readonly agents: AgentRepository,
-  ) {}
+    private readonly channel: ReplicaChannel,
+    @InjectDataSource() private readonly ds: DataSource,
+  ) {
+    this.stored = new ReplicaCache(channel, AGENT_TTL_MS);
+  }
 
   onModuleInit(): void {
     this.reloadFileAgents();
+    this.channel.listen(AGENTS_CHANNEL, (key) => this.stored.delete(key));
+  }
+
+  /** A stored agent changed: drop it here and on every replica before the change is answered. */
+  private async changed(tenantId: string, id: string): Promise<void> {
+    const key = `${tenantId}|${id}`;
+    this.stored.delete(key);
+    if (!this.channel.enabled) return;
+    const echo = this.channel.heard(AGENTS_CHANNEL, key);
+    await this.ds.query(`SELECT pg_notify($1, $2)`, [AGENTS_CHANNEL, key]);
+    await echo.done;
+  }
+
+  private async storedRow(tenantId: string, id: string): Promise<AgentEntity | null> {
+    const key = `${tenantId}|${id}`;
+    const known = this.stored.get(key);
+    if (known) return known.row;
+    const generation = this.stored.begin();
+    const row = await this.agents.find(tenantId, id);
+    this.stored.set(key, { row }, generation);
+    return row;
   }
 
   /** (Re)reads the agents directory; bad files are logged by name and skipped. */
@@ -166,7 +203,7 @@ export class AgentCatalog implements OnModuleInit {
   async resolve(tenantId: string, id: string): Promise<ResolvedAgent | null> {
     if (id === MASTER_AGENT_ID) return MASTER;
     if (!AGENT_ID_PATTERN.test(id)) return null;
-    const row = await this.agents.find(tenantId, id);
+    const row = await this.storedRow(tenantId, id);
     if (row) return fromRow(row);
     const file = this.fileAgents.get(id);
     return file ? fromFile(file) : null;
@@ -228,6 +265,7 @@ export class AgentCatalog implements OnModuleInit {
     }
     try {
       const row = await this.agents.insert(tenantId, agentId, applyConstitution(agentId, {}, dto));
+      await this.changed(tenantId, agentId);
       return agentView(fromRow(row));
     } catch (err) {
       if (err instanceof DuplicateAgentError) throw new DomainError('conflict', `agent '${agentId}' already exists`);
@@ -246,6 +284,7 @@ export class AgentCatalog implements OnModuleInit {
     if (!existing) throw DomainError.notFound(`agent '${id}'`);
     if (existing.source !== 'stored') throw this.readOnly(existing);
     const row = await this.agents.update(tenantId, id, (current) => applyConstitution(id, current, dto));
+    await this.changed(tenantId, id);
     if (!row) throw DomainError.notFound(`agent '${id}'`);
     return agentView(fromRow(row));
   }
@@ -254,7 +293,9 @@ export class AgentCatalog implements OnModuleInit {
     const existing = await this.resolve(tenantId, this.checkId(id));
     if (!existing) throw DomainError.notFound(`agent '${id}'`);
     if (existing.source !== 'stored') throw this.readOnly(existing);
-    if (!(await this.agents.delete(tenantId, id))) throw DomainError.notFound(`agent '${id}'`);
+    const deleted = await this.agents.delete(tenantId, id);
+    await this.changed(tenantId, id);
+    if (!deleted) throw DomainError.notFound(`agent '${id}'`);
   }
 
   /** The `AGENTS` block of the master agent's system prompt. */

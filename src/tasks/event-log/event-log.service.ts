@@ -3,6 +3,7 @@ import { AppConfig } from '../../config/app-config.js';
 import { AsyncQueue, QueueOverflowError } from '../../common/async-queue.js';
 import { isDatabaseUnavailable } from '../../common/db-errors.js';
 import { TaskEventRepository, type TaskRowChange } from '../repositories/task-event.repository.js';
+import { TaskWrites, type Appended } from '../repositories/task-writes.js';
 import { TaskRepository } from '../repositories/task.repository.js';
 import { TaskError } from '../task.errors.js';
 import type { StoredTaskEvent, TaskEventBody } from '../task-events.js';
@@ -20,15 +21,16 @@ const isEnd = (e: StoredTaskEvent): boolean => e.kind === 'status' && isTerminal
 export class EventLog {
   constructor(
     private readonly events: TaskEventRepository,
+    private readonly writes: TaskWrites,
     private readonly tasks: TaskRepository,
     private readonly bus: EventBus,
     private readonly config: AppConfig,
   ) {}
 
-  /** Appends events with `change` (see `TaskEventRepository.append`) and publishes what was committed. */
-  async append(taskId: string, events: TaskEventBody[], change?: TaskRowChange): Promise<StoredTaskEvent[] | null> {
-    const stored = await this.events.append(taskId, events, change);
-    if (stored) this.bus.publish(taskId, stored);
+  /** Appends events with `change` (see `TaskWrites.append`) and publishes what was committed. */
+  async append(taskId: string, events: TaskEventBody[], change?: TaskRowChange): Promise<Appended | null> {
+    const stored = await this.writes.append(taskId, events, change);
+    if (stored) this.bus.publish(taskId, stored.events);
     return stored;
   }
 

@@ -6,7 +6,8 @@ import { EventBus } from './event-bus.js';
 
 /**
  * What other replicas write to task logs, heard over PostgreSQL
- * LISTEN/NOTIFY: every event write sends `<instance>|<task>|<seq>` on commit,
+ * LISTEN/NOTIFY: every event write sends `<instance>|<task>|<seq>` on commit
+ * (a group commit names all its tasks in one notice),
  * and this turns each notice into a poke on the in-process bus. Everyone
  * watching that task reads the log from where they are: live tails, and the
  * run registry, which hands continuations to the running turn and stops runs
@@ -41,10 +42,14 @@ export class ReplicaNotices implements OnModuleInit, BeforeApplicationShutdown {
     clearInterval(this.deaf);
   }
 
+  /** `<instance>|<task>|<seq>`, or several `<task>|<seq>` pairs after the instance (a group commit). */
   private onNotice(payload: string): void {
-    const [instance, taskId, seqText] = payload.split('|');
-    if (!instance || !taskId || !seqText || instance === this.identity.id) return;
-    const seq = Number(seqText);
-    if (Number.isSafeInteger(seq)) this.bus.poke(taskId, seq);
+    const [instance, ...pairs] = payload.split('|');
+    if (!instance || instance === this.identity.id) return;
+    for (let k = 0; k + 1 < pairs.length; k += 2) {
+      const taskId = pairs[k];
+      const seq = Number(pairs[k + 1]);
+      if (taskId && Number.isSafeInteger(seq)) this.bus.poke(taskId, seq);
+    }
   }
 }

@@ -5,11 +5,9 @@ import { Params } from '../../database/sql-params.js';
 import { InstanceIdentity } from '../runs/instance-identity.js';
 import type { ArtifactJson, MessageJson } from '../../common/a2a-json.js';
 import type { StoredTaskEvent, TaskEventBody } from '../task-events.js';
-import { allowedFrom, NON_TERMINAL_STATES, type TaskStateName } from '../task-state.js';
+import { NON_TERMINAL_STATES, type TaskStateName } from '../task-state.js';
 import {
   EVENT_COLUMNS,
-  leaseExpiry,
-  statusTimestamp,
   TASK_EVENTS_CHANNEL,
   toStoredEvents,
   type EventRow,
@@ -90,65 +88,6 @@ export class TaskEventRepository {
     private readonly identity: InstanceIdentity,
   ) {}
 
-  /**
-   * Appends events and applies `change` atomically. Null when the task is
-   * not in a state that allows it (terminal, or a transition the state
-   * machine forbids) or `inputsUpTo` is stale: then nothing was written.
-   */
-  async append(taskId: string, events: TaskEventBody[], change: TaskRowChange = {}): Promise<StoredTaskEvent[] | null> {
-    if (events.length === 0) return [];
-    const from = change.state ? allowedFrom(change.state) : NON_TERMINAL_STATES;
-    const rows = await this.ds.query<EventRow[]>(
-      `WITH t AS (
-         UPDATE a2a_tasks SET
-           last_seq = last_seq + $3::int,
-           state = COALESCE($4::varchar, state),
-           updated_at = CASE WHEN $4::text IS NOT NULL THEN COALESCE($13::timestamptz, date_trunc('milliseconds', clock_timestamp())) ELSE updated_at END,
-           status_message = CASE WHEN $5::boolean THEN $6::jsonb ELSE status_message END,
-           error_message = COALESCE($7::text, error_message),
-           history = history || $8::jsonb,
-           artifacts = COALESCE($9::jsonb, artifacts),
-           input_tokens = COALESCE($10::int, input_tokens),
-           output_tokens = COALESCE($11::int, output_tokens),
-           owner_instance = CASE WHEN $14::boolean THEN $15::varchar ELSE owner_instance END,
-           lease_expires_at = CASE WHEN $14::boolean
-             THEN (CASE WHEN $15::varchar IS NULL THEN NULL ELSE ${leaseExpiry('$16')} END)
-             ELSE lease_expires_at END
-         WHERE task_id = $1 AND state = ANY($12::text[]) AND ($18::int IS NULL OR last_input_seq <= $18::int)
-         RETURNING last_seq
-       )
-       , n AS (SELECT pg_notify('${TASK_EVENTS_CHANNEL}', $17::text || '|' || $1 || '|' || t.last_seq) AS sent FROM t)
-       INSERT INTO task_events (task_id, seq, kind, payload)
-       SELECT $1, t.last_seq - $3::int + e.ord::int, e.value->>'kind', e.value->'payload'
-         FROM t, n, jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(value, ord)
-       RETURNING ${EVENT_COLUMNS}`,
-      [
-        taskId,
-        JSON.stringify(events),
-        events.length,
-        change.state ?? null,
-        change.statusMessage !== undefined,
-        change.statusMessage ? JSON.stringify(change.statusMessage) : null,
-        change.errorMessage ?? null,
-        JSON.stringify(change.historyAppend ?? []),
-        change.artifacts ? JSON.stringify(change.artifacts) : null,
-        change.tokens?.input ?? null,
-        change.tokens?.output ?? null,
-        from,
-        // The status timestamp clients see in the event is the one stored on the row.
-        statusTimestamp(events),
-        change.lease !== undefined,
-        change.lease?.owner ?? null,
-        change.lease?.ms ?? 0,
-        // The notice (sent on commit) tells other replicas' subscribers to read the log up to this seq.
-        this.identity.id,
-        change.inputsUpTo ?? null,
-      ],
-    );
-    if (rows.length === 0) return null;
-    return toStoredEvents(rows);
-  }
-
   /** A task's events after `afterSeq` (up to `uptoSeq`), oldest first. */
   async events(tenantId: string, taskId: string, afterSeq: number, uptoSeq?: number): Promise<StoredTaskEvent[]> {
     const rows = await this.ds.query<EventRow[]>(
@@ -198,17 +137,25 @@ export class TaskEventRepository {
 
   /**
    * Up to `limit` unfinished tasks in `scope`, locked for the rest of the
-   * transaction `q` (in task id order; rows another transaction holds are
-   * skipped, so two replicas ending the same tasks never wait on each other).
+   * transaction `q`, in task id order. One task waits for its lock (a write
+   * in flight); for many, rows another transaction holds are skipped, so two
+   * replicas ending the same tasks never wait on each other (see `anyLeft`).
    */
   async lockCandidates(q: Queryable, scope: EndScope, limit: number): Promise<EndCandidate[]> {
     const p = new Params();
     return q.query<EndCandidate[]>(
       `SELECT a.task_id AS "taskId", a.tenant_id AS "tenantId", a.last_seq AS "lastSeq", a.artifacts
          FROM a2a_tasks a WHERE ${scopeSql(scope, p)}
-        ORDER BY a.task_id LIMIT ${p.add(limit)} FOR UPDATE OF a SKIP LOCKED`,
+        ORDER BY a.task_id LIMIT ${p.add(limit)} FOR UPDATE OF a${scope.kind === 'task' ? '' : ' SKIP LOCKED'}`,
       p.values,
     );
+  }
+
+  /** Whether any unfinished task is left in `scope` (one skipped while locked by a write, say). */
+  async anyLeft(scope: EndScope): Promise<boolean> {
+    const p = new Params();
+    const rows = await this.ds.query<unknown[]>(`SELECT 1 FROM a2a_tasks a WHERE ${scopeSql(scope, p)} LIMIT 1`, p.values);
+    return rows.length > 0;
   }
 
   /**

@@ -10,7 +10,6 @@ import {
   EVENT_COLUMNS,
   INTERRUPTED_SQL,
   leaseExpiry,
-  statusTimestamp,
   TASK_EVENTS_CHANNEL,
   TERMINAL_SQL,
   toStoredEvents,
@@ -81,45 +80,6 @@ export class TaskRepository {
     @InjectDataSource() private readonly ds: DataSource,
     private readonly identity: InstanceIdentity,
   ) {}
-
-  /**
-   * Inserts the task and its first events in one statement: the row in
-   * `state`, `last_seq` = the number of events, leased to `lease.owner`.
-   */
-  async create(task: NewTask, first: TaskEventBody[], state: TaskStateName, lease: Lease): Promise<StoredTaskEvent[]> {
-    const history = first.flatMap((e) => (e.kind === 'message' ? [e.payload.message] : []));
-    const lastInput = first.map((e) => e.kind).lastIndexOf('message') + 1;
-    const rows = await this.ds.query<EventRow[]>(
-      `WITH t AS (
-         INSERT INTO a2a_tasks (task_id, tenant_id, agent_id, context_id, state, updated_at, history, metadata, last_seq,
-                                last_input_seq, owner_instance, lease_expires_at, message_id)
-         VALUES ($1, $2, $3, $4, $5, COALESCE($10::timestamptz, date_trunc('milliseconds', now())), $6::jsonb,
-                 $7::jsonb, $8::int, $14::int, $11::varchar, ${leaseExpiry('$12')}, $13::varchar)
-         RETURNING task_id
-       )
-       INSERT INTO task_events (task_id, seq, kind, payload)
-       SELECT t.task_id, e.ord::int, e.value->>'kind', e.value->'payload'
-         FROM t, jsonb_array_elements($9::jsonb) WITH ORDINALITY AS e(value, ord)
-       RETURNING ${EVENT_COLUMNS}`,
-      [
-        task.taskId,
-        task.tenantId,
-        task.agentId,
-        task.contextId,
-        state,
-        JSON.stringify(history),
-        JSON.stringify(task.metadata),
-        first.length,
-        JSON.stringify(first),
-        statusTimestamp(first),
-        lease.owner,
-        lease.ms,
-        task.messageId,
-        lastInput,
-      ],
-    );
-    return toStoredEvents(rows);
-  }
 
   /**
    * Adds a user message to a task that is not terminal, in one statement.
@@ -262,13 +222,18 @@ export class TaskRepository {
     return rows[0]?.n ?? 0;
   }
 
-  /** Extends the leases of the runs `owner` holds; returns the tasks it still holds (the others ended elsewhere). */
+  /** Extends the leases of the runs `owner` holds; returns the tasks renewed (the others ended elsewhere, or are being written). */
   async renewLeases(owner: string, taskIds: string[], ms: number): Promise<string[]> {
     if (taskIds.length === 0) return [];
     const rows = await this.ds.query<{ task_id: string }[]>(
+      // SKIP LOCKED: a row being written right now is renewed next time, and the renewal never waits on a
+      // group commit's locks (so the two cannot deadlock); the run gets a re-read of its log meanwhile.
       `UPDATE a2a_tasks SET lease_expires_at = ${leaseExpiry('$3')}
-        WHERE owner_instance = $1 AND task_id = ANY($2::varchar[]) AND lease_expires_at IS NOT NULL
-          AND state NOT IN ${TERMINAL_SQL}
+        WHERE task_id IN (
+          SELECT task_id FROM a2a_tasks
+           WHERE owner_instance = $1 AND task_id = ANY($2::varchar[]) AND lease_expires_at IS NOT NULL
+             AND state NOT IN ${TERMINAL_SQL}
+           FOR UPDATE SKIP LOCKED)
         RETURNING task_id`,
       [owner, taskIds, ms],
     );

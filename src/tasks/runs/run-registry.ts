@@ -4,6 +4,7 @@ import { safeError } from '../../common/safe-error.js';
 import type { RunInput } from '../../orchestrator/run-event.js';
 import { EventBus } from '../event-log/event-bus.js';
 import { TaskEventRepository } from '../repositories/task-event.repository.js';
+import type { TaskSnapshot } from '../task-snapshot.js';
 import type { StoredTaskEvent } from '../task-events.js';
 import { isTerminal } from '../task-state.js';
 import { runInputOf } from './run-event-mapper.js';
@@ -26,6 +27,13 @@ export class HeldRun {
   readonly inbox = new AsyncQueue<QueuedInput>();
   /** Resolves when the run has written its last event and let go. */
   readonly finished: Promise<void>;
+  /**
+   * The task as the run's first settling write committed it (answered,
+   * asking, failed, canceled), from that write's own result: a blocking send
+   * needs no read-back. Null when the run let go without settling it itself.
+   */
+  readonly settled: Promise<TaskSnapshot | null>;
+  settle!: (task: TaskSnapshot | null) => void;
   /** Set while the run writes its own end, so the terminal status it then sees is not taken for an end elsewhere. */
   closing = false;
   /** Every event of the log up to this seq has been looked at for input and ends. */
@@ -48,6 +56,7 @@ export class HeldRun {
     cursor: number,
   ) {
     this.finished = new Promise<void>((resolve) => (this.done = resolve));
+    this.settled = new Promise<TaskSnapshot | null>((resolve) => (this.settle = resolve));
     this.inbox.push(first);
     this.cursor = cursor;
     this.delivered = first.seq;
@@ -85,6 +94,7 @@ export class RunRegistry {
     run.unsubscribe();
     run.inbox.close();
     if (this.runs.get(run.taskId) === run) this.runs.delete(run.taskId);
+    run.settle(null);
     run.done();
   }
 

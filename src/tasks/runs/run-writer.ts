@@ -1,6 +1,7 @@
 import type { EventLog } from '../event-log/event-log.service.js';
 import type { TaskRowChange } from '../repositories/task-event.repository.js';
-import type { StoredTaskEvent, TaskEventBody } from '../task-events.js';
+import type { Appended } from '../repositories/task-writes.js';
+import type { TaskEventBody } from '../task-events.js';
 
 /**
  * Writes one run's events in order. Text chunks are queued and written by a
@@ -33,7 +34,7 @@ export class RunWriter {
    * Writes queued events, then `events` with `change`, all in order. Null when
    * the append was refused (the task ended, or `change.inputsUpTo` is stale).
    */
-  async write(events: TaskEventBody[], change: TaskRowChange = {}): Promise<StoredTaskEvent[] | null> {
+  async write(events: TaskEventBody[], change: TaskRowChange = {}): Promise<Appended | null> {
     // If queued chunks could not be written, the final write still records the
     // outcome (and the folded artifacts on the row carry the full text).
     this.takenOver = true;

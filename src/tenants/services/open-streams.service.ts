@@ -7,7 +7,7 @@ import { ReplicaChannel } from '../../database/replica-channel.service.js';
 import { TenantRepository } from '../repositories/tenant.repository.js';
 
 /** The PostgreSQL channel of access changes: `tenant_disabled|<tenant id>` or `token_revoked|<token id>`. */
-const ACCESS_CHANNEL = 'arbiter_access';
+export const ACCESS_CHANNEL = 'arbiter_access';
 
 /** An access change that ends the streams opened under it. */
 export type AccessChange = { kind: 'tenant_disabled'; tenantId: string } | { kind: 'token_revoked'; tokenId: string };
@@ -58,14 +58,19 @@ export class OpenStreams implements OnModuleInit {
     return () => this.open.delete(entry);
   }
 
-  /** Announces changes to the other replicas when the transaction `em` commits. */
-  async announce(em: EntityManager, changes: AccessChange[]): Promise<void> {
+  /**
+   * Announces changes to the other replicas when the transaction `em`
+   * commits. The returned promise resolves once this replica has heard its
+   * own notices back after the commit (every replica has them then).
+   */
+  async announce(em: EntityManager, changes: AccessChange[]): Promise<{ heard: Promise<unknown> }> {
+    const heard: Promise<void>[] = [];
     for (const c of changes) {
-      await em.query(`SELECT pg_notify($1, $2)`, [
-        ACCESS_CHANNEL,
-        `${c.kind}|${c.kind === 'tenant_disabled' ? c.tenantId : c.tokenId}`,
-      ]);
+      const payload = `${c.kind}|${c.kind === 'tenant_disabled' ? c.tenantId : c.tokenId}`;
+      heard.push(this.channel.heard(ACCESS_CHANNEL, payload).done);
+      await em.query(`SELECT pg_notify($1, $2)`, [ACCESS_CHANNEL, payload]);
     }
+    return { heard: Promise.all(heard) };
   }
 
   /** Ends the streams a committed change affects, here. */

@@ -1,33 +1,81 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { safeError } from '../../common/safe-error.js';
 import type { TenantPrincipal } from '../../common/auth.decorators.js';
+import { ReplicaCache } from '../../database/replica-cache.js';
+import { ReplicaChannel } from '../../database/replica-channel.service.js';
 import { TenantRepository } from '../repositories/tenant.repository.js';
+import { ACCESS_CHANNEL } from './open-streams.service.js';
 import { sha256Hex, TENANT_TOKEN_PATTERN } from './token-crypto.js';
 
 export type TenantAuthResult =
   { ok: true; principal: TenantPrincipal } | { ok: false; reason: 'invalid_token' | 'tenant_disabled' };
 
+/** How long a verified token is served from memory at most (access changes drop it at once). */
+const TOKEN_TTL_MS = 60_000;
+/** `last_used_at` is written at most this often per token, off the request path. */
+const TOUCH_EVERY_MS = 60_000;
+
+interface Verified {
+  principal: TenantPrincipal;
+  touchedAt: number;
+}
+
 /**
- * Resolves a presented bearer token to its tenant. No cache: a rotation,
- * revocation or disable is in force from the very next request, on every
- * replica.
+ * Resolves a presented bearer token to its tenant. Verified tokens are kept
+ * in memory (by hash), and every access change — a revocation, a rotation,
+ * a disabled tenant — drops them on every replica: the change is announced
+ * over the replica channel in the transaction that makes it, and the admin
+ * request answers only once its own replica has heard the notice back. Only
+ * good tokens are kept; a refused one is looked up every time.
  */
 @Injectable()
-export class TenantAuthService {
+export class TenantAuthService implements OnModuleInit {
   private readonly logger = new Logger('TenantAuth');
+  private readonly verified: ReplicaCache<Verified>;
 
-  constructor(private readonly tenants: TenantRepository) {}
+  constructor(
+    private readonly tenants: TenantRepository,
+    private readonly channel: ReplicaChannel,
+  ) {
+    this.verified = new ReplicaCache(channel, TOKEN_TTL_MS);
+  }
+
+  onModuleInit(): void {
+    this.channel.listen(ACCESS_CHANNEL, () => this.forget());
+  }
+
+  /** Drops every verified token (an access change was committed here or announced by another replica). */
+  forget(): void {
+    this.verified.clear();
+  }
 
   async authenticate(token: string): Promise<TenantAuthResult> {
     if (!TENANT_TOKEN_PATTERN.test(token)) return { ok: false, reason: 'invalid_token' };
-    const hit = await this.tenants.lookupActiveToken(sha256Hex(token));
+    const hash = sha256Hex(token);
+    const known = this.verified.get(hash);
+    if (known) {
+      this.touch(known);
+      return { ok: true, principal: known.principal };
+    }
+    const generation = this.verified.begin();
+    const hit = await this.tenants.lookupActiveToken(hash);
     if (!hit) return { ok: false, reason: 'invalid_token' };
     if (hit.tenantDisabledAt) return { ok: false, reason: 'tenant_disabled' };
-    if (!hit.lastUsedAt || Date.now() - hit.lastUsedAt.getTime() > 60_000) {
-      this.tenants.touchToken(hit.tokenId).catch((err: unknown) => {
-        this.logger.warn({ err: safeError(err) }, 'could not record token use');
-      });
-    }
-    return { ok: true, principal: { tenantId: hit.tenantId, tenantName: hit.tenantName, tokenId: hit.tokenId } };
+    const entry: Verified = {
+      principal: { tenantId: hit.tenantId, tenantName: hit.tenantName, tokenId: hit.tokenId },
+      touchedAt: hit.lastUsedAt?.getTime() ?? 0,
+    };
+    this.touch(entry);
+    this.verified.set(hash, entry, generation);
+    return { ok: true, principal: entry.principal };
+  }
+
+  private touch(entry: Verified): void {
+    const now = Date.now();
+    if (now - entry.touchedAt <= TOUCH_EVERY_MS) return;
+    entry.touchedAt = now;
+    this.tenants.touchToken(entry.principal.tokenId).catch((err: unknown) => {
+      this.logger.warn({ err: safeError(err) }, 'could not record token use');
+    });
   }
 }

@@ -9,6 +9,7 @@ import { TenantTokenEntity } from '../entities/tenant-token.entity.js';
 import type { TenantEntity } from '../entities/tenant.entity.js';
 import { AuditRepository } from '../repositories/audit.repository.js';
 import { TenantRepository } from '../repositories/tenant.repository.js';
+import { TenantAuthService } from './tenant-auth.service.js';
 import { OpenStreams, type AccessChange } from './open-streams.service.js';
 import { generateTenantToken, sha256Hex, tokenPrefix } from './token-crypto.js';
 
@@ -81,6 +82,7 @@ export class TenantsService {
     private readonly tenants: TenantRepository,
     private readonly audit: AuditRepository,
     private readonly streams: OpenStreams,
+    private readonly auth: TenantAuthService,
   ) {}
 
   /** Runs `work` in a transaction that announces `changes(result)` on commit, then applies them here. */
@@ -88,12 +90,14 @@ export class TenantsService {
     work: (em: EntityManager) => Promise<T>,
     changes: (result: T) => AccessChange[],
   ): Promise<T> {
-    const result = await this.tenants.transaction(async (em) => {
+    const { r: result, heard } = await this.tenants.transaction(async (em) => {
       const r = await work(em);
-      await this.streams.announce(em, changes(r));
-      return r;
+      return { r, ...(await this.streams.announce(em, changes(r))) };
     });
+    this.auth.forget();
     for (const c of changes(result)) this.streams.apply(c);
+    // Answer once the change is in force on every replica (their token caches dropped it).
+    await heard;
     return result;
   }
 

@@ -1,0 +1,115 @@
+/** How a group commit batches. */
+export interface GroupCommitOptions<I> {
+  /** Most items in one statement. */
+  maxBatch: number;
+  /** Most statements in flight at once (the next batch gathers while they run). */
+  maxInFlight: number;
+  /**
+   * Items with the same key are never in the same batch nor in two batches
+   * in flight at once: they commit one after the other, in submission order.
+   */
+  keyOf: (item: I) => string;
+  /** Called with the size of every batch sent (metrics, tests). */
+  onBatch?: (size: number) => void;
+}
+
+interface Pending<I, O> {
+  item: I;
+  resolve: (value: O) => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * Group commit: writes submitted by concurrent callers in the same tick go
+ * to the database together, as one statement (`execute` gets the batch and
+ * returns one result per item, in order), and each caller is resolved when
+ * that statement has committed — never before. While batches are in flight
+ * the next one gathers. A batch that fails is split: every item is retried
+ * alone, so only the callers whose own write fails see an error.
+ */
+export class GroupCommit<I, O> {
+  private queue: Pending<I, O>[] = [];
+  private readonly busy = new Set<string>();
+  private inFlight = 0;
+  private scheduled = false;
+
+  constructor(
+    private readonly execute: (items: I[]) => Promise<O[]>,
+    private readonly options: GroupCommitOptions<I>,
+  ) {}
+
+  submit(item: I): Promise<O> {
+    return new Promise<O>((resolve, reject) => {
+      this.queue.push({ item, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  /** Gathers what else arrives in this tick, then sends. */
+  private schedule(): void {
+    if (this.scheduled || this.inFlight >= this.options.maxInFlight) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.drain();
+    });
+  }
+
+  private drain(): void {
+    while (this.inFlight < this.options.maxInFlight && this.queue.length > 0) {
+      const batch = this.take();
+      if (batch.length === 0) return; // everything queued waits on a key in flight
+      this.inFlight++;
+      void this.send(batch).finally(() => {
+        this.inFlight--;
+        for (const p of batch) this.busy.delete(this.options.keyOf(p.item));
+        if (this.queue.length > 0) this.drain();
+      });
+    }
+  }
+
+  /** The oldest items whose keys are free, one per key, up to the batch size. */
+  private take(): Pending<I, O>[] {
+    const batch: Pending<I, O>[] = [];
+    const rest: Pending<I, O>[] = [];
+    const held = new Set<string>();
+    for (const p of this.queue) {
+      const key = this.options.keyOf(p.item);
+      if (batch.length >= this.options.maxBatch || this.busy.has(key) || held.has(key)) {
+        held.add(key); // a later item of this key must not overtake this one
+        rest.push(p);
+        continue;
+      }
+      held.add(key);
+      batch.push(p);
+    }
+    for (const p of batch) this.busy.add(this.options.keyOf(p.item));
+    this.queue = rest;
+    return batch;
+  }
+
+  private async send(batch: Pending<I, O>[]): Promise<void> {
+    this.options.onBatch?.(batch.length);
+    try {
+      const results = await this.execute(batch.map((p) => p.item));
+      batch.forEach((p, i) => p.resolve(results[i]));
+      return;
+    } catch (err) {
+      if (batch.length === 1) {
+        batch[0]?.reject(err);
+        return;
+      }
+    }
+    // Split: each item alone, so one bad row fails only its own caller.
+    await Promise.all(
+      batch.map(async (p) => {
+        try {
+          const [result] = await this.execute([p.item]);
+          p.resolve(result);
+        } catch (err) {
+          p.reject(err);
+        }
+      }),
+    );
+  }
+}
