@@ -9,7 +9,10 @@ export interface Statement {
 }
 
 interface PoolLike {
-  query(config: { name?: string; text: string; values?: unknown[] } | string, values?: unknown[]): Promise<{ rows: unknown[] }>;
+  query(
+    config: { name?: string; text: string; values?: unknown[] } | string,
+    values?: unknown[],
+  ): Promise<{ rows: unknown[] }>;
 }
 
 /**

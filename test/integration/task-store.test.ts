@@ -85,26 +85,36 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
     );
     const appended = await Promise.all(
       ids.map((id, i) =>
-        writes.append(id, [
-          { kind: 'usage', payload: { inputTokens: i, outputTokens: 0 } },
-          { kind: 'status', payload: { state: 'TASK_STATE_WORKING', timestamp: ts() } },
-        ], { state: 'TASK_STATE_WORKING' }),
+        writes.append(
+          id,
+          [
+            { kind: 'usage', payload: { inputTokens: i, outputTokens: 0 } },
+            { kind: 'status', payload: { state: 'TASK_STATE_WORKING', timestamp: ts() } },
+          ],
+          { state: 'TASK_STATE_WORKING' },
+        ),
       ),
     );
     const statements = writes.batches.statements - before.statements;
     assert.equal(writes.batches.writes - before.writes, 80);
     assert.ok(statements < 80 / 4, `80 concurrent writes took ${statements} statements`);
     appended.forEach((r, i) => {
-      assert.deepEqual(r?.events.map((e) => [e.taskId, e.seq, e.kind]), [
-        [ids[i], 2, 'usage'],
-        [ids[i], 3, 'status'],
-      ]);
+      assert.deepEqual(
+        r?.events.map((e) => [e.taskId, e.seq, e.kind]),
+        [
+          [ids[i], 2, 'usage'],
+          [ids[i], 3, 'status'],
+        ],
+      );
       assert.equal(r?.row?.taskId, ids[i]);
       assert.equal(r?.row?.state, 'TASK_STATE_WORKING');
     });
     for (const [i, id] of ids.entries()) {
       const stored = await repo.events(TENANT, id, 0);
-      assert.deepEqual(stored.map((e) => e.seq), [1, 2, 3]);
+      assert.deepEqual(
+        stored.map((e) => e.seq),
+        [1, 2, 3],
+      );
       assert.equal((stored[1]?.payload as { inputTokens: number }).inputTokens, i);
     }
   });
@@ -143,7 +153,7 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
       newTask('t-split-2'),
     ]);
     assert.equal(dup?.status, 'rejected');
-    assert.equal(((dup).reason as { code?: string }).code, '23505');
+    assert.equal((dup.reason as { code?: string }).code, '23505');
     assert.deepEqual(
       fresh.map((r) => r.status),
       ['fulfilled', 'fulfilled'],
@@ -176,7 +186,10 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
       }),
       null,
     );
-    assert.equal(await writes.append('t-term', [{ kind: 'usage', payload: { inputTokens: 1, outputTokens: 1 } }]), null);
+    assert.equal(
+      await writes.append('t-term', [{ kind: 'usage', payload: { inputTokens: 1, outputTokens: 1 } }]),
+      null,
+    );
     await assert.rejects(
       ds.query(`UPDATE a2a_tasks SET state = 'TASK_STATE_WORKING' WHERE task_id = 't-term'`),
       /terminal/,
@@ -192,14 +205,22 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
 
   it('retention deletes tasks that ended long ago, with their events, and nothing else', async () => {
     await newTask('t-old-done');
-    await writes.append('t-old-done', [{ kind: 'status', payload: { state: 'TASK_STATE_CANCELED', timestamp: ts() } }], {
-      state: 'TASK_STATE_CANCELED',
-    });
+    await writes.append(
+      't-old-done',
+      [{ kind: 'status', payload: { state: 'TASK_STATE_CANCELED', timestamp: ts() } }],
+      {
+        state: 'TASK_STATE_CANCELED',
+      },
+    );
     await newTask('t-old-running');
     await newTask('t-new-done');
-    await writes.append('t-new-done', [{ kind: 'status', payload: { state: 'TASK_STATE_CANCELED', timestamp: ts() } }], {
-      state: 'TASK_STATE_CANCELED',
-    });
+    await writes.append(
+      't-new-done',
+      [{ kind: 'status', payload: { state: 'TASK_STATE_CANCELED', timestamp: ts() } }],
+      {
+        state: 'TASK_STATE_CANCELED',
+      },
+    );
     await ds.query(
       `UPDATE a2a_tasks SET updated_at = now() - interval '40 days' WHERE task_id IN ('t-old-done', 't-old-running')`,
     );

@@ -6,13 +6,7 @@ import { InstanceIdentity } from '../runs/instance-identity.js';
 import type { ArtifactJson, MessageJson } from '../../common/a2a-json.js';
 import type { StoredTaskEvent, TaskEventBody } from '../task-events.js';
 import { NON_TERMINAL_STATES, type TaskStateName } from '../task-state.js';
-import {
-  EVENT_COLUMNS,
-  TASK_EVENTS_CHANNEL,
-  toStoredEvents,
-  type EventRow,
-  type Lease,
-} from './sql.js';
+import { EVENT_COLUMNS, TASK_EVENTS_CHANNEL, toStoredEvents, type EventRow, type Lease } from './sql.js';
 
 /** Row changes that go with an append, applied in the same statement. */
 export interface TaskRowChange {
@@ -154,7 +148,10 @@ export class TaskEventRepository {
   /** Whether any unfinished task is left in `scope` (one skipped while locked by a write, say). */
   async anyLeft(scope: EndScope): Promise<boolean> {
     const p = new Params();
-    const rows = await this.ds.query<unknown[]>(`SELECT 1 FROM a2a_tasks a WHERE ${scopeSql(scope, p)} LIMIT 1`, p.values);
+    const rows = await this.ds.query<unknown[]>(
+      `SELECT 1 FROM a2a_tasks a WHERE ${scopeSql(scope, p)} LIMIT 1`,
+      p.values,
+    );
     return rows.length > 0;
   }
 

@@ -210,8 +210,6 @@ export class TaskWrites {
     const [r] = await this.sql.query<{ at: Date; n: number }>(CREATE, [JSON.stringify(input)]);
     if (!r || r.n !== items.length) throw new Error(`created ${r?.n ?? 0} of ${items.length} tasks`);
     const createdAt = r.at.toISOString();
-    return items.map(({ task, first }) =>
-      first.map((e, k) => ({ ...e, taskId: task.taskId, seq: k + 1, createdAt })),
-    );
+    return items.map(({ task, first }) => first.map((e, k) => ({ ...e, taskId: task.taskId, seq: k + 1, createdAt })));
   }
 }
