@@ -38,6 +38,8 @@ export async function startApp(config: AppConfig): Promise<RunningApp> {
   });
   app.useLogger(app.get(Logger));
   app.disable('x-powered-by');
+  // No hash of every JSON reply: the routes that revalidate (agent cards) set their own ETag.
+  app.set('etag', false);
   app.set('trust proxy', config.trustProxy);
   app.enableCors({
     allowedHeaders: [
