@@ -37,6 +37,8 @@ import {
   pgReachable,
   TARGETS,
   type Target,
+  vacuumAnalyze,
+  autovacuumSetting,
 } from './targets.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -196,9 +198,11 @@ async function main(): Promise<void> {
     targets = targets.filter((t) => !t.postgres);
   }
   if (targets.length === 0) throw new Error('no target to run');
+  const autovacuum = postgres ? await autovacuumSetting() : undefined;
   out(
     `${cpus().length} CPUs, node ${process.version}; ${REPS} reps × ${scenarios.length} scenarios × ` +
-      `${targets.length} targets, ${SECONDS} s each (after ${PRIME_SECONDS} s unmeasured); CLK_TCK ${CLK_TCK}`,
+      `${targets.length} targets, ${SECONDS} s each (after ${PRIME_SECONDS} s unmeasured); CLK_TCK ${CLK_TCK}` +
+      (postgres ? `; autovacuum ${autovacuum}, VACUUM ANALYZE of the bench databases before each round` : ''),
   );
 
   const running: Running[] = [];
@@ -212,6 +216,7 @@ async function main(): Promise<void> {
   const measurements: Measurement[] = [];
   for (let rep = 1; rep <= REPS; rep++) {
     for (const s of scenarios) {
+      if (postgres) await vacuumAnalyze();
       const shift = (rep - 1) % running.length;
       const order = [...running.slice(shift), ...running.slice(0, shift)];
       for (const [position, r] of order.entries()) {
@@ -269,6 +274,8 @@ async function main(): Promise<void> {
       arbiterDbPoolSize: 20,
       sdkDbPoolSize: 10,
       postgres: postgres ? withoutPassword(PG_URL) : null,
+      autovacuum: autovacuum ?? null,
+      vacuumAnalyze: postgres ? 'before each (rep, scenario) round, outside the measured windows' : null,
     },
     rows,
     measurements,

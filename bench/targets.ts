@@ -235,11 +235,35 @@ export const TARGETS: { name: string; postgres: boolean; start: () => Promise<Ta
 export async function backendPids(database: string): Promise<number[]> {
   return admin(async (c) => {
     const { rows } = await c.query<{ pid: number }>(
-      'SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+      `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend' AND pid <> pg_backend_pid()`,
       [database],
     );
     return rows.map((r) => r.pid);
   });
+}
+
+/** The server's `autovacuum` setting. */
+export async function autovacuumSetting(): Promise<string> {
+  return admin(async (c) => (await c.query<{ autovacuum: string }>('SHOW autovacuum')).rows[0].autovacuum);
+}
+
+/**
+ * VACUUM ANALYZE of every database created here, in place of autovacuum (off on
+ * some development servers): without statistics the planner may choose plans
+ * that get slower as the tables grow, and results would depend on run length.
+ */
+export async function vacuumAnalyze(): Promise<void> {
+  for (const name of databases) {
+    const u = new URL(PG_URL);
+    u.pathname = `/${name}`;
+    const c = new pg.Client({ connectionString: u.toString() });
+    await c.connect();
+    try {
+      await c.query('VACUUM ANALYZE');
+    } finally {
+      await c.end();
+    }
+  }
 }
 
 let cleaning: Promise<void> | undefined;
