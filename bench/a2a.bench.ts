@@ -1,398 +1,304 @@
 /**
- * `npm run bench`: Arbiter (embedded PGlite, and PostgreSQL when reachable)
- * against an @a2a-js/sdk reference server (in-memory store, same echo),
- * all started here, in the same run, on loopback. Prints throughput and
- * latency per server and the ratio ours/reference — bare numbers on a
- * shared machine mean little; the ratio measured in one run does.
+ * `npm run bench`: Arbiter against the official @a2a-js/sdk server, all
+ * started here at the beginning of the run and kept running, on loopback:
+ *
+ *   sdk-memory      the SDK server, InMemoryTaskStore
+ *   sdk-db          the same server, the SDK's DatabaseTaskStore on PostgreSQL
+ *   arbiter-pg      one Arbiter replica on PostgreSQL
+ *   arbiter-pglite  one Arbiter replica on embedded PGlite
+ *   arbiter-pg-x2   two replicas on one PostgreSQL database, requests alternating
+ *
+ * Closed-loop load from this process, interleaved: for each rep, for each
+ * scenario, every target in turn (the order rotated each rep), so that noise
+ * on a shared machine hits all targets alike. Reports medians over reps with
+ * min–max, server CPU per request from /proc, and throughput ratios to the
+ * two SDK servers measured in the same run — bare numbers mean little here.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { get as httpGet, type ClientRequest } from 'node:http';
-import { tmpdir } from 'node:os';
-import { createServer, type AddressInfo } from 'node:net';
-import { join } from 'node:path';
-import pg from 'pg';
+import { randomInt } from 'node:crypto';
+import { cpus } from 'node:os';
+import {
+  CLK_TCK,
+  Client,
+  closedLoop,
+  cpuMicros,
+  getTask,
+  sendMessage,
+  streamMessage,
+  type LoadResult,
+} from './load.js';
+import { idleSubscriptions, type MemoryResult } from './memory.js';
+import { markdown, summarize, writeJson, type Measurement } from './report.js';
+import {
+  backendPids,
+  cleanup,
+  createDatabase,
+  ECHO_ENV,
+  PG_URL,
+  pgReachable,
+  TARGETS,
+  type Target,
+  vacuumAnalyze,
+  autovacuumSetting,
+} from './targets.js';
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
-const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const ECHO_ENV = { ARBITER_ECHO_CHUNKS: '4', ARBITER_ECHO_DELAY_MS: '0' };
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const REPS = Number(process.env.BENCH_REPS ?? 3);
+const SUBSCRIPTIONS = Number(process.env.BENCH_SUBSCRIPTIONS ?? 1000);
+/** Unmeasured load at the scenario's concurrency right before each window (pools, sockets, JIT). */
+const PRIME_SECONDS = Math.min(0.5, SECONDS / 5);
+const GET_TASKS = 200;
+const RESULTS = 'bench/results/latest.json';
 
-interface Target {
-  name: string;
-  /** One per replica; requests go round-robin. */
-  endpoints: string[];
-  headers: Record<string, string>;
-  stop: () => Promise<void>;
+interface Running {
+  target: Target;
+  urls: URL[];
+  turn: number;
+  /** Tasks created for the GetTask scenario. */
+  taskIds: string[];
 }
 
-let turn = 0;
-const endpointOf = (t: Target): string => t.endpoints[turn++ % t.endpoints.length];
+const next = (r: Running): URL => r.urls[r.turn++ % r.urls.length];
 
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as AddressInfo).port;
-  await new Promise((r) => srv.close(r));
-  return port;
+interface Scenario {
+  key: string;
+  label: string;
+  concurrency: number;
+  op: (r: Running, client: Client) => Promise<unknown>;
 }
 
-async function waitHealthy(url: string): Promise<void> {
-  for (let i = 0; i < 600; i++) {
-    try {
-      if ((await fetch(`${url}/v1/health/ready`)).ok) return;
-    } catch {
-      // not up yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${url} did not become ready`);
+const SCENARIOS: Scenario[] = [
+  { key: 'send-1', label: 'SendMessage c=1', concurrency: 1, op: (r, c) => sendMessage(c, next(r), r.target.headers) },
+  {
+    key: 'send-16',
+    label: 'SendMessage c=16',
+    concurrency: 16,
+    op: (r, c) => sendMessage(c, next(r), r.target.headers),
+  },
+  {
+    key: 'send-64',
+    label: 'SendMessage c=64',
+    concurrency: 64,
+    op: (r, c) => sendMessage(c, next(r), r.target.headers),
+  },
+  {
+    key: 'stream-16',
+    label: 'SendStreamingMessage c=16',
+    concurrency: 16,
+    op: (r, c) => streamMessage(c, next(r), r.target.headers),
+  },
+  {
+    key: 'get-16',
+    label: `GetTask c=16 (random of ${GET_TASKS})`,
+    concurrency: 16,
+    op: (r, c) => getTask(c, next(r), r.target.headers, r.taskIds[randomInt(r.taskIds.length)]),
+  },
+];
+
+function filter<T extends { key?: string; name?: string }>(all: T[], env: string | undefined, what: string): T[] {
+  if (!env) return all;
+  const wanted = env.split(',').map((s) => s.trim());
+  const names = all.map((t) => t.key ?? t.name);
+  const unknown = wanted.filter((w) => !names.includes(w));
+  if (unknown.length) throw new Error(`unknown ${what}: ${unknown.join(', ')} (known: ${names.join(', ')})`);
+  return all.filter((t) => wanted.includes((t.key ?? t.name)!));
 }
 
-function startProcess(args: string[], env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, args, {
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`did not start: ${out}`)), 60_000);
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /listening on (http:\/\/[^\s]+)/.exec(out);
-      if (m?.[1]) {
-        clearTimeout(timer);
-        child.stdout.removeAllListeners('data');
-        child.stdout.resume();
-        resolve({ child, url: m[1] });
-      }
-    });
-    child.once('exit', (c) => reject(new Error(`exited ${c}: ${out}`)));
-  });
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  const done = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  await done;
-}
-
-interface Replica {
-  child: ChildProcess;
-  url: string;
-  home: string;
-}
-
-async function startReplica(admin: string, databaseUrl?: string): Promise<Replica> {
-  const home = mkdtempSync(join(tmpdir(), 'arbiter-bench-'));
-  // Logs at warn (the reference logs nothing per request), so the port is chosen here.
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, ['dist/src/main.js'], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      ARBITER_HOME: home,
-      ARBITER_ADMIN_TOKEN: admin,
-      PORT: String(port),
-      LOG_LEVEL: 'warn',
-      ...(databaseUrl ? { DATABASE_URL: databaseUrl, ARBITER_DB_POOL_SIZE: '20' } : {}),
-      ...ECHO_ENV,
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  await waitHealthy(url);
-  return { child, url, home };
-}
-
-async function arbiter(name: string, databaseUrl?: string, replicas = 1): Promise<Target & { replicas: Replica[] }> {
-  const admin = `adm_${randomBytes(24).toString('hex')}`;
-  const started: Replica[] = [];
-  for (let i = 0; i < replicas; i++) started.push(await startReplica(admin, databaseUrl));
-  const first = started[0];
-  const res = await fetch(`${first.url}/v1/admin/tenants`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'bench' }),
-  });
-  const token = ((await res.json()) as { token: { token: string } }).token.token;
-  return {
-    name,
-    replicas: started,
-    endpoints: started.map((r) => `${r.url}/v1/a2a/agents/index`),
-    headers: { authorization: `Bearer ${token}`, 'a2a-version': '1.0' },
-    stop: async () => {
-      for (const r of started) {
-        await stopChild(r.child);
-        rmSync(r.home, { recursive: true, force: true });
-      }
-    },
-  };
-}
-
-/** Resident memory of a process, from /proc (MiB). */
-function rssMiB(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? NaN);
-  return kb / 1024;
-}
-
-/**
- * Resident memory of one replica holding `n` open, idle SSE subscriptions
- * (`/v1/requests/:id/events` on a task that stays working), against the same
- * process before them.
- */
-async function idleSubscriptions(databaseUrl: string, n: number): Promise<{ before: number; after: number }> {
-  const t = await arbiter('rss', databaseUrl);
-  const replica = t.replicas[0];
-  const sockets: ClientRequest[] = [];
-  try {
-    const started = await fetch(t.endpoints[0], {
-      method: 'POST',
-      headers: { ...t.headers, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'SendMessage',
-        params: {
-          message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'hold' }] },
-          configuration: { returnImmediately: true },
-        },
-      }),
-    });
-    const taskId = ((await started.json()) as { result: { task: { id: string } } }).result.task.id;
-    await load(4, 1, () => sendOnce(t)); // warm the process up as the throughput runs do
-    await new Promise((r) => setTimeout(r, 1000));
-    const before = rssMiB(replica.child.pid!);
-    const url = new URL(`${replica.url}/v1/requests/${taskId}/events`);
-    await Promise.all(
-      Array.from(
-        { length: n },
-        () =>
-          new Promise<void>((resolve, reject) => {
-            const req = httpGet(url, { headers: { authorization: t.headers.authorization }, agent: false }, (res) => {
-              res.once('data', () => resolve()); // the first frame: subscribed
-              res.on('error', () => undefined);
-            });
-            req.on('error', reject);
-            sockets.push(req);
-          }),
-      ),
-    );
-    await new Promise((r) => setTimeout(r, 2000));
-    const after = rssMiB(replica.child.pid!);
-    for (const s of sockets) s.destroy();
-    await fetch(`${replica.url}/v1/requests/${taskId}/cancel`, {
-      method: 'POST',
-      headers: { authorization: t.headers.authorization },
-    });
-    return { before, after };
-  } finally {
-    for (const s of sockets) s.destroy();
-    await t.stop();
-  }
-}
-
-async function reference(): Promise<Target> {
-  const { child, url } = await startProcess(['dist/bench/reference-server.js'], ECHO_ENV);
-  return {
-    name: 'sdk-reference',
-    endpoints: [`${url}/rpc`],
-    headers: { 'a2a-version': '1.0' },
-    stop: () => stopChild(child),
-  };
-}
-
-function body(method: string): string {
-  return JSON.stringify({
-    jsonrpc: '2.0',
-    id: 1,
-    method,
-    params: {
-      message: {
-        messageId: randomUUID(),
-        role: 'ROLE_USER',
-        parts: [{ text: 'the quick brown fox jumps over the lazy dog' }],
-      },
-    },
-  });
-}
-
-async function sendOnce(t: Target): Promise<void> {
-  const res = await fetch(endpointOf(t), {
-    method: 'POST',
-    headers: { ...t.headers, 'content-type': 'application/json' },
-    body: body('SendMessage'),
-  });
-  const json = (await res.json()) as { result?: { task?: { status?: { state?: string } } }; error?: unknown };
-  if (json.result?.task?.status?.state !== 'TASK_STATE_COMPLETED')
-    throw new Error(`unexpected reply ${JSON.stringify(json).slice(0, 200)}`);
-}
-
-/** Returns the time to the first SSE event. */
-async function streamOnce(t: Target): Promise<number> {
-  const start = performance.now();
-  const res = await fetch(endpointOf(t), {
-    method: 'POST',
-    headers: { ...t.headers, 'content-type': 'application/json' },
-    body: body('SendStreamingMessage'),
-  });
-  const reader = res.body!.getReader();
-  let first = -1;
-  let text = '';
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    if (first < 0) first = performance.now() - start;
-    text += Buffer.from(value).toString();
-  }
-  if (!text.includes('TASK_STATE_COMPLETED')) throw new Error(`stream did not complete: ${text.slice(-200)}`);
-  return first;
-}
-
-interface Result {
-  ops: number;
-  perSecond: number;
-  p50: number;
-  p99: number;
-  ttfe50?: number;
-  errors: number;
-}
-
-const pct = (xs: number[], p: number): number => {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+const withoutPassword = (url: string): string => {
+  const u = new URL(url);
+  u.password = '';
+  return u.toString();
 };
 
-async function load(concurrency: number, seconds: number, op: () => Promise<number | void>): Promise<Result> {
-  const latencies: number[] = [];
-  const ttfes: number[] = [];
-  let errors = 0;
-  const end = performance.now() + seconds * 1000;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (performance.now() < end) {
-        const t0 = performance.now();
-        try {
-          const r = await op();
-          latencies.push(performance.now() - t0);
-          if (typeof r === 'number') ttfes.push(r);
-        } catch {
-          errors++;
-        }
-      }
-    }),
-  );
-  const elapsed = (performance.now() - started) / 1000;
-  return {
-    ops: latencies.length,
-    perSecond: latencies.length / elapsed,
-    p50: pct(latencies, 50),
-    p99: pct(latencies, 99),
-    ttfe50: ttfes.length ? pct(ttfes, 50) : undefined,
-    errors,
-  };
+const out = (line: string) => process.stdout.write(`${line}\n`);
+
+async function dbCpu(database: string | undefined): Promise<Map<number, number> | undefined> {
+  if (!database) return undefined;
+  return new Map((await backendPids(database)).map((pid) => [pid, cpuMicros(pid)]));
 }
 
-async function pgReachable(): Promise<boolean> {
-  const c = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 2000 });
+/** CPU of the backends over the window: those seen after it, from 0 if they were not there before. */
+function dbDelta(before: Map<number, number>, after: Map<number, number>): number {
+  let sum = 0;
+  for (const [pid, us] of after) sum += us - (before.get(pid) ?? 0);
+  return sum;
+}
+
+async function measure(r: Running, s: Scenario, rep: number, position: number): Promise<Measurement> {
+  const client = new Client(s.concurrency);
   try {
-    await c.connect();
-    await c.end();
-    return true;
-  } catch {
-    return false;
+    await closedLoop(s.concurrency, PRIME_SECONDS, () => s.op(r, client));
+    const dbBefore = await dbCpu(r.target.database);
+    const serverBefore = r.target.pids.reduce((n, pid) => n + cpuMicros(pid), 0);
+    const selfBefore = process.cpuUsage();
+    const res: LoadResult = await closedLoop(s.concurrency, SECONDS, () => s.op(r, client));
+    const self = process.cpuUsage(selfBefore);
+    const server = r.target.pids.reduce((n, pid) => n + cpuMicros(pid), 0) - serverBefore;
+    const dbAfter = await dbCpu(r.target.database);
+    const perReq = (us: number) => (res.ops > 0 ? us / res.ops : NaN);
+    return {
+      rep,
+      scenario: s.key,
+      target: r.target.name,
+      position,
+      ...res,
+      serverCpuUsPerReq: perReq(server),
+      dbCpuUsPerReq: dbBefore && dbAfter ? perReq(dbDelta(dbBefore, dbAfter)) : undefined,
+      clientCpuUsPerReq: perReq(self.user + self.system),
+    };
+  } finally {
+    client.close();
   }
+}
+
+function progress(m: Measurement): string {
+  const n = (v: number | undefined, d = 0) => (v === undefined || !Number.isFinite(v) ? '–' : v.toFixed(d));
+  return (
+    `rep ${m.rep}/${REPS}  ${m.scenario.padEnd(9)} ${m.target.padEnd(14)} ${n(m.perSecond, 1).padStart(8)} req/s` +
+    `  p50 ${n(m.p50, 1).padStart(6)} ms  p99 ${n(m.p99, 1).padStart(6)} ms` +
+    `  cpu ${n(m.serverCpuUsPerReq).padStart(5)} µs/req` +
+    (m.dbCpuUsPerReq !== undefined ? `  pg ${n(m.dbCpuUsPerReq).padStart(5)}` : '') +
+    `  client ${n(m.clientCpuUsPerReq).padStart(4)}` +
+    (m.firstByteP50 !== undefined ? `  first bytes p50 ${n(m.firstByteP50, 1)} ms` : '') +
+    `  errors ${m.errors}` +
+    (m.firstError ? ` (first: ${m.firstError.slice(0, 160)})` : '')
+  );
+}
+
+async function prepare(t: Target): Promise<Running> {
+  const r: Running = { target: t, urls: t.endpoints.map((e) => new URL(e)), turn: 0, taskIds: [] };
+  const client = new Client(8);
+  try {
+    const warm = await closedLoop(4, 1, () => sendMessage(client, next(r), t.headers));
+    if (warm.errors) throw new Error(`${t.name}: warm-up failed: ${warm.firstError}`);
+    const ids = await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        const mine: string[] = [];
+        for (let i = 0; i < GET_TASKS / 8; i++) mine.push(await sendMessage(client, next(r), t.headers));
+        return mine;
+      }),
+    );
+    r.taskIds = ids.flat();
+  } finally {
+    client.close();
+  }
+  return r;
 }
 
 async function main(): Promise<void> {
-  const scenarios: { label: string; run: (t: Target) => Promise<Result> }[] = [
-    { label: 'SendMessage c=1', run: (t) => load(1, SECONDS, () => sendOnce(t)) },
-    { label: 'SendMessage c=16', run: (t) => load(16, SECONDS, () => sendOnce(t)) },
-    { label: 'SendMessage c=64', run: (t) => load(64, SECONDS, () => sendOnce(t)) },
-    { label: 'SendStreamingMessage c=16', run: (t) => load(16, SECONDS, () => streamOnce(t)) },
-  ];
-  const targets: (() => Promise<Target>)[] = [reference, () => arbiter('arbiter-pglite')];
-  let dbName: string | undefined;
-  let pgDatabase: string | undefined;
-  if (await pgReachable()) {
-    dbName = `arbiter_bench_${process.pid}`;
-    const c = new pg.Client({ connectionString: PG_URL });
-    await c.connect();
-    await c.query(`CREATE DATABASE "${dbName}"`);
-    await c.end();
-    const u = new URL(PG_URL);
-    u.pathname = `/${dbName}`;
-    targets.push(() => arbiter('arbiter-postgres', u.toString()));
-    // Two replicas on the same database, requests alternating between them.
-    targets.push(() => arbiter('arbiter-pg-x2', u.toString(), 2));
-    pgDatabase = u.toString();
-  } else {
-    process.stdout.write(`PostgreSQL at ${PG_URL} unreachable; skipping the PostgreSQL run\n`);
+  const scenarios = filter(SCENARIOS, process.env.BENCH_SCENARIOS, 'scenario');
+  let targets = filter(TARGETS, process.env.BENCH_TARGETS, 'target');
+  const postgres = await pgReachable();
+  if (!postgres && targets.some((t) => t.postgres)) {
+    out(
+      `PostgreSQL at ${PG_URL} unreachable: skipping ${targets
+        .filter((t) => t.postgres)
+        .map((t) => t.name)
+        .join(', ')}`,
+    );
+    targets = targets.filter((t) => !t.postgres);
+  }
+  if (targets.length === 0) throw new Error('no target to run');
+  const autovacuum = postgres ? await autovacuumSetting() : undefined;
+  out(
+    `${cpus().length} CPUs, node ${process.version}; ${REPS} reps × ${scenarios.length} scenarios × ` +
+      `${targets.length} targets, ${SECONDS} s each (after ${PRIME_SECONDS} s unmeasured); CLK_TCK ${CLK_TCK}` +
+      (postgres ? `; autovacuum ${autovacuum}, VACUUM ANALYZE of the bench databases before each round` : ''),
+  );
+
+  const running: Running[] = [];
+  for (const spec of targets) {
+    const started = performance.now();
+    const t = await spec.start();
+    running.push(await prepare(t));
+    out(`started ${t.name} (pids ${t.pids.join(', ')}) and warmed up in ${Math.round(performance.now() - started)} ms`);
   }
 
-  const results = new Map<string, Map<string, Result>>();
-  try {
-    for (const make of targets) {
-      const t = await make();
-      try {
-        await load(4, 1, () => sendOnce(t)); // warm-up
-        const byScenario = new Map<string, Result>();
-        for (const s of scenarios) {
-          const r = await s.run(t);
-          byScenario.set(s.label, r);
-          process.stdout.write(
-            `${t.name.padEnd(17)} ${s.label.padEnd(26)} ${r.perSecond.toFixed(1).padStart(8)}/s  p50 ${r.p50.toFixed(1).padStart(7)} ms  p99 ${r.p99.toFixed(1).padStart(7)} ms` +
-              (r.ttfe50 !== undefined ? `  first event p50 ${r.ttfe50.toFixed(1)} ms` : '') +
-              (r.errors ? `  errors ${r.errors}` : '') +
-              '\n',
-          );
-        }
-        results.set(t.name, byScenario);
-      } finally {
-        await t.stop();
+  const measurements: Measurement[] = [];
+  for (let rep = 1; rep <= REPS; rep++) {
+    for (const s of scenarios) {
+      if (postgres) await vacuumAnalyze();
+      const shift = (rep - 1) % running.length;
+      const order = [...running.slice(shift), ...running.slice(0, shift)];
+      for (const [position, r] of order.entries()) {
+        const m = await measure(r, s, rep, position);
+        measurements.push(m);
+        out(progress(m));
       }
     }
-    if (pgDatabase) {
-      const n = Number(process.env.BENCH_SUBSCRIPTIONS ?? 1000);
-      const { before, after } = await idleSubscriptions(pgDatabase, n);
-      process.stdout.write(
-        `\nresident memory of one replica (PostgreSQL): ${before.toFixed(1)} MiB idle, ${after.toFixed(1)} MiB with ${n} open idle subscriptions ` +
-          `(+${(((after - before) * 1024) / n).toFixed(1)} KiB each; x${(after / before).toFixed(2)} of the same process without them)\n`,
-      );
-    }
-  } finally {
-    if (dbName) {
-      const c = new pg.Client({ connectionString: PG_URL });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
-      await c.end();
+  }
+  const pgDatabase = running.find((r) => r.target.name === 'arbiter-pg')?.target.database;
+  for (const r of running) await r.target.stop();
+
+  let memory: MemoryResult | undefined;
+  if (SUBSCRIPTIONS > 0) {
+    if (!postgres) out('\nPostgreSQL unreachable: skipping the idle-subscription memory measurement');
+    else {
+      const u = new URL(PG_URL);
+      u.pathname = `/${pgDatabase ?? (await createDatabase('rss')).name}`;
+      memory = await idleSubscriptions(u.toString(), SUBSCRIPTIONS);
     }
   }
 
-  const ref = results.get('sdk-reference');
-  process.stdout.write(
-    `\nratio ours/reference (throughput: higher is better; latency: lower is better), ${SECONDS}s per scenario\n`,
+  const rows = summarize(
+    measurements,
+    scenarios.map((s) => s.key),
+    targets.map((t) => t.name),
   );
-  for (const [name, byScenario] of results) {
-    if (name === 'sdk-reference' || !ref) continue;
-    for (const s of scenarios) {
-      const ours = byScenario.get(s.label)!;
-      const base = ref.get(s.label)!;
-      process.stdout.write(
-        `${name.padEnd(17)} ${s.label.padEnd(26)} throughput x${(ours.perSecond / base.perSecond).toFixed(2)}  p50 x${(ours.p50 / base.p50).toFixed(2)}  p99 x${(ours.p99 / base.p99).toFixed(2)}` +
-          (ours.ttfe50 !== undefined && base.ttfe50 !== undefined
-            ? `  first event x${(ours.ttfe50 / base.ttfe50).toFixed(2)}`
-            : '') +
-          '\n',
-      );
-    }
+  out(
+    `\n## A2A throughput: ${targets.length} targets, ${REPS} reps × ${SECONDS} s, interleaved ` +
+      `(medians over reps; ratios are medians of per-rep ratios)\n`,
+  );
+  out(markdown(rows, new Map(scenarios.map((s) => [s.key, s.label]))));
+  if (memory) {
+    out(
+      `resident memory of one arbiter-pg replica: ${memory.beforeMiB.toFixed(1)} MiB idle, ${memory.afterMiB.toFixed(1)} MiB ` +
+        `with ${memory.subscriptions} open idle subscriptions (+${memory.kibEach.toFixed(1)} KiB each)`,
+    );
   }
+  writeJson(RESULTS, {
+    date: new Date().toISOString(),
+    node: process.version,
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model,
+    clkTck: CLK_TCK,
+    settings: {
+      seconds: SECONDS,
+      reps: REPS,
+      primeSeconds: PRIME_SECONDS,
+      warmUp: 'SendMessage c=4 for 1 s per target before rep 1',
+      getTaskPool: GET_TASKS,
+      subscriptions: SUBSCRIPTIONS,
+      targets: targets.map((t) => t.name),
+      scenarios: scenarios.map((s) => ({ key: s.key, label: s.label, concurrency: s.concurrency })),
+      echoEnv: ECHO_ENV,
+      arbiterDbPoolSize: 20,
+      sdkDbPoolSize: 10,
+      postgres: postgres ? withoutPassword(PG_URL) : null,
+      autovacuum: autovacuum ?? null,
+      vacuumAnalyze: postgres ? 'before each (rep, scenario) round, outside the measured windows' : null,
+    },
+    rows,
+    measurements,
+    memory: memory ?? null,
+  });
+  out(`\nfull results: ${RESULTS}`);
+  const errors = measurements.reduce((n, m) => n + m.errors, 0);
+  if (errors) out(`WARNING: ${errors} failed requests in total (see the errors column)`);
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`bench failed: ${String(err)}\n`);
-  process.exit(1);
-});
+let interrupted = false;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    interrupted = true;
+    process.stderr.write(`\n${signal}: stopping the servers and dropping the bench databases\n`);
+    void cleanup().finally(() => process.exit(130));
+  });
+}
+
+main()
+  .catch((err: unknown) => {
+    if (interrupted) return;
+    process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exitCode = 1;
+  })
+  .finally(() => cleanup());

@@ -1,18 +1,46 @@
 /**
  * The reference for `npm run bench`: an A2A server built from the official
- * @a2a-js/sdk (DefaultRequestHandler, in-memory task store, its Express
- * JSON-RPC handler) with the same echo behaviour as Arbiter's offline model:
- * the input streamed back in N chunks, optionally delayed.
+ * @a2a-js/sdk (DefaultRequestHandler, its Express JSON-RPC handler) with the
+ * same echo behaviour as Arbiter's offline model: the input streamed back in
+ * N chunks, optionally delayed.
+ *
+ * The task store is chosen by `REFERENCE_STORE`: `memory` (default, the SDK's
+ * InMemoryTaskStore) or `database` (the SDK's durable DatabaseTaskStore on a
+ * Kysely PostgresDialect over a pg Pool of 10, at `REFERENCE_DATABASE_URL`;
+ * its table must already exist: `a2a-db upgrade --url <url>`).
  */
 import express from 'express';
 import { AgentCard, Message, Task, TaskState, Role } from '@a2a-js/sdk';
-import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore, type AgentExecutor } from '@a2a-js/sdk/server';
+import {
+  AgentEvent,
+  DefaultRequestHandler,
+  InMemoryTaskStore,
+  type AgentExecutor,
+  type TaskStore,
+} from '@a2a-js/sdk/server';
+import { DatabaseTaskStore } from '@a2a-js/sdk/server/database';
 import { jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
 import { chunkText } from '../src/orchestrator/providers/echo.model.js';
 
 const chunks = Number(process.env.ARBITER_ECHO_CHUNKS ?? 4);
 const delayMs = Number(process.env.ARBITER_ECHO_DELAY_MS ?? 0);
 const port = Number(process.env.PORT ?? 0);
+const storeKind = process.env.REFERENCE_STORE ?? 'memory';
+
+let db: Kysely<unknown> | undefined;
+let taskStore: TaskStore;
+if (storeKind === 'database') {
+  const connectionString = process.env.REFERENCE_DATABASE_URL;
+  if (!connectionString) throw new Error('REFERENCE_STORE=database needs REFERENCE_DATABASE_URL');
+  db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString, max: 10 }) }) });
+  taskStore = new DatabaseTaskStore(db);
+} else if (storeKind === 'memory') {
+  taskStore = new InMemoryTaskStore();
+} else {
+  throw new Error(`REFERENCE_STORE must be memory or database, not ${storeKind}`);
+}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -92,8 +120,15 @@ const server = app.listen(port, '127.0.0.1', () => {
     defaultOutputModes: ['text/plain'],
     skills: [{ id: 'echo', name: 'echo', description: 'echo', tags: ['echo'] }],
   });
-  const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
+  const handler = new DefaultRequestHandler(card, taskStore, executor);
   app.use('/rpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
-  process.stdout.write(`listening on ${url}\n`);
+  process.stdout.write(`listening on ${url} (store: ${storeKind})\n`);
 });
-process.on('SIGTERM', () => server.close(() => process.exit(0)));
+const stop = () => {
+  server.closeAllConnections();
+  server.close(() => {
+    void (db ? db.destroy() : Promise.resolve()).finally(() => process.exit(0));
+  });
+};
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);

@@ -1,0 +1,120 @@
+/**
+ * The summary of `npm run bench`: per scenario a Markdown table of the
+ * targets (medians over the repetitions, with min–max), and the full results
+ * as JSON.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { LoadResult } from './load.js';
+
+export interface Measurement extends LoadResult {
+  rep: number;
+  scenario: string;
+  target: string;
+  /** Order of this target within its rep and scenario (0 = first). */
+  position: number;
+  /** utime + stime of the target's server processes over the window, per completed request. */
+  serverCpuUsPerReq: number;
+  /** The same for the PostgreSQL backends connected to the target's database (approximate). */
+  dbCpuUsPerReq?: number;
+  /** The same for this (load-generating) process. */
+  clientCpuUsPerReq: number;
+}
+
+export interface Row {
+  scenario: string;
+  target: string;
+  reps: number;
+  errors: number;
+  perSecond: Spread;
+  p50: number;
+  p99: number;
+  firstByteP50?: number;
+  serverCpuUsPerReq: Spread;
+  dbCpuUsPerReq?: Spread;
+  clientCpuUsPerReq: Spread;
+  /** Median over reps of this target's throughput / the reference's in the same rep. */
+  vsSdkMemory?: number;
+  vsSdkDb?: number;
+}
+
+export interface Spread {
+  median: number;
+  min: number;
+  max: number;
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
+const spread = (xs: number[]): Spread => ({ median: median(xs), min: Math.min(...xs), max: Math.max(...xs) });
+
+function ratio(all: Measurement[], mine: Measurement[], reference: string): number | undefined {
+  const ratios: number[] = [];
+  for (const m of mine) {
+    const ref = all.find((r) => r.scenario === m.scenario && r.rep === m.rep && r.target === reference);
+    if (ref && ref.perSecond > 0) ratios.push(m.perSecond / ref.perSecond);
+  }
+  return ratios.length ? median(ratios) : undefined;
+}
+
+export function summarize(all: Measurement[], scenarios: string[], targets: string[]): Row[] {
+  const rows: Row[] = [];
+  for (const scenario of scenarios) {
+    for (const target of targets) {
+      const mine = all.filter((m) => m.scenario === scenario && m.target === target);
+      if (mine.length === 0) continue;
+      const db = mine.filter((m) => m.dbCpuUsPerReq !== undefined).map((m) => m.dbCpuUsPerReq!);
+      const fb = mine.filter((m) => m.firstByteP50 !== undefined).map((m) => m.firstByteP50!);
+      rows.push({
+        scenario,
+        target,
+        reps: mine.length,
+        errors: mine.reduce((n, m) => n + m.errors, 0),
+        perSecond: spread(mine.map((m) => m.perSecond)),
+        p50: median(mine.map((m) => m.p50)),
+        p99: median(mine.map((m) => m.p99)),
+        firstByteP50: fb.length ? median(fb) : undefined,
+        serverCpuUsPerReq: spread(mine.map((m) => m.serverCpuUsPerReq)),
+        dbCpuUsPerReq: db.length ? spread(db) : undefined,
+        clientCpuUsPerReq: spread(mine.map((m) => m.clientCpuUsPerReq)),
+        vsSdkMemory: ratio(all, mine, 'sdk-memory'),
+        vsSdkDb: ratio(all, mine, 'sdk-db'),
+      });
+    }
+  }
+  return rows;
+}
+
+const f = (x: number, digits = 0): string => (Number.isFinite(x) ? x.toFixed(digits) : '–');
+const sp = (s: Spread | undefined, digits = 0): string =>
+  s ? `${f(s.median, digits)} (${f(s.min, digits)}–${f(s.max, digits)})` : '–';
+const x = (r: number | undefined): string => (r === undefined ? '–' : `×${r.toFixed(2)}`);
+
+export function markdown(rows: Row[], labels: Map<string, string>): string {
+  const out: string[] = [];
+  for (const scenario of [...new Set(rows.map((r) => r.scenario))]) {
+    out.push(`### ${labels.get(scenario) ?? scenario} (${scenario})`, '');
+    out.push(
+      '| target | req/s median (min–max) | p50 ms | p99 ms | server CPU µs/req (min–max) | PostgreSQL CPU µs/req | client CPU µs/req | vs sdk-memory | vs sdk-db | errors |',
+      '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+    );
+    for (const r of rows.filter((row) => row.scenario === scenario)) {
+      out.push(
+        `| ${r.target} | ${sp(r.perSecond, 1)} | ${f(r.p50, 1)} | ${f(r.p99, 1)} | ${sp(r.serverCpuUsPerReq)} | ` +
+          `${sp(r.dbCpuUsPerReq)} | ${f(r.clientCpuUsPerReq.median)} | ${x(r.vsSdkMemory)} | ${x(r.vsSdkDb)} | ${r.errors} |`,
+      );
+    }
+    out.push('');
+  }
+  return out.join('\n');
+}
+
+export function writeJson(path: string, data: unknown): void {
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, `${JSON.stringify(data, null, 2)}\n`);
+}

@@ -1,0 +1,288 @@
+/**
+ * Starting and stopping the servers `npm run bench` measures: the SDK
+ * reference (in-memory or durable store) and Arbiter replicas, each a child
+ * process of its own, plus the PostgreSQL databases they use. Everything
+ * started here is registered, so `cleanup()` can stop it and drop the
+ * databases on failure or SIGINT too.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+
+export const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export const ECHO_ENV = { ARBITER_ECHO_CHUNKS: '4', ARBITER_ECHO_DELAY_MS: '0' };
+
+export interface Target {
+  name: string;
+  /** One per process; requests alternate between them. */
+  endpoints: string[];
+  headers: Record<string, string>;
+  /** Server processes whose CPU time is this target's. */
+  pids: number[];
+  /** The PostgreSQL database it uses, if any (its backends' CPU is read too). */
+  database?: string;
+  stop: () => Promise<void>;
+}
+
+const children = new Set<ChildProcess>();
+const homes = new Set<string>();
+const databases = new Set<string>();
+
+async function freePort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as AddressInfo).port;
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+function launch(args: string[], env: Record<string, string>, stdout: 'pipe' | 'ignore'): ChildProcess {
+  const child = spawn(process.execPath, args, {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', stdout, 'inherit'],
+  });
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  return child;
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const done = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await done;
+  clearTimeout(timer);
+}
+
+async function waitHealthy(url: string, child: ChildProcess): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    if (child.exitCode !== null) throw new Error(`${url}: exited ${child.exitCode} before becoming ready`);
+    try {
+      if ((await fetch(`${url}/v1/health/ready`)).ok) return;
+    } catch {
+      // not up yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} did not become ready`);
+}
+
+/** Whether PostgreSQL answers at PG_URL. */
+export async function pgReachable(): Promise<boolean> {
+  const c = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 2000 });
+  try {
+    await c.connect();
+    await c.end();
+    return true;
+  } catch {
+    await c.end().catch(() => undefined);
+    return false;
+  }
+}
+
+async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const c = new pg.Client({ connectionString: PG_URL });
+  await c.connect();
+  try {
+    return await fn(c);
+  } finally {
+    await c.end();
+  }
+}
+
+/** A fresh, empty database; returns its name and URL. Dropped by `cleanup()`. */
+export async function createDatabase(label: string): Promise<{ name: string; url: string }> {
+  const name = `bench_${label.replace(/\W/g, '_')}_${process.pid}_${randomBytes(3).toString('hex')}`;
+  await admin((c) => c.query(`CREATE DATABASE "${name}"`));
+  databases.add(name);
+  const u = new URL(PG_URL);
+  u.pathname = `/${name}`;
+  return { name, url: u.toString() };
+}
+
+/** The SDK's own migration CLI: creates the DatabaseTaskStore's table. */
+async function migrateSdkStore(url: string): Promise<void> {
+  const child = launch(
+    ['node_modules/@a2a-js/sdk/dist/cli/a2a_db.js', 'upgrade', '--url', url, '--store', 'tasks'],
+    {},
+    'ignore',
+  );
+  const code = await new Promise<number | null>((r) => child.once('exit', r));
+  if (code !== 0) throw new Error(`a2a-db upgrade exited ${code}`);
+}
+
+/** The @a2a-js/sdk reference server (bench/reference-server.ts). */
+export async function sdkServer(name: string, store: 'memory' | 'database'): Promise<Target> {
+  let database: { name: string; url: string } | undefined;
+  const env: Record<string, string> = { ...ECHO_ENV, REFERENCE_STORE: store };
+  if (store === 'database') {
+    database = await createDatabase(name);
+    await migrateSdkStore(database.url);
+    env.REFERENCE_DATABASE_URL = database.url;
+  }
+  const child = launch(['dist/bench/reference-server.js'], env, 'pipe');
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`${name} did not start: ${out}`)), 60_000);
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /listening on (http:\/\/[^\s]+)/.exec(out);
+      if (m?.[1]) {
+        clearTimeout(timer);
+        child.stdout!.removeAllListeners('data');
+        child.stdout!.resume();
+        resolve(m[1]);
+      }
+    });
+    child.once('exit', (c) => reject(new Error(`${name} exited ${c}: ${out}`)));
+  });
+  return {
+    name,
+    endpoints: [`${url}/rpc`],
+    headers: { 'a2a-version': '1.0' },
+    pids: [child.pid!],
+    database: database?.name,
+    stop: () => stopChild(child),
+  };
+}
+
+export interface ArbiterTarget extends Target {
+  /** Base URLs of the replicas, in `pids` order. */
+  urls: string[];
+  adminToken: string;
+}
+
+async function startReplica(adminToken: string, databaseUrl?: string): Promise<{ child: ChildProcess; url: string }> {
+  const home = mkdtempSync(join(tmpdir(), 'arbiter-bench-'));
+  homes.add(home);
+  // Logs at warn (the reference logs nothing per request), so the port is chosen here.
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const child = launch(
+    ['dist/src/main.js'],
+    {
+      ARBITER_HOME: home,
+      ARBITER_ADMIN_TOKEN: adminToken,
+      PORT: String(port),
+      LOG_LEVEL: 'warn',
+      ...(databaseUrl ? { DATABASE_URL: databaseUrl, ARBITER_DB_POOL_SIZE: '20' } : {}),
+      ...ECHO_ENV,
+    },
+    'ignore',
+  );
+  child.once('exit', () => {
+    rmSync(home, { recursive: true, force: true });
+    homes.delete(home);
+  });
+  await waitHealthy(url, child);
+  return { child, url };
+}
+
+/**
+ * `replicas` Arbiter processes on one database (PGlite in its own ARBITER_HOME
+ * when `databaseUrl` is absent), a tenant created through the admin API.
+ */
+export async function arbiter(name: string, databaseUrl?: string, replicas = 1): Promise<ArbiterTarget> {
+  const adminToken = `adm_${randomBytes(24).toString('hex')}`;
+  const started: { child: ChildProcess; url: string }[] = [];
+  const stop = async () => {
+    for (const r of started) await stopChild(r.child);
+  };
+  try {
+    for (let i = 0; i < replicas; i++) started.push(await startReplica(adminToken, databaseUrl));
+    const res = await fetch(`${started[0].url}/v1/admin/tenants`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'bench' }),
+    });
+    if (!res.ok) throw new Error(`${name}: creating the tenant answered ${res.status}: ${await res.text()}`);
+    const token = ((await res.json()) as { token: { token: string } }).token.token;
+    return {
+      name,
+      urls: started.map((r) => r.url),
+      adminToken,
+      endpoints: started.map((r) => `${r.url}/v1/a2a/agents/index`),
+      headers: { authorization: `Bearer ${token}`, 'a2a-version': '1.0' },
+      pids: started.map((r) => r.child.pid!),
+      database: databaseUrl ? new URL(databaseUrl).pathname.slice(1) : undefined,
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/** The targets of `npm run bench`, in their default order. */
+export const TARGETS: { name: string; postgres: boolean; start: () => Promise<Target> }[] = [
+  { name: 'sdk-memory', postgres: false, start: () => sdkServer('sdk-memory', 'memory') },
+  { name: 'sdk-db', postgres: true, start: () => sdkServer('sdk-db', 'database') },
+  { name: 'arbiter-pg', postgres: true, start: async () => arbiter('arbiter-pg', (await createDatabase('pg')).url) },
+  { name: 'arbiter-pglite', postgres: false, start: () => arbiter('arbiter-pglite') },
+  {
+    name: 'arbiter-pg-x2',
+    postgres: true,
+    start: async () => arbiter('arbiter-pg-x2', (await createDatabase('pg_x2')).url, 2),
+  },
+];
+
+/** PIDs of the PostgreSQL backends connected to `database` right now. */
+export async function backendPids(database: string): Promise<number[]> {
+  return admin(async (c) => {
+    const { rows } = await c.query<{ pid: number }>(
+      `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend' AND pid <> pg_backend_pid()`,
+      [database],
+    );
+    return rows.map((r) => r.pid);
+  });
+}
+
+/** The server's `autovacuum` setting. */
+export async function autovacuumSetting(): Promise<string> {
+  return admin(async (c) => (await c.query<{ autovacuum: string }>('SHOW autovacuum')).rows[0].autovacuum);
+}
+
+/**
+ * VACUUM ANALYZE of every database created here, in place of autovacuum (off on
+ * some development servers): without statistics the planner may choose plans
+ * that get slower as the tables grow, and results would depend on run length.
+ */
+export async function vacuumAnalyze(): Promise<void> {
+  for (const name of databases) {
+    const u = new URL(PG_URL);
+    u.pathname = `/${name}`;
+    const c = new pg.Client({ connectionString: u.toString() });
+    await c.connect();
+    try {
+      await c.query('VACUUM ANALYZE');
+    } finally {
+      await c.end();
+    }
+  }
+}
+
+let cleaning: Promise<void> | undefined;
+
+/** Stops every child still running and drops every database created here. Idempotent. */
+export function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    await Promise.all([...children].map((c) => stopChild(c).catch(() => undefined)));
+    for (const h of homes) rmSync(h, { recursive: true, force: true });
+    if (databases.size === 0) return;
+    await admin(async (c) => {
+      for (const name of databases) {
+        try {
+          await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+        } catch (err) {
+          process.stderr.write(`could not drop database ${name}: ${String(err)}\n`);
+        }
+      }
+    }).catch((err: unknown) => process.stderr.write(`could not drop the bench databases: ${String(err)}\n`));
+  })();
+  return cleaning;
+}
