@@ -1,5 +1,4 @@
-import { decodeArtifact } from '../tasks/runs/run-event-mapper.js';
-import type { PartJson } from '../common/a2a-json.js';
+import { ARBITER_ARTIFACT_META, type ArtifactJson, type PartJson } from '../common/a2a-json.js';
 import type { StoredTaskEvent } from '../tasks/task-events.js';
 import type { TaskStateName } from '../tasks/task-state.js';
 
@@ -138,4 +137,55 @@ export function nativeFrames(
       return unreachable;
     }
   }
+}
+
+const META = ARBITER_ARTIFACT_META;
+
+/** An artifact from the log, by what the run wrote it for (the run-event mapper's metadata, read back). */
+export type DecodedArtifact =
+  | { kind: 'response'; text: string }
+  | {
+      kind: 'tool_call';
+      tool: unknown;
+      ok: unknown;
+      args: unknown;
+      detail: Record<string, unknown>;
+      depth: number;
+      agent: string;
+    }
+  | { kind: 'file'; path: string; mediaType: string; bytes: Buffer; depth: number; agent: string }
+  | { kind: 'sub_agent'; agent: unknown; depth: unknown; content: unknown }
+  | { kind: 'other' };
+
+/** Reads back what `RunEventMapper` wrote; `agentId` is the task's agent (the default for `agent`). */
+export function decodeArtifact(taskId: string, agentId: string, a: ArtifactJson): DecodedArtifact {
+  const meta = a.metadata ?? {};
+  const rawDepth = meta[META.depth];
+  const rawAgent = meta[META.agent];
+  const depth = typeof rawDepth === 'number' ? rawDepth : 0;
+  const agent = typeof rawAgent === 'string' ? rawAgent : agentId;
+  const first = a.parts[0];
+  const data =
+    first?.data !== null && typeof first?.data === 'object' ? (first.data as Record<string, unknown>) : undefined;
+  if (meta[META.toolCall] === true && data) {
+    const { tool, ok, args, ...detail } = data;
+    return { kind: 'tool_call', tool, ok, args: args ?? '', detail, depth, agent };
+  }
+  if (meta[META.subAgent] === true && data) {
+    return { kind: 'sub_agent', agent: data.agent, depth: data.depth, content: data.content };
+  }
+  if (meta[META.file] === true) {
+    return {
+      kind: 'file',
+      path: first?.filename ?? a.name ?? '',
+      mediaType: first?.mediaType ?? 'text/plain',
+      bytes: Buffer.from(first?.raw ?? '', 'base64'),
+      depth,
+      agent,
+    };
+  }
+  if (a.artifactId.startsWith(`${taskId}-text-`)) {
+    return { kind: 'response', text: a.parts.map((p) => p.text ?? '').join('') };
+  }
+  return { kind: 'other' };
 }

@@ -16,6 +16,7 @@ import { toSnapshot, type TaskSnapshot } from './task-snapshot.js';
 import type { MessageJson } from '../common/a2a-json.js';
 import { foldArtifacts, type StoredTaskEvent, type TaskEventBody } from './task-events.js';
 import { isSettled, isTerminal } from './task-state.js';
+import { abortable } from '../common/abortable.js';
 
 export interface SendInput {
   tenantId: string;
@@ -312,24 +313,4 @@ export class TaskService {
     const events = await this.events.artifactEvents([{ taskId: row.taskId, uptoSeq: row.lastSeq }]);
     return toSnapshot(row, foldArtifacts(row.artifacts, events.get(row.taskId) ?? []));
   }
-}
-
-/** `work`, or the signal's reason once it aborts. */
-function abortable<T>(work: Promise<T>, signal?: AbortSignal): Promise<T> {
-  if (!signal) return work;
-  signal.throwIfAborted();
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (err: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(err instanceof Error ? err : new Error(String(err)));
-      },
-    );
-  });
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { decodeArtifact } from '../../src/native-api/native-events.js';
 import {
-  decodeArtifact,
   messageText,
   RunEventMapper,
   storable,
