@@ -1,12 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { decodeArtifact } from '../../src/native-api/native-events.js';
-import {
-  messageText,
-  RunEventMapper,
-  storable,
-  turnsIn,
-} from '../../src/tasks/runs/run-event-mapper.js';
+import { messageText, RunEventMapper, storable, turnsIn } from '../../src/tasks/runs/run-event-mapper.js';
 import type { ArtifactJson } from '../../src/common/a2a-json.js';
 import type { TaskEventBody } from '../../src/tasks/task-events.js';
 
