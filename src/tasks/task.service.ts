@@ -27,14 +27,6 @@ export interface SendInput {
   metadata?: Record<string, unknown>;
 }
 
-/** A conversation turn as the model and the native API see it. */
-export interface ContextTurn {
-  role: 'user' | 'assistant';
-  content: string;
-  requestId: string;
-  at: string;
-}
-
 /** How much of a context's past a new turn replays to the model. */
 const CONTEXT_TASKS = 20;
 const CONTEXT_CHARS = 64 * 1024;
@@ -256,39 +248,25 @@ export class TaskService {
     return this.get(tenantId, taskId);
   }
 
-  /**
-   * The turns of a context with one agent, oldest first: each task's
-   * messages (user messages, and the agent's replies and questions). Failed
-   * or canceled turns keep their user message and have no reply.
-   */
-  async contextTurns(tenantId: string, agentId: string, contextId: string, limit = 100): Promise<ContextTurn[]> {
-    const rows = await this.tasks.contextTasks(tenantId, agentId, contextId, limit);
-    return rows.flatMap((row) =>
-      row.history.map((m) => ({ ...asChat(m), requestId: row.taskId, at: row.updatedAt.toISOString() })),
-    );
+  /** The latest `limit` tasks of a context with one agent, oldest first (its turns). */
+  contextTasks(tenantId: string, agentId: string, contextId: string, limit: number): Promise<TaskSnapshot[]> {
+    return this.tasks.contextTasks(tenantId, agentId, contextId, limit).then((rows) => rows.map((r) => toSnapshot(r)));
   }
 
-  /** Removes a context's turns (a deleted conversation); unfinished ones are canceled first. */
-  async deleteContext(tenantId: string, agentId: string, contextId: string): Promise<void> {
-    for (const row of await this.tasks.contextTasks(tenantId, agentId, contextId, 10_000)) {
-      if (isTerminal(row.state)) continue;
-      await this.cancel(tenantId, row.taskId).catch((err: unknown) => {
-        if (!(err instanceof TaskError)) throw err;
-      });
-    }
-    await this.tasks.deleteContext(tenantId, agentId, contextId);
+  /** Deletes a context's ended tasks with their events (unfinished ones stay: cancel them first). */
+  deleteEndedInContext(tenantId: string, agentId: string, contextId: string): Promise<number> {
+    return this.tasks.deleteContext(tenantId, agentId, contextId);
   }
 
-  /** What the model replays for a new turn in a context: the latest turns, within a size budget. */
+  /** What the model replays for a new turn in a context: the latest turns' messages, within a size budget. */
   private async contextHistory(
     tenantId: string,
     agentId: string,
     contextId: string,
     exceptTaskId: string,
   ): Promise<ChatMessage[]> {
-    const turns = (await this.contextTurns(tenantId, agentId, contextId, CONTEXT_TASKS + 1)).filter(
-      (t) => t.requestId !== exceptTaskId,
-    );
+    const rows = await this.tasks.contextTasks(tenantId, agentId, contextId, CONTEXT_TASKS + 1);
+    const turns = rows.filter((r) => r.taskId !== exceptTaskId).flatMap((r) => r.history.map(asChat));
     const out: ChatMessage[] = [];
     let size = 0;
     for (let i = turns.length - 1; i >= 0; i--) {
@@ -296,7 +274,7 @@ export class TaskService {
       if (!t || !t.content) continue;
       size += t.content.length;
       if (size > CONTEXT_CHARS) break;
-      out.unshift({ role: t.role, content: t.content });
+      out.unshift(t);
     }
     return out;
   }

@@ -8,7 +8,10 @@ import { DEFAULT_PAGE_SIZE, type Page } from '../../common/pagination.dto.js';
 import { ConversationEntity } from '../entities/conversation.entity.js';
 import { MASTER_AGENT_ID } from '../../registry/constitution.js';
 import { AgentCatalog, type ResolvedAgent } from '../../registry/services/agent-catalog.service.js';
+import { messageText } from '../../tasks/runs/run-event-mapper.js';
+import { TaskError } from '../../tasks/task.errors.js';
 import { TaskService } from '../../tasks/task.service.js';
+import { isTerminal } from '../../tasks/task-state.js';
 
 export interface ConversationView {
   id: string;
@@ -16,6 +19,13 @@ export interface ConversationView {
   title: string;
   created_at: string;
   updated_at: string;
+}
+
+export interface ConversationMessage {
+  role: 'user' | 'assistant';
+  content: string;
+  request_id: string;
+  at: string;
 }
 
 const view = (c: ConversationEntity): ConversationView => ({
@@ -83,15 +93,30 @@ export class ConversationService {
   /** Deletes the conversation and its turns (a running turn is canceled first). */
   async delete(tenantId: string, id: string): Promise<void> {
     const row = await this.find(tenantId, id);
-    await this.tasks.deleteContext(tenantId, row.agentId, row.id);
+    for (const turn of await this.tasks.contextTasks(tenantId, row.agentId, row.id, 10_000)) {
+      if (isTerminal(turn.state)) continue;
+      await this.tasks.cancel(tenantId, turn.id).catch((err: unknown) => {
+        // It ended on its own meanwhile.
+        if (!(err instanceof TaskError)) throw err;
+      });
+    }
+    await this.tasks.deleteEndedInContext(tenantId, row.agentId, row.id);
     await this.repo.delete({ tenantId, id: row.id });
   }
 
-  async messages(tenantId: string, id: string) {
+  /** The thread's messages, oldest first: each turn's user message and the agent's replies and questions. */
+  async messages(tenantId: string, id: string): Promise<{ items: ConversationMessage[] }> {
     const row = await this.find(tenantId, id);
-    const turns = await this.tasks.contextTurns(tenantId, row.agentId, row.id, 500);
+    const turns = await this.tasks.contextTasks(tenantId, row.agentId, row.id, 500);
     return {
-      items: turns.map((t) => ({ role: t.role, content: t.content, request_id: t.requestId, at: t.at })),
+      items: turns.flatMap((t) =>
+        t.history.map((m) => ({
+          role: m.role === 'ROLE_AGENT' ? ('assistant' as const) : ('user' as const),
+          content: messageText(m),
+          request_id: t.id,
+          at: t.timestamp,
+        })),
+      ),
     };
   }
 
