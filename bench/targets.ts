@@ -41,7 +41,9 @@ async function freePort(): Promise<number> {
 }
 
 function launch(args: string[], env: Record<string, string>, stdout: 'pipe' | 'ignore'): ChildProcess {
-  const child = spawn(process.execPath, args, {
+  // BENCH_NODE_ARGS go to every server, e.g. `--cpu-prof --cpu-prof-dir=prof` to profile them under load.
+  const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...nodeArgs, ...args], {
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', stdout, 'inherit'],
   });

@@ -76,3 +76,23 @@ export async function writeSse(
     if (!closed) res.end();
   }
 }
+
+/**
+ * Starts `writeSse` and returns at once: the stream outlives the request
+ * handler, so the framework's per-request pipeline (interceptors, the
+ * handler's promise chain) is released while the stream stays open, which
+ * matters with thousands of idle subscribers. `done` runs when the stream ends.
+ */
+export function detachSse(
+  res: Response,
+  frames: AsyncIterable<SseFrame>,
+  opts: Parameters<typeof writeSse>[2],
+  done: () => void,
+): void {
+  writeSse(res, frames, opts)
+    .catch(() => {
+      // writeSse reports its errors in the stream; anything else ends the connection.
+      if (!res.writableEnded) res.destroy();
+    })
+    .finally(done);
+}

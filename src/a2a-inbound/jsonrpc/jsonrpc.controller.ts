@@ -4,7 +4,7 @@ import { CurrentTenant, type TenantPrincipal } from '../../common/auth.decorator
 import { JsonTextBody } from '../../common/body-reader.interceptor.js';
 import { DomainError, requestIdOf } from '../../common/errors.js';
 import { safeError } from '../../common/safe-error.js';
-import { writeSse } from '../../common/sse.js';
+import { detachSse } from '../../common/sse.js';
 import { AppConfig } from '../../config/app-config.js';
 import { AGENT_ID_PATTERN } from '../../registry/constitution.js';
 import { AgentCatalog } from '../../registry/services/agent-catalog.service.js';
@@ -77,6 +77,7 @@ export class JsonRpcController {
     let id: RpcId = null;
     const abort = new AbortController();
     const release = this.streams.hold(t, abort);
+    let detached = false;
     res.on('close', () => abort.abort(new Error('client disconnected')));
     try {
       const envelope = parseEnvelope(typeof req.body === 'string' ? req.body : '');
@@ -98,14 +99,17 @@ export class JsonRpcController {
       if (!agent) throw DomainError.notFound(`agent '${agentId}'`);
       const outcome = await this.binding.invoke(dialect, call, { principal: t, agent, signal: abort.signal });
       if (outcome.kind === 'result') this.reply(res, id, undefined, outcome.result);
-      else await this.stream(req, res, id, dialect, outcome.stream, abort);
+      else {
+        this.stream(req, res, id, dialect, outcome.stream, abort, release);
+        detached = true;
+      }
     } catch (err) {
       if (err instanceof EnvelopeError) this.reply(res, err.id, this.error(err.error, dialect.version, req));
       else if (res.destroyed || res.writableEnded)
         return; // the client went away: nobody to answer
       else if (!res.headersSent) this.reply(res, id, this.error(err, dialect.version, req));
     } finally {
-      release();
+      if (!detached) release();
     }
   }
 
@@ -116,14 +120,16 @@ export class JsonRpcController {
     res.status(405).json({ error: 'use POST for JSON-RPC requests', code: 'method_not_allowed' });
   }
 
-  private async stream(
+  /** Streams the items as SSE frames; returns at once, and calls `done` when the stream ends (see `detachSse`). */
+  private stream(
     req: Request,
     res: Response,
     id: RpcId,
     dialect: WireDialect,
     stream: A2aStream,
     abort: AbortController,
-  ): Promise<void> {
+    done: () => void,
+  ): void {
     async function* frames() {
       for await (const item of stream.items) {
         const frame = dialect.streamItem(item, stream.task);
@@ -132,14 +138,19 @@ export class JsonRpcController {
         yield { id: seq, event: 'message', data: { jsonrpc: '2.0', id, result: frame } };
       }
     }
-    await writeSse(res, frames(), {
-      heartbeatMs: this.config.sseHeartbeatMs,
-      abort,
-      onError: (err) => ({
-        event: 'message',
-        data: { jsonrpc: '2.0', id, error: this.error(err, dialect.version, req) },
-      }),
-    });
+    detachSse(
+      res,
+      frames(),
+      {
+        heartbeatMs: this.config.sseHeartbeatMs,
+        abort,
+        onError: (err) => ({
+          event: 'message',
+          data: { jsonrpc: '2.0', id, error: this.error(err, dialect.version, req) },
+        }),
+      },
+      done,
+    );
   }
 
   private error(err: unknown, dialect: Dialect, req: Request): JsonRpcErrorObject {

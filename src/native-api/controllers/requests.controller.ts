@@ -6,7 +6,7 @@ import { AppConfig } from '../../config/app-config.js';
 import { CurrentTenant, type TenantPrincipal } from '../../common/auth.decorators.js';
 import { CURSOR_FIELDS, decodeCursor, encodeCursor } from '../../common/cursor.js';
 import { PageQueryDto, DEFAULT_PAGE_SIZE } from '../../common/pagination.dto.js';
-import { writeSse } from '../../common/sse.js';
+import { detachSse, type SseFrame } from '../../common/sse.js';
 import { validateAs } from '../../common/validation.js';
 import { TaskService } from '../../tasks/task.service.js';
 import type { TaskSnapshot } from '../../tasks/task-snapshot.js';
@@ -122,18 +122,21 @@ export class RequestsController {
     const since = q.since_seq ?? resume ?? 0;
     const abort = new AbortController();
     const release = this.streams.hold(t, abort);
+    let frames: AsyncIterable<SseFrame>;
     try {
-      const frames =
+      frames =
         q.format === 'log'
           ? await this.tail.openLog(t.tenantId, id, since, abort.signal)
           : await this.tail.open(t.tenantId, id, since, abort.signal);
-      await writeSse(res, frames, {
-        heartbeatMs: this.config.sseHeartbeatMs,
-        abort,
-        onError: (err) => streamError(err, id),
-      });
-    } finally {
+    } catch (err) {
       release();
+      throw err;
     }
+    detachSse(
+      res,
+      frames,
+      { heartbeatMs: this.config.sseHeartbeatMs, abort, onError: (err) => streamError(err, id) },
+      release,
+    );
   }
 }

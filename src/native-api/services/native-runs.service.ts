@@ -4,7 +4,7 @@ import type { Request, Response } from 'express';
 import type { TenantPrincipal } from '../../common/auth.decorators.js';
 import { AppConfig } from '../../config/app-config.js';
 import { DomainError } from '../../common/errors.js';
-import { writeSse } from '../../common/sse.js';
+import { detachSse, type SseFrame } from '../../common/sse.js';
 import { Lifecycle } from '../../health/lifecycle.service.js';
 import type { ResolvedAgent } from '../../registry/services/agent-catalog.service.js';
 import { TaskService } from '../../tasks/task.service.js';
@@ -98,15 +98,18 @@ export class NativeRuns {
     if (run.replayed) res.setHeader('Idempotent-Replayed', 'true');
     const abort = new AbortController();
     const release = this.streams.hold(principal, abort);
+    let frames: AsyncIterable<SseFrame>;
     try {
-      const frames = await this.tail.open(principal.tenantId, run.taskId, 0, abort.signal);
-      await writeSse(res, frames, {
-        heartbeatMs: this.config.sseHeartbeatMs,
-        abort,
-        onError: (err) => streamError(err, run.taskId),
-      });
-    } finally {
+      frames = await this.tail.open(principal.tenantId, run.taskId, 0, abort.signal);
+    } catch (err) {
       release();
+      throw err;
     }
+    detachSse(
+      res,
+      frames,
+      { heartbeatMs: this.config.sseHeartbeatMs, abort, onError: (err) => streamError(err, run.taskId) },
+      release,
+    );
   }
 }
