@@ -3,8 +3,8 @@ import type { AddressInfo } from 'node:net';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { Logger, PinoLogger } from 'nestjs-pino';
-import { AppModule, assignRequestId, loggerParams } from './app.module.js';
+import { AppModule, assignRequestId } from './app.module.js';
+import { NestPino, requestLogger, rootLogger } from './common/logging.js';
 import type { AppConfig } from './config/app-config.js';
 import { Lifecycle } from './health/lifecycle.service.js';
 
@@ -15,28 +15,16 @@ export interface RunningApp {
   close(): Promise<void>;
 }
 
-/**
- * The JSON logger for everything before the application's own: Nest's start-up
- * lines. A failed start is reported once, by the caller (see `main.ts`), so
- * Nest's own report of it is left out.
- */
-class StartupLogger extends Logger {
-  override error(message: unknown, ...params: unknown[]): void {
-    if (params[params.length - 1] === 'ExceptionHandler') return;
-    super.error(message, ...params);
-  }
-}
-
 /** Builds and starts the HTTP server. Used by `main.ts` and by the end-to-end tests alike. */
 export async function startApp(config: AppConfig): Promise<RunningApp> {
-  const params = loggerParams(config);
+  const logger = rootLogger(config.logLevel);
   const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), {
-    logger: new StartupLogger(new PinoLogger(params), params),
+    // A failed start is reported once, by the caller (see `main.ts`): Nest's own report of it is left out.
+    logger: new NestPino(logger, new Set(['ExceptionHandler'])),
     // A failed start is an error for the caller to report, not a process.abort().
     abortOnError: false,
     bodyParser: false,
   });
-  app.useLogger(app.get(Logger));
   app.disable('x-powered-by');
   // No hash of every JSON reply: the routes that revalidate (agent cards) set their own ETag.
   app.set('etag', false);
@@ -55,12 +43,12 @@ export async function startApp(config: AppConfig): Promise<RunningApp> {
     exposedHeaders: ['X-Request-Id', 'ETag', 'WWW-Authenticate'],
     maxAge: 600,
   });
-  // Runs before Nest's own middleware, so even a rejected body gets a request id.
+  // Runs before Nest's own middleware, so even a rejected body gets a request id and a log line.
   app.use(
-    (req: Parameters<typeof assignRequestId>[0], res: Parameters<typeof assignRequestId>[1], next: () => void) => {
-      assignRequestId(req, res);
-      next();
-    },
+    requestLogger(logger, {
+      requestId: assignRequestId,
+      quiet: (req) => (req.url ?? '').startsWith('/v1/health'),
+    }),
   );
   // Slow or withheld requests end: headers within ARBITER_HEADERS_TIMEOUT_MS, the whole request (body
   // included, never the response) within ARBITER_REQUEST_TIMEOUT_MS; idle keep-alive connections too. Node checks

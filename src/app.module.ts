@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { APP_FILTER, APP_INTERCEPTOR } from '@nestjs/core';
-import { LoggerModule, type Params } from 'nestjs-pino';
 import type { AppConfig } from './config/app-config.js';
 import { ConfigModule } from './config/config.module.js';
 import { HttpExceptionFilter } from './common/http-exception.filter.js';
@@ -29,31 +28,6 @@ export function assignRequestId(req: IncomingMessage & { id?: unknown }, res: Se
   return id;
 }
 
-/** The JSON logger's settings: request lines with ids, secrets redacted, query strings and health checks left out. */
-export function loggerParams(config: Pick<AppConfig, 'logLevel'>): Params {
-  return {
-    pinoHttp: {
-      level: config.logLevel,
-      genReqId: assignRequestId,
-      customAttributeKeys: { reqId: 'request_id' },
-      redact: {
-        paths: ['req.headers.authorization', 'req.headers.cookie', 'req.query.access_token'],
-        censor: '[redacted]',
-      },
-      serializers: {
-        req: (req: { id: unknown; method: string; url: string; remoteAddress?: string }) => ({
-          id: req.id,
-          method: req.method,
-          url: req.url.split('?')[0],
-          remoteAddress: req.remoteAddress,
-        }),
-        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-      },
-      autoLogging: { ignore: (req) => (req.url ?? '').startsWith('/v1/health') },
-    },
-  };
-}
-
 @Module({})
 export class AppModule {
   static forRoot(config: AppConfig): DynamicModule {
@@ -61,7 +35,6 @@ export class AppModule {
       module: AppModule,
       imports: [
         ConfigModule.forRoot(config),
-        LoggerModule.forRoot(loggerParams(config)),
         DatabaseModule.forRoot(ENTITIES),
         HealthModule,
         TenantsModule,

@@ -83,8 +83,27 @@ describe('the server process (npm start)', () => {
       ['index', 'kept', 'ok'],
     );
 
+    // A JSON-RPC call's line says who called which agent, the A2A method and dialect, the task, the error code.
+    const rpc = (body: unknown) =>
+      fetch(`${first.url}/v1/a2a/agents/kept`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${created.body.token.token}`,
+          'content-type': 'application/json',
+          'a2a-version': '1.0',
+        },
+        body: JSON.stringify(body),
+      }).then((r) => r.json() as Promise<{ result?: { task: { id: string } } }>);
+    const sent = await rpc({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'SendMessage',
+      params: { message: { messageId: 'm-log', role: 'ROLE_USER', parts: [{ text: 'hi' }] } },
+    });
+    await rpc({ jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: 'no-such-task' } });
+
     // JSON logs, each request line carrying its request id; no token anywhere.
-    for (let i = 0; i < 50 && (first.stdout().match(/request completed/g) ?? []).length < 4; i++) await sleep(50);
+    for (let i = 0; i < 50 && (first.stdout().match(/request completed/g) ?? []).length < 6; i++) await sleep(50);
     const lines = first
       .stdout()
       .split('\n')
@@ -93,6 +112,35 @@ describe('the server process (npm start)', () => {
     assert.ok(requestLines.length >= 3);
     assert.ok(requestLines.every((l) => typeof (l.req as { id?: string }).id === 'string'));
     assert.ok(!lines.join('\n').includes(created.body.token.token));
+    const a2aLines = requestLines.filter((l) => l.a2a_method);
+    assert.deepEqual(
+      a2aLines.map(({ tenant_id, agent_id, a2a_method, dialect, task_id, rpc_error }) => ({
+        tenant_id,
+        agent_id,
+        a2a_method,
+        dialect,
+        task_id,
+        rpc_error,
+      })),
+      [
+        {
+          tenant_id: created.body.tenant.id,
+          agent_id: 'kept',
+          a2a_method: 'SendMessage',
+          dialect: '1.0',
+          task_id: sent.result?.task.id,
+          rpc_error: undefined,
+        },
+        {
+          tenant_id: created.body.tenant.id,
+          agent_id: 'kept',
+          a2a_method: 'GetTask',
+          dialect: '1.0',
+          task_id: undefined,
+          rpc_error: -32001,
+        },
+      ],
+    );
 
     assert.equal(await first.stop('SIGTERM'), 0);
 

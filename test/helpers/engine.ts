@@ -3,9 +3,9 @@ import { rmSync } from 'node:fs';
 import type { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { getDataSourceToken } from '@nestjs/typeorm';
-import { Logger } from 'nestjs-pino';
 import type { DataSource } from 'typeorm';
 import { AppModule } from '../../src/app.module.js';
+import { NestPino, rootLogger } from '../../src/common/logging.js';
 import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
 import { freshDatabase, type TestDatabase } from './database.js';
 import { tempHome, withLoopbackProviders } from './server.js';
@@ -36,7 +36,7 @@ export async function startEngine(env: Record<string, string> = {}): Promise<Tes
     }),
   );
   const app = await NestFactory.createApplicationContext(AppModule.forRoot(config), { bufferLogs: true });
-  app.useLogger(app.get(Logger));
+  app.useLogger(new NestPino(rootLogger(config.logLevel)));
   const ds = app.get<DataSource>(getDataSourceToken());
   return {
     app,

@@ -4,6 +4,7 @@ import { CurrentTenant, type TenantPrincipal } from '../../common/auth.decorator
 import { JsonTextBody } from '../../common/body-reader.interceptor.js';
 import { DomainError, requestIdOf } from '../../common/errors.js';
 import { safeError } from '../../common/safe-error.js';
+import { requestLog } from '../../common/logging.js';
 import { detachSse } from '../../common/sse.js';
 import { AppConfig } from '../../config/app-config.js';
 import { AGENT_ID_PATTERN } from '../../registry/constitution.js';
@@ -75,6 +76,9 @@ export class JsonRpcController {
     }
     let dialect: WireDialect = negotiated === '1.0' ? V1 : V03;
     let id: RpcId = null;
+    const line = requestLog(res);
+    line.tenant_id = t.tenantId;
+    line.agent_id = agentId;
     const abort = new AbortController();
     const release = this.streams.hold(t, abort);
     let detached = false;
@@ -93,13 +97,18 @@ export class JsonRpcController {
         );
       }
       dialect = methodDialect;
+      line.a2a_method = envelope.method;
+      line.dialect = dialect.version;
       checkParamsJson(envelope.params);
       const call = dialect.parse(dialect.methods[envelope.method], envelope.params);
       const agent = await this.catalog.resolve(t.tenantId, agentId);
       if (!agent) throw DomainError.notFound(`agent '${agentId}'`);
       const outcome = await this.binding.invoke(dialect, call, { principal: t, agent, signal: abort.signal });
-      if (outcome.kind === 'result') this.reply(res, id, undefined, outcome.result);
-      else {
+      if (outcome.kind === 'result') {
+        line.task_id = taskIdOf(outcome.result);
+        this.reply(res, id, undefined, outcome.result);
+      } else {
+        line.task_id = outcome.stream.task.id;
         this.stream(req, res, id, dialect, outcome.stream, abort, release);
         detached = true;
       }
@@ -161,6 +170,15 @@ export class JsonRpcController {
 
   private reply(res: Response, id: RpcId, error?: JsonRpcErrorObject, result?: unknown): void {
     if (res.headersSent || res.writableEnded) return;
+    if (error) requestLog(res).rpc_error = error.code;
     res.status(200).json(error ? { jsonrpc: '2.0', id, error } : { jsonrpc: '2.0', id, result: result ?? null });
   }
+}
+
+/** The task a result is about, for the request log: a task (v0.3), `{ task }` (1.0), or a message with its taskId. */
+function taskIdOf(result: unknown): string | undefined {
+  if (typeof result !== 'object' || result === null) return undefined;
+  const r = result as { id?: unknown; kind?: unknown; taskId?: unknown; task?: { id?: unknown } };
+  const id = r.task?.id ?? r.taskId ?? (r.kind === 'task' || 'contextId' in r ? r.id : undefined);
+  return typeof id === 'string' ? id : undefined;
 }
