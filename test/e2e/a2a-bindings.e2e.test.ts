@@ -34,7 +34,11 @@ async function outcome<T>(p: Promise<T>): Promise<T | ErrorOutcome> {
     return await p;
   } catch (err) {
     const e = err as { reason?: string; envelopeCode?: number; statusCode?: number; message: string };
-    return { error: e.reason ?? `not an A2A error: ${String(err)}`, code: e.envelopeCode ?? e.statusCode, message: e.message };
+    return {
+      error: e.reason ?? `not an A2A error: ${String(err)}`,
+      code: e.envelopeCode ?? e.statusCode,
+      message: e.message,
+    };
   }
 }
 
@@ -46,7 +50,10 @@ const answer = (t: Task): string =>
     .join('');
 
 /** A stream as its shape: `task:STATE`, `artifact`, `status:STATE`, in order (consecutive artifacts folded). */
-async function shape(stream: AsyncIterable<StreamResponse>, onFirst?: (e: StreamResponse) => unknown): Promise<string[]> {
+async function shape(
+  stream: AsyncIterable<StreamResponse>,
+  onFirst?: (e: StreamResponse) => unknown,
+): Promise<string[]> {
   const out: string[] = [];
   for await (const e of stream) {
     const p = e.payload;
@@ -68,7 +75,8 @@ const asTask = (r: unknown): Task => {
 };
 
 /** A task that stays working until canceled (the echo model's `hold`). */
-const held = async (c: Client): Promise<Task> => asTask(await c.sendMessage(textMessage('hold', { returnImmediately: true })));
+const held = async (c: Client): Promise<Task> =>
+  asTask(await c.sendMessage(textMessage('hold', { returnImmediately: true })));
 
 interface Scenario {
   name: string;
@@ -177,7 +185,9 @@ const SCENARIOS: Scenario[] = [
       const missing = randomUUID();
       const theirs = (await outcome(b.stranger.getTask(GetTaskRequest.fromJSON({ id: mine.id })))) as ErrorOutcome;
       const none = (await outcome(b.stranger.getTask(GetTaskRequest.fromJSON({ id: missing })))) as ErrorOutcome;
-      const cancel = (await outcome(b.stranger.cancelTask(CancelTaskRequest.fromJSON({ id: mine.id })))) as ErrorOutcome;
+      const cancel = (await outcome(
+        b.stranger.cancelTask(CancelTaskRequest.fromJSON({ id: mine.id })),
+      )) as ErrorOutcome;
       assert.equal(theirs.message.replace(mine.id, 'ID'), none.message.replace(missing, 'ID'));
       assert.equal(theirs.code, none.code);
       return { get: theirs.error, cancel: cancel.error, missing: none.error };
@@ -276,7 +286,7 @@ describe('§5.1 functional equivalence: one scenario table, both bindings', () =
   }
 
   it('no scenario left a task working', async () => {
-    const client = bindings[0]!.client;
+    const client = bindings[0].client;
     await waitFor(async () => {
       const r = await client.listTasks(ListTasksRequest.fromJSON({ status: 'TASK_STATE_WORKING', pageSize: 10 }));
       return r.tasks.length === 0 ? true : undefined;

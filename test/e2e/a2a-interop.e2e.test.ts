@@ -286,7 +286,9 @@ describe('A2A interop with the official @a2a-js/sdk client', () => {
         -32003,
       );
       // §3.1.11: the card says extendedAgentCard: true, and the extended card answers.
-      const extended = await client.getAgentCard({}).then(() => client.transport.getExtendedAgentCard({ tenant: '' }, v1));
+      const extended = await client
+        .getAgentCard({})
+        .then(() => client.transport.getExtendedAgentCard({ tenant: '' }, v1));
       assert.equal(extended.capabilities?.extendedAgentCard, true);
       assert.ok(extended.skills.some((s) => s.id === 'fetch-url' && /web pages/.test(s.description)));
     });

@@ -131,7 +131,11 @@ describe('HTTP+JSON/REST binding (spec §11)', () => {
 
     it('the push-config routes are routed, and refused as the card says (pushNotifications: false)', async () => {
       const id = randomUUID();
-      assertStatus(await post(`/tasks/${id}/pushNotificationConfigs`, { url: 'https://example.com/h' }), 400, 'PUSH_NOTIFICATION_NOT_SUPPORTED');
+      assertStatus(
+        await post(`/tasks/${id}/pushNotificationConfigs`, { url: 'https://example.com/h' }),
+        400,
+        'PUSH_NOTIFICATION_NOT_SUPPORTED',
+      );
       assertStatus(await get(`/tasks/${id}/pushNotificationConfigs`), 400, 'PUSH_NOTIFICATION_NOT_SUPPORTED');
       assertStatus(await get(`/tasks/${id}/pushNotificationConfigs/c1`), 400, 'PUSH_NOTIFICATION_NOT_SUPPORTED');
       const del = await t.client.request('DELETE', `${base}/tasks/${id}/pushNotificationConfigs/c1`, { headers: V1 });
@@ -143,15 +147,25 @@ describe('HTTP+JSON/REST binding (spec §11)', () => {
     it('A2A-Version as header or query; an unsupported one is 400 VERSION_NOT_SUPPORTED', async () => {
       const sent = await post('/message:send', msg('versions'));
       const id = sent.body.task.id as string;
-      assert.equal((await t.client.get(`${base}/tasks/${id}?A2A-Version=1.0`)).body.status.state, 'TASK_STATE_COMPLETED');
-      for (const res of [await get(`/tasks/${id}`, { 'a2a-version': '2.0' }), await t.client.get(`${base}/tasks/${id}?A2A-Version=0.9`)]) {
+      assert.equal(
+        (await t.client.get(`${base}/tasks/${id}?A2A-Version=1.0`)).body.status.state,
+        'TASK_STATE_COMPLETED',
+      );
+      for (const res of [
+        await get(`/tasks/${id}`, { 'a2a-version': '2.0' }),
+        await t.client.get(`${base}/tasks/${id}?A2A-Version=0.9`),
+      ]) {
         const e = assertStatus(res, 400, 'VERSION_NOT_SUPPORTED');
         assert.equal(e.status, 'FAILED_PRECONDITION');
       }
     });
 
     it('without A2A-Version (0.3, §3.6.2) the answers are in the v0.3 shapes; history_length is read', async () => {
-      const sent = await post('/message:send', { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text: 'paw' }] } }, {});
+      const sent = await post(
+        '/message:send',
+        { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text: 'paw' }] } },
+        {},
+      );
       assert.equal(sent.status, 200, sent.text);
       assert.equal(sent.body.kind, 'task');
       assert.equal(sent.body.status.state, 'completed');
@@ -169,7 +183,9 @@ describe('HTTP+JSON/REST binding (spec §11)', () => {
         jsonrpc: '2.0',
         id: 7,
         method,
-        params: { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text: method }] } },
+        params: {
+          message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text: method }] },
+        },
       });
       const sent = (await (await rpc(server.url, t.token, 'plain', v03('tasks/send'))).json()) as any;
       assert.equal(sent.result.kind, 'task');
@@ -258,7 +274,10 @@ describe('HTTP+JSON/REST binding (spec §11)', () => {
       const before = (await get('/tasks?pageSize=100')).body.totalSize as number;
       await post('/message:send', { message: { role: 'ROLE_USER', parts: [] } });
       await post('/message:send', msg('x', { role: 'ROLE_AGENT' }));
-      await t.client.request('POST', `${base}/message:send`, { raw: '{', headers: { 'content-type': 'application/json', ...V1 } });
+      await t.client.request('POST', `${base}/message:send`, {
+        raw: '{',
+        headers: { 'content-type': 'application/json', ...V1 },
+      });
       assert.equal((await get('/tasks?pageSize=100')).body.totalSize, before);
     });
 
@@ -269,7 +288,12 @@ describe('HTTP+JSON/REST binding (spec §11)', () => {
       const res = await new Promise<number>((resolve, reject) => {
         const u = new URL(server.url);
         const req = request(
-          { host: u.hostname, port: u.port, path: `${base}/tasks/%ZZ`, headers: { authorization: `Bearer ${t.token}`, ...V1 } },
+          {
+            host: u.hostname,
+            port: u.port,
+            path: `${base}/tasks/%ZZ`,
+            headers: { authorization: `Bearer ${t.token}`, ...V1 },
+          },
           (r) => {
             r.resume();
             resolve(r.statusCode ?? 0);
@@ -306,8 +330,16 @@ describe('HTTP+JSON/REST binding (spec §11)', () => {
     it('GET extendedAgentCard, GetExtendedAgentCard and agent/getAuthenticatedExtendedCard give the extended card', async () => {
       const rest = await t.client.get(`${path}/extendedAgentCard`, V1);
       assert.equal(rest.status, 200);
-      const v1 = (await (await rpc(server.url, t.token, 'writer', { jsonrpc: '2.0', id: 1, method: 'GetExtendedAgentCard' }, V1)).json()) as any;
-      const v03 = (await (await rpc(server.url, t.token, 'writer', { jsonrpc: '2.0', id: 1, method: 'agent/getAuthenticatedExtendedCard' })).json()) as any;
+      const v1 = (await (
+        await rpc(server.url, t.token, 'writer', { jsonrpc: '2.0', id: 1, method: 'GetExtendedAgentCard' }, V1)
+      ).json()) as any;
+      const v03 = (await (
+        await rpc(server.url, t.token, 'writer', {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'agent/getAuthenticatedExtendedCard',
+        })
+      ).json()) as any;
       assert.deepEqual(v1.result, rest.body, 'the same card on both bindings');
       assert.equal(v03.result.supportsAuthenticatedExtendedCard, true);
       assert.equal(v03.result.url, `${server.url}${path}`);
@@ -331,7 +363,14 @@ describe('HTTP+JSON/REST binding (spec §11)', () => {
 
     it('an agent without tool grants lists every tool it may use', async () => {
       const card = (await t.client.get('/v1/a2a/agents/plain/extendedAgentCard', V1)).body;
-      assert.deepEqual(card.capabilities.extensions[0].params.tools, ['/agent', '/parallel', '/write', '/mem', '/fetch', '/a2a']);
+      assert.deepEqual(card.capabilities.extensions[0].params.tools, [
+        '/agent',
+        '/parallel',
+        '/write',
+        '/mem',
+        '/fetch',
+        '/a2a',
+      ]);
       assert.equal(card.capabilities.extensions[0].params.modelFamily, 'echo');
     });
 
@@ -339,8 +378,12 @@ describe('HTTP+JSON/REST binding (spec §11)', () => {
       assertStatus(await server.http.get(`${path}/extendedAgentCard`, V1), 401, 'UNAUTHENTICATED');
       for (const method of ['GetExtendedAgentCard', 'agent/getAuthenticatedExtendedCard']) {
         assert.equal((await rpc(server.url, undefined, 'writer', { jsonrpc: '2.0', id: 1, method }, V1)).status, 401);
-        const theirs = (await (await rpc(server.url, other.token, 'writer', { jsonrpc: '2.0', id: 1, method }, V1)).json()) as any;
-        const none = (await (await rpc(server.url, other.token, 'ghost', { jsonrpc: '2.0', id: 1, method }, V1)).json()) as any;
+        const theirs = (await (
+          await rpc(server.url, other.token, 'writer', { jsonrpc: '2.0', id: 1, method }, V1)
+        ).json()) as any;
+        const none = (await (
+          await rpc(server.url, other.token, 'ghost', { jsonrpc: '2.0', id: 1, method }, V1)
+        ).json()) as any;
         assert.equal(theirs.error.code, -32001, method);
         assert.equal(theirs.error.message.replace('writer', 'X'), none.error.message.replace('ghost', 'X'));
       }

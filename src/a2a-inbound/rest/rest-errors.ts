@@ -84,7 +84,7 @@ export function toRestError(err: unknown, onUnexpected?: (err: unknown) => void)
   const c = classify(err);
   if (c) {
     const retryable = c.metadata?.retryable === 'true';
-    const mapped = retryable ? { http: 503, status: 'UNAVAILABLE' } : (BY_REASON[c.reason] ?? BY_REASON.INTERNAL!);
+    const mapped = retryable ? { http: 503, status: 'UNAVAILABLE' } : (BY_REASON[c.reason] ?? BY_REASON.INTERNAL);
     const message = unprefix(c.message);
     const details: Record<string, unknown>[] = [];
     if (c.field) {
@@ -126,7 +126,7 @@ export function toRestError(err: unknown, onUnexpected?: (err: unknown) => void)
     }
   }
   onUnexpected?.(err);
-  const internal = BY_REASON.INTERNAL!;
+  const internal = BY_REASON.INTERNAL;
   return {
     status: 500,
     headers: {},
@@ -135,7 +135,9 @@ export function toRestError(err: unknown, onUnexpected?: (err: unknown) => void)
         code: 500,
         status: internal.status,
         message: 'internal error',
-        details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'INTERNAL', domain: 'a2a-protocol.org' }],
+        details: [
+          { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'INTERNAL', domain: 'a2a-protocol.org' },
+        ],
       },
     },
   };
