@@ -129,6 +129,27 @@ describe('HTTP+JSON/REST binding (spec §11)', () => {
       assertStatus(await post(`/tasks/${id}:cancel`), 400, 'TASK_NOT_CANCELABLE');
     });
 
+    it('revoking the token a REST stream was opened with ends it with an `error` event (UNAUTHENTICATED)', async () => {
+      const extra = (await server.admin.post(`/v1/admin/tenants/${t.id}/tokens`)).body as { id: string; token: string };
+      const holding = await post('/message:send', { ...msg('hold'), configuration: { returnImmediately: true } });
+      const id = holding.body.task.id as string;
+      const sub = fetch(`${server.url}${base}/tasks/${id}:subscribe`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${extra.token}`, ...V1 },
+      }).then(readSse);
+      await new Promise((r) => setTimeout(r, 300));
+      const revoked = await server.admin.delete(`/v1/admin/tenants/${t.id}/tokens/${extra.id}`);
+      assert.ok(revoked.status < 300, revoked.text);
+      const { events } = await sub;
+      const last = events.at(-1)!;
+      assert.equal(last.event, 'error');
+      assert.equal(last.data.error.code, 401);
+      assert.equal(last.data.error.details.at(-1).reason, 'UNAUTHENTICATED');
+      // The task itself goes on for the tenant's other token.
+      assert.equal((await get(`/tasks/${id}`)).body.status.state, 'TASK_STATE_WORKING');
+      assert.equal((await post(`/tasks/${id}:cancel`)).status, 200);
+    });
+
     it('the push-config routes are routed, and refused as the card says (pushNotifications: false)', async () => {
       const id = randomUUID();
       assertStatus(
