@@ -6,12 +6,17 @@ import { AgentCardController } from './controllers/agent-card.controller.js';
 import { A2aRequestHandler } from './handler/a2a-request-handler.js';
 import { JsonRpcBinding } from './jsonrpc/jsonrpc-binding.js';
 import { JsonRpcController } from './jsonrpc/jsonrpc.controller.js';
+import { RestController } from './rest/rest.controller.js';
 import { AgentCardService } from './services/agent-card.service.js';
 
-/** Every agent as an A2A endpoint: cards, and the JSON-RPC binding over one typed request handler. */
+/**
+ * Every agent as an A2A endpoint: cards, and the JSON-RPC and HTTP+JSON
+ * bindings over one typed request handler. The REST controller comes last:
+ * its catch-all under an agent's URL must not shadow the card routes.
+ */
 @Module({
   imports: [TasksModule, RegistryModule, TenantsModule],
-  controllers: [AgentCardController, JsonRpcController],
+  controllers: [AgentCardController, JsonRpcController, RestController],
   providers: [A2aRequestHandler, JsonRpcBinding, AgentCardService],
 })
 export class A2aInboundModule {}

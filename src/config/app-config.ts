@@ -59,6 +59,7 @@ export const CONFIG_ENV = {
   a2aCardTtlMs: 'ARBITER_A2A_CARD_TTL_MS',
   a2aTimeoutMs: 'ARBITER_A2A_TIMEOUT_MS',
   a2aCardTimeoutMs: 'ARBITER_A2A_CARD_TIMEOUT_MS',
+  extendedCardModel: 'ARBITER_EXTENDED_CARD_MODEL',
 } as const satisfies Record<string, string>;
 
 export type ConfigKey = keyof typeof CONFIG_ENV;
@@ -168,6 +169,11 @@ export class AppConfig {
   @Transform(toBool)
   @IsBoolean({ message: 'must be true or false' })
   trustProxy = false;
+
+  /** Whether an agent's extended card (§13.3) names its model family (e.g. `anthropic/claude`). Off by default. */
+  @Transform(toBool)
+  @IsBoolean({ message: 'must be true or false' })
+  extendedCardModel = false;
 
   @Transform(toInt)
   @IsInt({ message: 'must be an integer between 1 and 64' })

@@ -18,3 +18,13 @@ export const TOOL_SKILL_IDS: Record<ToolName, string> = {
   '/fetch': 'fetch-url',
   '/a2a': 'remote-a2a',
 };
+
+/** What each tool does, as agent cards describe it (the model's own usage lines live with the turn loop). */
+export const TOOL_DESCRIPTIONS: Record<ToolName, string> = {
+  '/agent': "Delegates a task to another of the tenant's agents and uses its reply",
+  '/parallel': 'Runs several tool commands at the same time',
+  '/write': 'Produces files for the caller, returned as artifacts',
+  '/mem': "Reads and writes the tenant's shared memory (add, get, list, search, delete)",
+  '/fetch': 'Reads public web pages as text (private addresses are refused)',
+  '/a2a': 'Calls remote A2A agents the operator registered',
+};

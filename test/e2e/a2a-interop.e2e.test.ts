@@ -75,6 +75,7 @@ describe('A2A interop with the official @a2a-js/sdk client', () => {
         [
           [`${server.url}/v1/a2a/agents/echoer`, 'JSONRPC', '1.0'],
           [`${server.url}/v1/a2a/agents/echoer`, 'JSONRPC', '0.3'],
+          [`${server.url}/v1/a2a/agents/echoer`, 'HTTP+JSON', '1.0'],
         ],
       );
       assert.ok(card.securitySchemes.bearer?.scheme?.$case === 'httpAuthSecurityScheme');
@@ -284,10 +285,12 @@ describe('A2A interop with the official @a2a-js/sdk client', () => {
         ),
         -32003,
       );
-      await rejectsWith(
-        client.getAgentCard({}).then(() => client.transport.getExtendedAgentCard({ tenant: '' }, v1)),
-        -32004,
-      );
+      // §3.1.11: the card says extendedAgentCard: true, and the extended card answers.
+      const extended = await client
+        .getAgentCard({})
+        .then(() => client.transport.getExtendedAgentCard({ tenant: '' }, v1));
+      assert.equal(extended.capabilities?.extendedAgentCard, true);
+      assert.ok(extended.skills.some((s) => s.id === 'fetch-url' && /web pages/.test(s.description)));
     });
 
     it("another tenant's task answers exactly like an unknown one, on every method", async () => {

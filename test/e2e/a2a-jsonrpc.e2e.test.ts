@@ -220,7 +220,7 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
       assert.equal((await call(send('SendMessage', 'x'), V1, 'nobody')).error?.code, -32001);
     });
 
-    it('-32003 push configs, -32004 extended card (both dialects)', async () => {
+    it('-32003 push configs (both dialects)', async () => {
       for (const method of [
         'CreateTaskPushNotificationConfig',
         'GetTaskPushNotificationConfig',
@@ -232,9 +232,6 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
         'tasks/pushNotificationConfig/delete',
       ]) {
         assert.equal((await call({ jsonrpc: '2.0', id: 1, method, params: { id: 'x' } })).error?.code, -32003, method);
-      }
-      for (const method of ['GetExtendedAgentCard', 'agent/getAuthenticatedExtendedCard']) {
-        assert.equal((await call({ jsonrpc: '2.0', id: 1, method })).error?.code, -32004, method);
       }
       const withPush = send('SendMessage', 'x');
       (withPush.params as any).configuration = { taskPushNotificationConfig: { url: 'https://example.com' } };
@@ -543,7 +540,9 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
       assert.equal(res.body.protocolVersion, '0.3.0');
       assert.equal(res.body.preferredTransport, 'JSONRPC');
       assert.deepEqual(res.body.security, [{ bearer: [] }]);
-      assert.equal(res.body.supportedInterfaces.length, 2);
+      assert.equal(res.body.supportedInterfaces.length, 3);
+      assert.deepEqual(res.body.additionalInterfaces, [{ url: `${url}/v1/a2a/agents/helper`, transport: 'JSONRPC' }]);
+      assert.equal(res.body.supportsAuthenticatedExtendedCard, true);
       assert.notEqual(
         res.headers.get('etag'),
         (await t.client.get('/v1/a2a/agents/helper/agent-card.json', V1)).headers.get('etag'),

@@ -5,6 +5,7 @@ import {
   ClientFactoryOptions,
   DefaultAgentCardResolver,
   JsonRpcTransportFactory,
+  RestTransportFactory,
 } from '@a2a-js/sdk/client';
 import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
 import { randomUUID } from 'node:crypto';
@@ -28,6 +29,18 @@ export async function v1Client(baseUrl: string, token: string, agentId = 'index'
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
       transports: [new JsonRpcTransportFactory({ fetchImpl: authFetch(token) })],
       cardResolver: new DefaultAgentCardResolver({ fetchImpl: authFetch(token) }),
+    }),
+  );
+  return factory.createFromUrl(cardUrl(baseUrl, agentId), '');
+}
+
+/** The official v1.0 client over the HTTP+JSON binding (spec §11): the factory picks the card's `HTTP+JSON` interface. */
+export async function restClient(baseUrl: string, token: string, agentId = 'index'): Promise<Client> {
+  const factory = new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      transports: [new RestTransportFactory({ fetchImpl: authFetch(token) })],
+      cardResolver: new DefaultAgentCardResolver({ fetchImpl: authFetch(token) }),
+      preferredTransports: ['HTTP+JSON'],
     }),
   );
   return factory.createFromUrl(cardUrl(baseUrl, agentId), '');

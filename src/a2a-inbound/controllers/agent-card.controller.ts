@@ -32,7 +32,7 @@ export class AgentCardController {
   @Public()
   @Get('.well-known/agent-card.json')
   wellKnown(@Req() req: Request, @Res() res: Response): void {
-    send(req, res, this.cards.wellKnown(req), 'public, max-age=300');
+    send(req, res, this.cards.wellKnown(this.cards.baseUrl(req)), 'public, max-age=300');
   }
 
   /**
@@ -63,7 +63,8 @@ export class AgentCardController {
       );
     }
     const explicit = Boolean(req.headers['a2a-version'] ?? req.query['A2A-Version']);
-    const card = version === '1.0' && explicit ? this.cards.v1Card(agent, req) : this.cards.compatCard(agent, req);
+    const base = this.cards.baseUrl(req);
+    const card = version === '1.0' && explicit ? this.cards.v1Card(agent, base) : this.cards.compatCard(agent, base);
     send(req, res, card, 'private, max-age=60');
   }
 }

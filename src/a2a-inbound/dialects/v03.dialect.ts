@@ -110,6 +110,9 @@ export class V03Dialect implements WireDialect {
   readonly methods: Readonly<Record<string, Operation>> = {
     'message/send': 'send',
     'message/stream': 'stream',
+    // The v0.3-era aliases the Vibes adapter serves (seed 004) and PocketPaw-style clients send.
+    'tasks/send': 'send',
+    'tasks/sendSubscribe': 'stream',
     'tasks/get': 'get',
     'tasks/list': 'list',
     'tasks/cancel': 'cancel',

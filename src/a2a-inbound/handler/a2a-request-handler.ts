@@ -10,15 +10,18 @@ import { TaskService } from '../../tasks/task.service.js';
 import type { HeldRun } from '../../tasks/runs/run-registry.js';
 import type { TaskSnapshot } from '../../tasks/task-snapshot.js';
 import { isSettled, isTerminal } from '../../tasks/task-state.js';
-import { A2aError } from '../a2a-errors.js';
+import { A2aError, type Dialect } from '../a2a-errors.js';
 import type { GetParams, IdParams, ListParams, ListResult, SendParams, StreamItem } from '../dialects/dialect.js';
 import { checkParts } from '../dialects/message-input.js';
+import { AgentCardService } from '../services/agent-card.service.js';
 
 /** Who calls, on which agent; `signal` aborts when the client goes away (it stops streams, never the task). */
 export interface CallContext {
   principal: TenantPrincipal;
   agent: ResolvedAgent;
   signal: AbortSignal;
+  /** The public base URL the request came in on (`AgentCardService.baseUrl`), for cards; else the configured one. */
+  baseUrl?: string;
 }
 
 /** A stream's task and its items (the task first, then events from its log). */
@@ -39,6 +42,7 @@ export class A2aRequestHandler {
     private readonly log: EventLog,
     private readonly config: AppConfig,
     private readonly lifecycle: Lifecycle,
+    private readonly cards: AgentCardService,
   ) {}
 
   /** §3.1.1: runs the message; blocking (the default) returns the task once it is terminal or interrupted. */
@@ -127,12 +131,17 @@ export class A2aRequestHandler {
     );
   }
 
-  /** §3.1.11: this agent's card says `extendedAgentCard: false`. */
-  getExtendedAgentCard(): never {
-    throw new A2aError(
-      'unsupported_operation',
-      'this agent has no authenticated extended card (its card says extendedAgentCard: false)',
-    );
+  /**
+   * §3.1.11, §13.3: the extended card of the URL's agent, for the caller
+   * the guard authenticated (an unauthenticated request never gets here:
+   * 401). The agent was resolved for the caller's tenant, so another
+   * tenant's agent is "not found" before this runs.
+   */
+  getExtendedAgentCard(ctx: CallContext, dialect: Dialect): Record<string, unknown> {
+    const base = ctx.baseUrl ?? this.cards.configuredBaseUrl();
+    return dialect === '1.0'
+      ? this.cards.v1ExtendedCard(ctx.agent, base)
+      : this.cards.compatExtendedCard(ctx.agent, base);
   }
 
   /** Creates the task, or continues the one the message names. */

@@ -6,9 +6,10 @@ import { A2aRequestHandler, type A2aStream, type CallContext } from '../handler/
 export type Invocation = { kind: 'result'; result: unknown } | { kind: 'stream'; stream: A2aStream };
 
 /**
- * The JSON-RPC binding (spec §9): one method call → the typed request
- * handler → the dialect's rendering. Both dialects' method names land here
- * as the same operations; only the dialect's parsing and rendering differ.
+ * One parsed call → the typed request handler → the dialect's rendering.
+ * Both bindings (JSON-RPC, spec §9, and HTTP+JSON, §11) and both dialects'
+ * method names land here as the same operations; only the parsing of the
+ * envelope and the writing of the reply differ per binding.
  */
 @Injectable()
 export class JsonRpcBinding {
@@ -38,7 +39,7 @@ export class JsonRpcBinding {
       case 'push_delete':
         return h.pushNotificationConfig();
       case 'extended_card':
-        return h.getExtendedAgentCard();
+        return result(h.getExtendedAgentCard(ctx, dialect.version));
       default: {
         const unreachable: never = call;
         return unreachable;

@@ -9,8 +9,12 @@ export interface JsonRpcErrorObject {
   data?: unknown;
 }
 
-/** An error as the JSON-RPC binding reports it: the number and `ErrorInfo` reason (spec §5.4, §9.5). */
-interface Classified {
+/**
+ * An error as the A2A bindings report it: the JSON-RPC number and the
+ * `ErrorInfo` reason (spec §5.4, §9.5); the HTTP+JSON binding maps the
+ * reason to its status (§11.6, see `rest-errors.ts`).
+ */
+export interface Classified {
   code: number;
   reason: string;
   message: string;
@@ -37,8 +41,8 @@ const retryable = (message: string, metadata: Record<string, string>): Classifie
   metadata: { retryable: 'true', ...metadata },
 });
 
-/** What an error means on this binding; undefined for an unexpected one (a bug: log it, answer -32603). */
-function classify(err: unknown): Classified | undefined {
+/** What an error means to A2A; undefined for one the bindings do not expect (a bug: log it, answer -32603 / 500). */
+export function classify(err: unknown): Classified | undefined {
   if (err instanceof A2aError) {
     return { ...BY_KIND[err.reason], message: err.message, field: err.field, metadata: err.metadata };
   }

@@ -15,6 +15,7 @@ import type { WireDialect } from '../dialects/dialect.js';
 import { V03Dialect } from '../dialects/v03.dialect.js';
 import { V1Dialect } from '../dialects/v1.dialect.js';
 import type { A2aStream } from '../handler/a2a-request-handler.js';
+import { AgentCardService } from '../services/agent-card.service.js';
 import { negotiateVersion } from '../version.js';
 import { checkParamsJson, EnvelopeError, parseEnvelope, type RpcId } from './envelope.js';
 import { JsonRpcBinding } from './jsonrpc-binding.js';
@@ -50,6 +51,7 @@ export class JsonRpcController {
     private readonly catalog: AgentCatalog,
     private readonly streams: OpenStreams,
     private readonly config: AppConfig,
+    private readonly cards: AgentCardService,
   ) {}
 
   @Post(':id')
@@ -103,7 +105,12 @@ export class JsonRpcController {
       const call = dialect.parse(dialect.methods[envelope.method], envelope.params);
       const agent = await this.catalog.resolve(t.tenantId, agentId);
       if (!agent) throw DomainError.notFound(`agent '${agentId}'`);
-      const outcome = await this.binding.invoke(dialect, call, { principal: t, agent, signal: abort.signal });
+      const outcome = await this.binding.invoke(dialect, call, {
+        principal: t,
+        agent,
+        signal: abort.signal,
+        baseUrl: this.cards.baseUrl(req),
+      });
       if (outcome.kind === 'result') {
         line.task_id = taskIdOf(outcome.result);
         this.reply(res, id, undefined, outcome.result);

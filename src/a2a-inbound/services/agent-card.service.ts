@@ -5,7 +5,8 @@ import type { Request } from 'express';
 import { AppConfig } from '../../config/app-config.js';
 import { descriptiveSkills, toolGrants, type Constitution } from '../../registry/constitution.js';
 import type { ResolvedAgent } from '../../registry/services/agent-catalog.service.js';
-import { TOOL_SKILL_IDS, type ToolName } from '../../registry/tools.js';
+import { routeModel } from '../../config/model-routes.js';
+import { KNOWN_TOOLS, TOOL_DESCRIPTIONS, TOOL_SKILL_IDS, isKnownTool, type ToolName } from '../../registry/tools.js';
 import { INPUT_MODES, OUTPUT_MODES } from '../dialects/message-input.js';
 
 type Json = Record<string, unknown>;
@@ -27,6 +28,59 @@ function describe(c: Constitution, id: string): string {
   return parts.length ? parts.join(' — ') : `Arbiter agent '${id}'`;
 }
 
+/** The extension of the extended card that carries the agent's profile. */
+export const AGENT_PROFILE_EXTENSION = 'urn:arbiter:agent-profile:v1';
+
+function chatSkill(agent: ResolvedAgent): Json {
+  const c = agent.constitution;
+  return { id: 'chat', name: 'chat', description: `Talk to ${c.name}: ${describe(c, agent.id)}`, tags: ['chat'] };
+}
+
+function descriptive(c: Constitution): Json[] {
+  return descriptiveSkills(c).map((skill) => ({ id: slug(skill), name: skill, description: skill, tags: ['skill'] }));
+}
+
+/** The public card: chat, the tools granted by name, the descriptive skills. */
+function publicSkills(agent: ResolvedAgent): Json[] {
+  const tools = toolGrants(agent.constitution).map((tool) => ({
+    id: TOOL_SKILL_IDS[tool as ToolName] ?? slug(tool),
+    name: tool,
+    description: `Can use the ${tool} tool`,
+    tags: ['tool'],
+  }));
+  return [chatSkill(agent), ...tools, ...descriptive(agent.constitution)];
+}
+
+/** The tools the agent may use: its grants, or every tool when it names none (see `capabilities`). */
+function effectiveTools(c: Constitution): ToolName[] {
+  const grants = toolGrants(c).filter(isKnownTool);
+  return grants.length ? grants : [...KNOWN_TOOLS];
+}
+
+/** The extended card: chat, every tool it may use with what the tool does, the descriptive skills. */
+function extendedSkills(agent: ResolvedAgent): Json[] {
+  const tools = effectiveTools(agent.constitution).map((tool) => ({
+    id: TOOL_SKILL_IDS[tool],
+    name: tool,
+    description: TOOL_DESCRIPTIONS[tool],
+    tags: ['tool'],
+  }));
+  return [chatSkill(agent), ...tools, ...descriptive(agent.constitution)];
+}
+
+/**
+ * A model id's family: the provider and the first word of the model name
+ * (`anthropic/claude-sonnet-4-5` → `anthropic/claude`, `gpt-4o` →
+ * `openai/gpt`), never a full model id or anything of the provider's setup.
+ */
+export function modelFamily(id: string): string | undefined {
+  const route = routeModel(id);
+  if (!route) return undefined;
+  if (route.kind === 'echo') return 'echo';
+  const first = /^[A-Za-z]+\d*/.exec(route.model.split(/[-_:/.@+]/)[0] ?? '')?.[0];
+  return first ? `${route.provider}/${first.toLowerCase()}` : route.provider;
+}
+
 /**
  * Agent cards derived from constitutions (seed 000's table): a v1.0
  * AgentCard (spec §4.4) and, for clients that send no `A2A-Version`, the
@@ -44,43 +98,80 @@ export class AgentCardService {
     return `${req.protocol}://${safeHost}`;
   }
 
-  endpointUrl(req: Request, agentId: string): string {
-    return `${this.baseUrl(req)}/v1/a2a/agents/${encodeURIComponent(agentId)}`;
+  /** The base URL when there is no request to read it from: configured, else the listening address. */
+  configuredBaseUrl(): string {
+    return (this.config.publicBaseUrl ?? `http://${this.config.bind}:${this.config.port}`).replace(/\/+$/, '');
   }
 
-  /** The v1.0 card, ProtoJSON through the SDK's generated codec. */
-  v1Card(agent: ResolvedAgent, req: Request): Json {
+  endpointUrl(base: string, agentId: string): string {
+    return `${base}/v1/a2a/agents/${encodeURIComponent(agentId)}`;
+  }
+
+  /**
+   * The v1.0 card, ProtoJSON through the SDK's generated codec. `base` is
+   * the public base URL (`baseUrl(req)`). Both bindings are listed (§5.2):
+   * JSON-RPC (1.0 and the v0.3 dialect) and HTTP+JSON (1.0) at the same URL.
+   */
+  v1Card(agent: ResolvedAgent, base: string): Json {
+    return AgentCard.toJSON(AgentCard.fromJSON(this.v1Json(agent, base, publicSkills(agent)))) as Json;
+  }
+
+  /** The v1.0 card plus v0.3's `url`, `protocolVersion`, `preferredTransport` and security shapes. */
+  compatCard(agent: ResolvedAgent, base: string): Json {
+    return this.withV03Fields(this.v1Card(agent, base), agent, base);
+  }
+
+  /**
+   * §3.1.11, §13.3: the authenticated extended card — the public card plus
+   * every tool the agent may use as a skill (with what it does and how it is
+   * called), and an `urn:arbiter:agent-profile:v1` extension carrying the
+   * agent's role, goal, rules and tools, and its model family when the
+   * operator allows (`ARBITER_EXTENDED_CARD_MODEL`). No secrets: nothing here
+   * is more than the tenant can read with `GET /v1/agents/:id`, and less
+   * (no personality, no token budget, never a provider key or base URL).
+   */
+  v1ExtendedCard(agent: ResolvedAgent, base: string): Json {
+    const json = this.v1Json(agent, base, extendedSkills(agent));
     const c = agent.constitution;
-    const url = this.endpointUrl(req, agent.id);
-    const skills: Json[] = [
+    const profile: Json = {
+      role: c.role,
+      goal: c.goal,
+      rules: c.rules,
+      tools: effectiveTools(c),
+      mode: c.mode,
+    };
+    const family = this.config.extendedCardModel ? modelFamily(c.model ?? this.config.defaultModel) : undefined;
+    if (family) profile.modelFamily = family;
+    (json.capabilities as Json).extensions = [
       {
-        id: 'chat',
-        name: 'chat',
-        description: `Talk to ${c.name}: ${describe(c, agent.id)}`,
-        tags: ['chat'],
+        uri: AGENT_PROFILE_EXTENSION,
+        description: "The agent's profile: role, goal, rules and the tools it may use",
+        required: false,
+        params: profile,
       },
     ];
-    for (const tool of toolGrants(c)) {
-      skills.push({
-        id: TOOL_SKILL_IDS[tool as ToolName] ?? slug(tool),
-        name: tool,
-        description: `Can use the ${tool} tool`,
-        tags: ['tool'],
-      });
-    }
-    for (const skill of descriptiveSkills(c)) {
-      skills.push({ id: slug(skill), name: skill, description: skill, tags: ['skill'] });
-    }
-    const card: Json = {
+    return AgentCard.toJSON(AgentCard.fromJSON(json)) as Json;
+  }
+
+  /** The extended card as a v0.3 client reads it (`agent/getAuthenticatedExtendedCard`). */
+  compatExtendedCard(agent: ResolvedAgent, base: string): Json {
+    return this.withV03Fields(this.v1ExtendedCard(agent, base), agent, base);
+  }
+
+  private v1Json(agent: ResolvedAgent, base: string, skills: Json[]): Json {
+    const c = agent.constitution;
+    const url = this.endpointUrl(base, agent.id);
+    return {
       name: c.name || agent.id,
       description: describe(c, agent.id),
       supportedInterfaces: [
         { url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
         { url, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
+        { url, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
       ],
-      provider: { organization: 'Arbiter', url: this.baseUrl(req) },
+      provider: { organization: 'Arbiter', url: base },
       version: agent.source === 'builtin' ? 'index' : (agent.updatedAt?.toISOString() ?? '1'),
-      capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },
+      capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: true },
       securitySchemes: {
         bearer: {
           httpAuthSecurityScheme: {
@@ -94,13 +185,15 @@ export class AgentCardService {
       defaultOutputModes: OUTPUT_MODES,
       skills,
     };
-    return AgentCard.toJSON(AgentCard.fromJSON(card)) as Json;
   }
 
-  /** The v1.0 card plus v0.3's `url`, `protocolVersion`, `preferredTransport` and security shapes. */
-  compatCard(agent: ResolvedAgent, req: Request): Json {
-    const v1 = this.v1Card(agent, req);
-    const url = this.endpointUrl(req, agent.id);
+  /**
+   * v0.3's top-level fields (spec v0.3 §5.5, §5.6). Only JSON-RPC is declared
+   * for v0.3: the HTTP+JSON binding serves the v1.0 URL patterns, not v0.3's
+   * `/v1/message:send` proto-JSON ones (see NOTES-rest.md).
+   */
+  private withV03Fields(v1: Json, agent: ResolvedAgent, base: string): Json {
+    const url = this.endpointUrl(base, agent.id);
     return {
       ...v1,
       protocolVersion: '0.3.0',
@@ -108,26 +201,26 @@ export class AgentCardService {
       preferredTransport: 'JSONRPC',
       additionalInterfaces: [{ url, transport: 'JSONRPC' }],
       capabilities: {
+        ...(v1.capabilities as Json),
         streaming: true,
         pushNotifications: false,
         stateTransitionHistory: false,
-        extendedAgentCard: false,
+        extendedAgentCard: true,
       },
-      supportsAuthenticatedExtendedCard: false,
+      supportsAuthenticatedExtendedCard: true,
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'The tenant bearer token' } },
       security: [{ bearer: [] }],
     };
   }
 
   /** The unauthenticated discovery stub: how to authenticate, where the cards are; no agents. */
-  wellKnown(req: Request): Json {
-    const base = this.baseUrl(req);
+  wellKnown(base: string): Json {
     return {
       name: 'Arbiter',
       description:
         `Multi-tenant A2A gateway. This stub lists no agents. Authenticate with your tenant bearer token ` +
         `(Authorization: Bearer atr_…) and fetch an agent's card at ${base}/v1/a2a/agents/{agentId}/agent-card.json; ` +
-        `each agent's JSON-RPC endpoint is ${base}/v1/a2a/agents/{agentId}.`,
+        `each agent's JSON-RPC endpoint (and the base URL of its HTTP+JSON binding) is ${base}/v1/a2a/agents/{agentId}.`,
       supportedInterfaces: [],
       version: '1',
       capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },

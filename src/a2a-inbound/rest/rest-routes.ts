@@ -1,0 +1,139 @@
+import { A2aError } from '../a2a-errors.js';
+import type { Operation } from '../dialects/dialect.js';
+import { isObject, type Json } from '../dialects/params.js';
+
+/** A route of the HTTP+JSON binding under an agent's URL (spec §11.3, §5.3), matched to its operation. */
+export type RouteMatch =
+  | { kind: 'route'; op: Operation; taskId?: string; configId?: string }
+  | { kind: 'not_found' }
+  | { kind: 'method_not_allowed'; allow: string[] };
+
+/** Operations whose answer is an SSE stream (§11.7). */
+export const STREAMING_OPS: ReadonlySet<Operation> = new Set(['stream', 'subscribe']);
+
+const ROUTES: { pattern: RegExp; methods: Readonly<Record<string, Operation>> }[] = [
+  { pattern: /^message:send$/, methods: { POST: 'send' } },
+  { pattern: /^message:stream$/, methods: { POST: 'stream' } },
+  { pattern: /^tasks$/, methods: { GET: 'list' } },
+  { pattern: /^tasks\/([^/]+):cancel$/, methods: { POST: 'cancel' } },
+  { pattern: /^tasks\/([^/]+):subscribe$/, methods: { POST: 'subscribe' } },
+  { pattern: /^tasks\/([^/]+)$/, methods: { GET: 'get' } },
+  // §11.3.3: the push-config routes. They are matched here and answered by the request handler's push
+  // operations (the same ones JSON-RPC's CreateTaskPushNotificationConfig … reach); see `restParams`.
+  { pattern: /^tasks\/([^/]+)\/pushNotificationConfigs$/, methods: { POST: 'push_set', GET: 'push_list' } },
+  {
+    pattern: /^tasks\/([^/]+)\/pushNotificationConfigs\/([^/]+)$/,
+    methods: { GET: 'push_get', DELETE: 'push_delete' },
+  },
+  { pattern: /^extendedAgentCard$/, methods: { GET: 'extended_card' } },
+];
+
+function decode(segment: string | undefined): string | undefined {
+  if (segment === undefined) return undefined;
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * `path` is what follows `/v1/a2a/agents/:id/`, still percent-encoded (so
+ * an id holding an encoded `/` or `:` stays one segment). Pure.
+ */
+export function matchRoute(method: string, path: string): RouteMatch {
+  for (const route of ROUTES) {
+    const m = route.pattern.exec(path);
+    if (!m) continue;
+    const op = Object.hasOwn(route.methods, method) ? route.methods[method] : undefined;
+    if (!op) return { kind: 'method_not_allowed', allow: Object.keys(route.methods) };
+    const [taskId, configId] = [decode(m[1]), decode(m[2])];
+    if ((m[1] !== undefined && !taskId) || (m[2] !== undefined && !configId)) return { kind: 'not_found' };
+    return { kind: 'route', op, ...(taskId ? { taskId } : {}), ...(configId ? { configId } : {}) };
+  }
+  return { kind: 'not_found' };
+}
+
+type Query = Record<string, unknown>;
+
+/**
+ * A query value as the dialects' readers take it (§11.5): numbers and
+ * booleans arrive as strings; an empty value is absent; a repeated
+ * parameter stays an array, which every reader refuses by name.
+ */
+function q(query: Query, name: string, kind: 'string' | 'int' | 'bool' = 'string'): unknown {
+  const v = query[name];
+  if (v === undefined || v === '') return undefined;
+  if (typeof v !== 'string') return v;
+  if (kind === 'int' && /^-?\d{1,12}$/.test(v)) return Number(v);
+  if (kind === 'bool' && (v === 'true' || v === 'false')) return v === 'true';
+  return v;
+}
+
+/** `historyLength`, or PocketPaw's `history_length` (seed 003); both, when they differ, is an error. */
+function historyLength(query: Query): unknown {
+  const camel = q(query, 'historyLength', 'int');
+  const snake = q(query, 'history_length', 'int');
+  if (camel !== undefined && snake !== undefined && camel !== snake) {
+    throw A2aError.invalidParams('historyLength', 'and history_length differ; send one of them');
+  }
+  return camel ?? snake;
+}
+
+function bodyObject(body: unknown, required: boolean): Json {
+  if (body === undefined || body === null) {
+    if (required) throw A2aError.invalidParams('body', 'is required: a JSON object');
+    return {};
+  }
+  if (!isObject(body)) throw A2aError.invalidParams('body', 'must be a JSON object');
+  return body;
+}
+
+/**
+ * The operation's request object (the same one JSON-RPC carries in
+ * `params`), from the path, the query (GET) or the body (POST). Fields of
+ * the path win over the body's. Unknown query parameters are ignored, like
+ * unknown fields (§5.7).
+ */
+export function restParams(route: Extract<RouteMatch, { kind: 'route' }>, query: Query, body: unknown): Json {
+  const tenant = q(query, 'tenant');
+  const withTenant = (p: Json): Json => (tenant === undefined ? p : { tenant, ...p });
+  switch (route.op) {
+    case 'send':
+    case 'stream':
+      return bodyObject(body, true);
+    case 'get':
+      return withTenant({ id: route.taskId, historyLength: historyLength(query) });
+    case 'list':
+      return withTenant({
+        contextId: q(query, 'contextId'),
+        status: q(query, 'status'),
+        pageSize: q(query, 'pageSize', 'int'),
+        pageToken: q(query, 'pageToken'),
+        historyLength: historyLength(query),
+        statusTimestampAfter: q(query, 'statusTimestampAfter'),
+        includeArtifacts: q(query, 'includeArtifacts', 'bool'),
+      });
+    case 'cancel':
+      return { ...bodyObject(body, false), id: route.taskId };
+    case 'subscribe':
+      return withTenant({ id: route.taskId });
+    case 'push_set':
+      return { ...bodyObject(body, true), taskId: route.taskId };
+    case 'push_get':
+    case 'push_delete':
+      return withTenant({ taskId: route.taskId, id: route.configId });
+    case 'push_list':
+      return withTenant({
+        taskId: route.taskId,
+        pageSize: q(query, 'pageSize', 'int'),
+        pageToken: q(query, 'pageToken'),
+      });
+    case 'extended_card':
+      return withTenant({});
+    default: {
+      const unreachable: never = route.op;
+      return unreachable;
+    }
+  }
+}

@@ -1,0 +1,134 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { A2aError } from '../../src/a2a-inbound/a2a-errors.js';
+import { matchRoute, restParams } from '../../src/a2a-inbound/rest/rest-routes.js';
+import { toRestError } from '../../src/a2a-inbound/rest/rest-errors.js';
+import { modelFamily } from '../../src/a2a-inbound/services/agent-card.service.js';
+import { DomainError } from '../../src/common/errors.js';
+import { TaskError } from '../../src/tasks/task.errors.js';
+
+describe('HTTP+JSON routes (spec §11.3)', () => {
+  it('matches every route to its operation, with decoded ids', () => {
+    const cases: [string, string, unknown][] = [
+      ['POST', 'message:send', { kind: 'route', op: 'send' }],
+      ['POST', 'message:stream', { kind: 'route', op: 'stream' }],
+      ['GET', 'tasks', { kind: 'route', op: 'list' }],
+      ['GET', 'tasks/a%3Ab', { kind: 'route', op: 'get', taskId: 'a:b' }],
+      ['POST', 'tasks/t1:cancel', { kind: 'route', op: 'cancel', taskId: 't1' }],
+      ['POST', 'tasks/t1:subscribe', { kind: 'route', op: 'subscribe', taskId: 't1' }],
+      ['POST', 'tasks/t1/pushNotificationConfigs', { kind: 'route', op: 'push_set', taskId: 't1' }],
+      ['GET', 'tasks/t1/pushNotificationConfigs', { kind: 'route', op: 'push_list', taskId: 't1' }],
+      ['GET', 'tasks/t1/pushNotificationConfigs/c', { kind: 'route', op: 'push_get', taskId: 't1', configId: 'c' }],
+      [
+        'DELETE',
+        'tasks/t1/pushNotificationConfigs/c',
+        { kind: 'route', op: 'push_delete', taskId: 't1', configId: 'c' },
+      ],
+      ['GET', 'extendedAgentCard', { kind: 'route', op: 'extended_card' }],
+      ['GET', 'tasks/t1:cancel', { kind: 'method_not_allowed', allow: ['POST'] }],
+      ['PUT', 'tasks/t1/pushNotificationConfigs', { kind: 'method_not_allowed', allow: ['POST', 'GET'] }],
+      ['GET', 'task', { kind: 'not_found' }],
+      ['GET', 'tasks/', { kind: 'not_found' }],
+      ['GET', 'tasks/a/b/c/d', { kind: 'not_found' }],
+    ];
+    for (const [method, path, expected] of cases)
+      assert.deepEqual(matchRoute(method, path), expected, `${method} ${path}`);
+  });
+
+  it('§11.5: query strings become typed params; the path wins over the body; unknown parameters are ignored', () => {
+    const list = restParams(
+      { kind: 'route', op: 'list' },
+      { pageSize: '5', includeArtifacts: 'false', status: 'TASK_STATE_WORKING', x: '1' },
+      undefined,
+    );
+    assert.deepEqual(Object.fromEntries(Object.entries(list).filter(([, v]) => v !== undefined)), {
+      pageSize: 5,
+      includeArtifacts: false,
+      status: 'TASK_STATE_WORKING',
+    });
+    assert.equal(
+      restParams({ kind: 'route', op: 'get', taskId: 't' }, { history_length: '3' }, undefined).historyLength,
+      3,
+    );
+    assert.equal(
+      restParams({ kind: 'route', op: 'get', taskId: 't' }, { historyLength: '' }, undefined).historyLength,
+      undefined,
+    );
+    assert.deepEqual(restParams({ kind: 'route', op: 'cancel', taskId: 't' }, {}, { id: 'other', metadata: {} }), {
+      id: 't',
+      metadata: {},
+    });
+    assert.throws(() => restParams({ kind: 'route', op: 'send' }, {}, undefined), A2aError);
+    assert.throws(() => restParams({ kind: 'route', op: 'send' }, {}, [1]), A2aError);
+    assert.throws(
+      () =>
+        restParams({ kind: 'route', op: 'get', taskId: 't' }, { historyLength: '1', history_length: '2' }, undefined),
+      A2aError,
+    );
+  });
+});
+
+describe('§11.6 / §5.4 error mapping', () => {
+  it('every A2A error gets the HTTP status of the table, an ErrorInfo reason, and no params. prefix', () => {
+    const cases: [unknown, number, string, string | undefined][] = [
+      [new TaskError('task_not_found', "task 'x' not found"), 404, 'NOT_FOUND', 'TASK_NOT_FOUND'],
+      [new TaskError('task_not_cancelable', 'no'), 400, 'FAILED_PRECONDITION', 'TASK_NOT_CANCELABLE'],
+      [new A2aError('push_not_supported', 'no'), 400, 'FAILED_PRECONDITION', 'PUSH_NOTIFICATION_NOT_SUPPORTED'],
+      [new A2aError('unsupported_operation', 'no'), 400, 'FAILED_PRECONDITION', 'UNSUPPORTED_OPERATION'],
+      [new A2aError('content_type_not_supported', 'no'), 400, 'INVALID_ARGUMENT', 'CONTENT_TYPE_NOT_SUPPORTED'],
+      [
+        new A2aError('extended_card_not_configured', 'no'),
+        400,
+        'FAILED_PRECONDITION',
+        'EXTENDED_AGENT_CARD_NOT_CONFIGURED',
+      ],
+      [new A2aError('version_not_supported', 'no'), 400, 'FAILED_PRECONDITION', 'VERSION_NOT_SUPPORTED'],
+      [A2aError.invalidParams('params.pageSize', 'bad'), 400, 'INVALID_ARGUMENT', 'INVALID_PARAMS'],
+      [new A2aError('method_not_found', 'no'), 404, 'NOT_FOUND', 'METHOD_NOT_FOUND'],
+      [new DomainError('unauthorized', 'no'), 401, 'UNAUTHENTICATED', 'UNAUTHENTICATED'],
+      [new DomainError('unavailable', 'down'), 503, 'UNAVAILABLE', 'INTERNAL'],
+      [new DomainError('unsupported_media_type', 'json only'), 415, 'INVALID_ARGUMENT', undefined],
+      [new DomainError('payload_too_large', 'big'), 413, 'OUT_OF_RANGE', undefined],
+      [new DomainError('invalid_json', 'bad'), 400, 'INVALID_ARGUMENT', undefined],
+    ];
+    for (const [err, http, status, reason] of cases) {
+      const r = toRestError(err);
+      assert.equal(r.status, http, String(err));
+      assert.equal(r.body.error.code, http);
+      assert.equal(r.body.error.status, status, String(err));
+      const info = r.body.error.details.find((d) => d['@type'] === 'type.googleapis.com/google.rpc.ErrorInfo');
+      assert.equal(info?.reason, reason, String(err));
+      if (reason) assert.equal(info?.domain, 'a2a-protocol.org');
+    }
+    const field = toRestError(A2aError.invalidParams('params.pageSize', 'must be small'));
+    assert.equal(field.body.error.message, 'invalid params: pageSize must be small');
+    assert.deepEqual(field.body.error.details[0], {
+      '@type': 'type.googleapis.com/google.rpc.BadRequest',
+      fieldViolations: [{ field: 'pageSize', description: 'invalid params: pageSize must be small' }],
+    });
+    assert.equal(
+      toRestError(new DomainError('unauthorized', 'x')).headers['WWW-Authenticate'],
+      'Bearer realm="arbiter"',
+    );
+  });
+
+  it('an unexpected error is 500 "internal error", its text only for the log', () => {
+    let logged: unknown;
+    const r = toRestError(new Error('secret detail'), (e) => (logged = e));
+    assert.equal(r.status, 500);
+    assert.equal(r.body.error.message, 'internal error');
+    assert.ok(!JSON.stringify(r.body).includes('secret detail'));
+    assert.ok(logged instanceof Error);
+  });
+});
+
+describe('extended card: model family', () => {
+  it('names the provider and the first word of the model, never the full id', () => {
+    assert.equal(modelFamily('anthropic/claude-sonnet-4-5'), 'anthropic/claude');
+    assert.equal(modelFamily('gpt-4o-mini'), 'openai/gpt');
+    assert.equal(modelFamily('o3-mini'), 'openai/o3');
+    assert.equal(modelFamily('ollama/llama3.2'), 'ollama/llama3');
+    assert.equal(modelFamily('echo'), 'echo');
+    assert.equal(modelFamily('foo/bar'), undefined);
+  });
+});
