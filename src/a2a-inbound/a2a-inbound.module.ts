@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { PushModule } from '../push/push.module.js';
 import { RegistryModule } from '../registry/registry.module.js';
 import { TasksModule } from '../tasks/tasks.module.js';
 import { TenantsModule } from '../tenants/tenants.module.js';
@@ -10,7 +11,7 @@ import { AgentCardService } from './services/agent-card.service.js';
 
 /** Every agent as an A2A endpoint: cards, and the JSON-RPC binding over one typed request handler. */
 @Module({
-  imports: [TasksModule, RegistryModule, TenantsModule],
+  imports: [TasksModule, PushModule, RegistryModule, TenantsModule],
   controllers: [AgentCardController, JsonRpcController],
   providers: [A2aRequestHandler, JsonRpcBinding, AgentCardService],
 })

@@ -80,7 +80,7 @@ export class AgentCardService {
       ],
       provider: { organization: 'Arbiter', url: this.baseUrl(req) },
       version: agent.source === 'builtin' ? 'index' : (agent.updatedAt?.toISOString() ?? '1'),
-      capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },
+      capabilities: { streaming: true, pushNotifications: true, extendedAgentCard: false },
       securitySchemes: {
         bearer: {
           httpAuthSecurityScheme: {
@@ -109,7 +109,7 @@ export class AgentCardService {
       additionalInterfaces: [{ url, transport: 'JSONRPC' }],
       capabilities: {
         streaming: true,
-        pushNotifications: false,
+        pushNotifications: true,
         stateTransitionHistory: false,
         extendedAgentCard: false,
       },
@@ -130,7 +130,7 @@ export class AgentCardService {
         `each agent's JSON-RPC endpoint is ${base}/v1/a2a/agents/{agentId}.`,
       supportedInterfaces: [],
       version: '1',
-      capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },
+      capabilities: { streaming: true, pushNotifications: true, extendedAgentCard: false },
       securitySchemes: { bearer: { httpAuthSecurityScheme: { scheme: 'Bearer' } } },
       securityRequirements: [{ schemes: { bearer: { list: [] } } }],
       defaultInputModes: INPUT_MODES,
