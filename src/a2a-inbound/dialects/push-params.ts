@@ -60,7 +60,8 @@ function readConfig(
 ): PushConfigInput {
   const url = str(c.url, `${field}.url`, 2048);
   const id = optStr(c.id, `${field}.id`, 256);
-  if (id !== undefined && !CONFIG_ID.test(id)) throw A2aError.invalidParams(`${field}.id`, 'must not hold control characters');
+  if (id !== undefined && !CONFIG_ID.test(id))
+    throw A2aError.invalidParams(`${field}.id`, 'must not hold control characters');
   const token = headerText(c.token, `${field}.token`, 4096);
   const a = optObj(c.authentication, `${field}.authentication`);
   const authentication = a ? auth(a, `${field}.authentication`) : undefined;
@@ -145,7 +146,10 @@ export function v03PushList(p: Json): PushListParams {
 }
 
 export function v03PushDelete(p: Json): PushDeleteParams {
-  return { taskId: str(p.id, 'params.id', 64), id: str(p.pushNotificationConfigId, 'params.pushNotificationConfigId', 256) };
+  return {
+    taskId: str(p.id, 'params.id', 64),
+    id: str(p.pushNotificationConfigId, 'params.pushNotificationConfigId', 256),
+  };
 }
 
 /** v1.0 `TaskPushNotificationConfig` as reads return it: no token, no credentials. */

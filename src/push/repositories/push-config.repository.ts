@@ -66,10 +66,9 @@ export class PushConfigRepository {
   }
 
   async count(taskId: string): Promise<number> {
-    const [r] = await this.ds.query<{ n: number }[]>(
-      `SELECT count(*)::int AS n FROM push_configs WHERE task_id = $1`,
-      [taskId],
-    );
+    const [r] = await this.ds.query<{ n: number }[]>(`SELECT count(*)::int AS n FROM push_configs WHERE task_id = $1`, [
+      taskId,
+    ]);
     return r?.n ?? 0;
   }
 

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
+import { Sql } from '../../database/sql.service.js';
 import { EVENT_COLUMNS, TERMINAL_SQL, toStoredEvents, type EventRow } from '../../tasks/repositories/sql.js';
 import type { StoredTaskEvent } from '../../tasks/task-events.js';
 import type { PushDialect } from '../push-config.js';
@@ -35,11 +36,23 @@ export interface FailurePolicy {
  */
 @Injectable()
 export class PushDeliveryRepository {
-  constructor(@InjectDataSource() private readonly ds: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly ds: DataSource,
+    private readonly sql: Sql,
+  ) {}
+
+  /**
+   * An UPDATE … RETURNING on the driver's pool (TypeORM's `query` answers
+   * `[rows, count]` for an UPDATE), prepared once per connection by `name`.
+   */
+  private updated<T>(name: string, text: string, params: unknown[]): Promise<T[]> {
+    return this.sql.query<T>({ name: `arbiter_push_${name}`, text }, params);
+  }
 
   /** Up to `limit` active configs with undelivered events, due, and unclaimed (or whose claim expired). */
   async claim(owner: string, leaseMs: number, limit: number): Promise<ClaimedConfig[]> {
-    return this.ds.query<ClaimedConfig[]>(
+    return this.updated<ClaimedConfig>(
+      'claim',
       `WITH due AS (
          SELECT c.id FROM push_configs c JOIN a2a_tasks a ON a.task_id = c.task_id
           WHERE c.state = 'active' AND c.next_attempt_at <= now() AND a.last_seq > c.delivered_seq
@@ -70,7 +83,8 @@ export class PushDeliveryRepository {
    * longer this replica's (expired and taken, or the config was deleted).
    */
   async advance(id: string, owner: string, seq: number, delivered: boolean, leaseMs: number): Promise<boolean> {
-    const rows = await this.ds.query<unknown[]>(
+    const rows = await this.updated<unknown>(
+      'advance',
       `UPDATE push_configs SET delivered_seq = GREATEST(delivered_seq, $3),
               delivered_count = delivered_count + $4, attempts = 0, first_failed_at = NULL, last_error = NULL,
               last_attempt_at = CASE WHEN $4 > 0 THEN now() ELSE last_attempt_at END,
@@ -85,7 +99,8 @@ export class PushDeliveryRepository {
 
   /** Renews the claim before a send; false when it is no longer this replica's. */
   async renew(id: string, owner: string, leaseMs: number): Promise<boolean> {
-    const rows = await this.ds.query<unknown[]>(
+    const rows = await this.updated<unknown>(
+      'renew',
       `UPDATE push_configs SET lease_expires_at = now() + make_interval(secs => $3 / 1000.0)
         WHERE id = $1 AND lease_owner = $2 AND state = 'active' RETURNING 1`,
       [id, owner, leaseMs],
@@ -99,7 +114,8 @@ export class PushDeliveryRepository {
    * lasted `maxAgeMs`. Returns whether it is now dead.
    */
   async fail(id: string, owner: string, error: string, policy: FailurePolicy): Promise<boolean> {
-    const rows = await this.ds.query<{ state: string }[]>(
+    const rows = await this.updated<{ state: string }>(
+      'fail',
       `UPDATE push_configs SET attempts = attempts + 1, last_error = $3, last_attempt_at = now(),
               first_failed_at = COALESCE(first_failed_at, now()),
               state = CASE WHEN attempts + 1 >= $5
@@ -123,10 +139,9 @@ export class PushDeliveryRepository {
   }
 
   async releaseAll(owner: string): Promise<void> {
-    await this.ds.query(
-      `UPDATE push_configs SET lease_owner = NULL, lease_expires_at = NULL WHERE lease_owner = $1`,
-      [owner],
-    );
+    await this.ds.query(`UPDATE push_configs SET lease_owner = NULL, lease_expires_at = NULL WHERE lease_owner = $1`, [
+      owner,
+    ]);
   }
 
   /** Tasks whose writes should wake the worker: active configs on unfinished tasks, or behind on a finished one. */

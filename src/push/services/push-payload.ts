@@ -34,7 +34,13 @@ export function pushPayload(
 
 /** The headers of one delivery. Credentials go in headers only (never in logs or stored errors). */
 export function pushHeaders(
-  config: { id: string; dialect: PushDialect; token: string | null; authScheme: string | null; credentials: string | null },
+  config: {
+    id: string;
+    dialect: PushDialect;
+    token: string | null;
+    authScheme: string | null;
+    credentials: string | null;
+  },
   seq: number,
 ): Record<string, string> {
   const headers: Record<string, string> = {

@@ -1,9 +1,4 @@
-import {
-  Injectable,
-  Logger,
-  type BeforeApplicationShutdown,
-  type OnApplicationBootstrap,
-} from '@nestjs/common';
+import { Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap } from '@nestjs/common';
 import { isDatabaseUnavailable } from '../../common/db-errors.js';
 import { EgressError, egressRequest, parseHostList, type EgressPolicy } from '../../common/net/egress.js';
 import { safeError } from '../../common/safe-error.js';
