@@ -446,7 +446,7 @@ describe('push notifications (spec §3.1.7–3.1.10, §4.3)', () => {
       ]) {
         const r = await call(strict, t.token, 'CreateTaskPushNotificationConfig', { taskId, url });
         assert.equal(r.error?.code, -32602, url);
-        assert.match(r.error!.message, /params\.url/);
+        assert.match(r.error.message, /params\.url/);
       }
       const blocked = await call(strict, t.token, 'CreateTaskPushNotificationConfig', {
         taskId,
@@ -470,7 +470,7 @@ describe('push notifications (spec §3.1.7–3.1.10, §4.3)', () => {
         }),
       );
       assert.equal(r.error?.code, -32602);
-      assert.match(r.error!.message, /params\.configuration\.taskPushNotificationConfig\.url/);
+      assert.match(r.error.message, /params\.configuration\.taskPushNotificationConfig\.url/);
       assert.equal((await strict.as(t.token).get('/v1/requests')).body.items.length, before);
     });
   });

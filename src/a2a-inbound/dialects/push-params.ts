@@ -82,7 +82,7 @@ function v03Auth(a: Json, field: string) {
     throw A2aError.invalidParams(`${field}.schemes`, 'is required and must be a list of 1 to 8 schemes');
   }
   const schemes = a.schemes.map((s, i) => scheme(s, `${field}.schemes[${i}]`));
-  return { scheme: schemes[0] as string, ...credentials(a, field) };
+  return { scheme: schemes[0], ...credentials(a, field) };
 }
 
 /** v1.0: the params of CreateTaskPushNotificationConfig are a `TaskPushNotificationConfig`. */

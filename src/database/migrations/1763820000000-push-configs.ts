@@ -41,9 +41,7 @@ export class PushConfigs1763820000000 implements MigrationInterface {
       )`);
     await q.query(`CREATE UNIQUE INDEX "uq_push_configs_task" ON "push_configs" ("task_id", "config_id")`);
     // The delivery worker's scan: only active configs, by when they are due.
-    await q.query(
-      `CREATE INDEX "idx_push_configs_due" ON "push_configs" ("next_attempt_at") WHERE "state" = 'active'`,
-    );
+    await q.query(`CREATE INDEX "idx_push_configs_due" ON "push_configs" ("next_attempt_at") WHERE "state" = 'active'`);
   }
 
   async down(q: QueryRunner): Promise<void> {
