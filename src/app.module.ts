@@ -12,6 +12,7 @@ import { HealthModule } from './health/health.module.js';
 import { A2aInboundModule } from './a2a-inbound/a2a-inbound.module.js';
 import { RegistryModule } from './registry/registry.module.js';
 import { TasksModule } from './tasks/tasks.module.js';
+import { PushModule } from './push/push.module.js';
 import { NativeApiModule } from './native-api/native-api.module.js';
 import { TenantsModule } from './tenants/tenants.module.js';
 import { AdminModule } from './admin/admin.module.js';
@@ -40,6 +41,7 @@ export class AppModule {
         TenantsModule,
         RegistryModule,
         TasksModule,
+        PushModule,
         A2aInboundModule,
         NativeApiModule,
         AdminModule,

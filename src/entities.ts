@@ -1,5 +1,6 @@
 import type { EntityList } from './database/data-source-options.js';
 import { ConversationEntity } from './native-api/entities/conversation.entity.js';
+import { PushConfigEntity } from './push/entities/push-config.entity.js';
 import { MemoryEntryEntity } from './orchestrator/entities/memory-entry.entity.js';
 import { AgentEntity } from './registry/entities/agent.entity.js';
 import { TaskEventEntity } from './tasks/entities/task-event.entity.js';
@@ -22,4 +23,5 @@ export const ENTITIES: EntityList = [
   TaskEventEntity,
   MemoryEntryEntity,
   ConversationEntity,
+  PushConfigEntity,
 ];

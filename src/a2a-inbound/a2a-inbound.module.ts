@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { PushModule } from '../push/push.module.js';
 import { RegistryModule } from '../registry/registry.module.js';
 import { TasksModule } from '../tasks/tasks.module.js';
 import { TenantsModule } from '../tenants/tenants.module.js';
@@ -15,7 +16,7 @@ import { AgentCardService } from './services/agent-card.service.js';
  * its catch-all under an agent's URL must not shadow the card routes.
  */
 @Module({
-  imports: [TasksModule, RegistryModule, TenantsModule],
+  imports: [TasksModule, PushModule, RegistryModule, TenantsModule],
   controllers: [AgentCardController, JsonRpcController, RestController],
   providers: [A2aRequestHandler, JsonRpcBinding, AgentCardService],
 })

@@ -60,6 +60,14 @@ export const CONFIG_ENV = {
   a2aTimeoutMs: 'ARBITER_A2A_TIMEOUT_MS',
   a2aCardTimeoutMs: 'ARBITER_A2A_CARD_TIMEOUT_MS',
   extendedCardModel: 'ARBITER_EXTENDED_CARD_MODEL',
+  pushAllowlist: 'ARBITER_PUSH_ALLOWLIST',
+  pushTimeoutMs: 'ARBITER_PUSH_TIMEOUT_MS',
+  pushMaxAttempts: 'ARBITER_PUSH_MAX_ATTEMPTS',
+  pushMaxAgeMs: 'ARBITER_PUSH_MAX_AGE_MS',
+  pushBackoffBaseMs: 'ARBITER_PUSH_BACKOFF_BASE_MS',
+  pushBackoffMaxMs: 'ARBITER_PUSH_BACKOFF_MAX_MS',
+  pushPollMs: 'ARBITER_PUSH_POLL_MS',
+  pushLeaseMs: 'ARBITER_PUSH_LEASE_MS',
 } as const satisfies Record<string, string>;
 
 export type ConfigKey = keyof typeof CONFIG_ENV;
@@ -321,6 +329,62 @@ export class AppConfig {
   @Max(120_000, { message: 'must be an integer between 100 and 120000' })
   a2aCardTimeoutMs = 10_000;
 
+  /**
+   * `host` or `host:port` entries push webhooks may target even though they
+   * resolve to private or loopback addresses. Empty by default.
+   */
+  @IsString()
+  @Matches(/^[A-Za-z0-9.:[\],_-]*$/, { message: 'must be comma-separated host or host:port entries' })
+  pushAllowlist = '';
+
+  /** One webhook POST, connection to response (spec §4.3.3 recommends 10–30 s). */
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 100 and 120000' })
+  @Min(100, { message: 'must be an integer between 100 and 120000' })
+  @Max(120_000, { message: 'must be an integer between 100 and 120000' })
+  pushTimeoutMs = 10_000;
+
+  /** Failed attempts in a row after which a webhook is dead-lettered. */
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 1 and 1000' })
+  @Min(1, { message: 'must be an integer between 1 and 1000' })
+  @Max(1000, { message: 'must be an integer between 1 and 1000' })
+  pushMaxAttempts = 12;
+
+  /** How long a webhook may keep failing (from its first failure in a row) before it is dead-lettered. */
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 1000 and 604800000' })
+  @Min(1000, { message: 'must be an integer between 1000 and 604800000' })
+  @Max(604_800_000, { message: 'must be an integer between 1000 and 604800000' })
+  pushMaxAgeMs = 86_400_000;
+
+  /** The first retry's delay; each further one doubles, up to `pushBackoffMaxMs`, with jitter. */
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 10 and 3600000' })
+  @Min(10, { message: 'must be an integer between 10 and 3600000' })
+  @Max(3_600_000, { message: 'must be an integer between 10 and 3600000' })
+  pushBackoffBaseMs = 1_000;
+
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 10 and 86400000' })
+  @Min(10, { message: 'must be an integer between 10 and 86400000' })
+  @Max(86_400_000, { message: 'must be an integer between 10 and 86400000' })
+  pushBackoffMaxMs = 300_000;
+
+  /** How often each replica looks for due deliveries besides the wake-ups on task writes (retries, missed notices). */
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 50 and 600000' })
+  @Min(50, { message: 'must be an integer between 50 and 600000' })
+  @Max(600_000, { message: 'must be an integer between 50 and 600000' })
+  pushPollMs = 2_000;
+
+  /** How long a replica's claim on a webhook holds without renewal (a killed replica's claim expires). */
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 500 and 600000' })
+  @Min(500, { message: 'must be an integer between 500 and 600000' })
+  @Max(600_000, { message: 'must be an integer between 500 and 600000' })
+  pushLeaseMs = 30_000;
+
   get a2aRegistryPath(): string {
     return this.a2aAgentsFile ? resolve(this.a2aAgentsFile) : join(this.home, 'a2a_agents.json');
   }
@@ -435,6 +499,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, argv: string[] 
   if (config.headersTimeoutMs > config.requestTimeoutMs) {
     throw new ConfigError([
       `${CONFIG_ENV.headersTimeoutMs} must not be greater than ${CONFIG_ENV.requestTimeoutMs} (got ${config.headersTimeoutMs} > ${config.requestTimeoutMs})`,
+    ]);
+  }
+  if (config.pushLeaseMs <= config.pushTimeoutMs) {
+    // A claim that could expire during one POST would let another replica deliver out of order.
+    throw new ConfigError([
+      `${CONFIG_ENV.pushLeaseMs} must be greater than ${CONFIG_ENV.pushTimeoutMs} (got ${config.pushLeaseMs} <= ${config.pushTimeoutMs})`,
     ]);
   }
   config.home = isAbsolute(config.home) ? config.home : resolve(config.home);

@@ -36,6 +36,6 @@ import { TaskService } from './task.service.js';
     RunShutdown,
     TaskService,
   ],
-  exports: [TaskService, EventLog],
+  exports: [TaskService, EventLog, InstanceIdentity],
 })
 export class TasksModule {}

@@ -69,7 +69,7 @@ describe('A2A interop with the official @a2a-js/sdk client', () => {
       assert.equal(card.name, 'echoer');
       assert.equal(card.description, 'echo agent — repeat things');
       assert.equal(card.capabilities?.streaming, true);
-      assert.equal(card.capabilities?.pushNotifications, false);
+      assert.equal(card.capabilities?.pushNotifications, true);
       assert.deepEqual(
         card.supportedInterfaces.map((i) => [i.url, i.protocolBinding, i.protocolVersion]),
         [
@@ -268,7 +268,6 @@ describe('A2A interop with the official @a2a-js/sdk client', () => {
       await rejectsWith(client.getTask(GetTaskRequest.fromJSON({ id: 'no-such-task' })), -32001);
       await rejectsWith(client.cancelTask(CancelTaskRequest.fromJSON({ id: 'no-such-task' })), -32001);
       await rejectsWith(client.sendMessage(textMessage('x', { taskId: 'no-such-task' })), -32001);
-      // The client refuses push configs itself (the card says no); the transport asks the server anyway.
       // Called on the transport, the A2A-Version header the client adds must be given by hand.
       const v1 = { serviceParameters: { 'A2A-Version': '1.0' } };
       await rejectsWith(
@@ -277,13 +276,13 @@ describe('A2A interop with the official @a2a-js/sdk client', () => {
             tenant: '',
             id: 'c',
             taskId: 't',
-            url: 'https://example.com/hook',
+            url: 'http://192.0.2.1/hook',
             token: '',
             authentication: undefined,
           },
           v1,
         ),
-        -32003,
+        -32001,
       );
       // §3.1.11: the card says extendedAgentCard: true, and the extended card answers.
       const extended = await client

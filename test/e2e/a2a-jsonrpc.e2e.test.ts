@@ -220,22 +220,23 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
       assert.equal((await call(send('SendMessage', 'x'), V1, 'nobody')).error?.code, -32001);
     });
 
-    it('-32003 push configs (both dialects)', async () => {
-      for (const method of [
-        'CreateTaskPushNotificationConfig',
-        'GetTaskPushNotificationConfig',
-        'ListTaskPushNotificationConfigs',
-        'DeleteTaskPushNotificationConfig',
-        'tasks/pushNotificationConfig/set',
-        'tasks/pushNotificationConfig/get',
-        'tasks/pushNotificationConfig/list',
-        'tasks/pushNotificationConfig/delete',
-      ]) {
-        assert.equal((await call({ jsonrpc: '2.0', id: 1, method, params: { id: 'x' } })).error?.code, -32003, method);
+    it('push configs of an unknown task are -32001 (both dialects)', async () => {
+      for (const [method, params] of [
+        ['CreateTaskPushNotificationConfig', { taskId: 'x', url: 'http://192.0.2.1/hook' }],
+        ['GetTaskPushNotificationConfig', { taskId: 'x', id: 'c' }],
+        ['ListTaskPushNotificationConfigs', { taskId: 'x' }],
+        ['DeleteTaskPushNotificationConfig', { taskId: 'x', id: 'c' }],
+        ['tasks/pushNotificationConfig/set', { taskId: 'x', pushNotificationConfig: { url: 'http://192.0.2.1/hook' } }],
+        ['tasks/pushNotificationConfig/get', { id: 'x' }],
+        ['tasks/pushNotificationConfig/list', { id: 'x' }],
+        ['tasks/pushNotificationConfig/delete', { id: 'x', pushNotificationConfigId: 'c' }],
+      ] as const) {
+        assert.equal((await call({ jsonrpc: '2.0', id: 1, method, params })).error?.code, -32001, method);
       }
+      // A webhook the egress policy refuses refuses the message (no task is created).
       const withPush = send('SendMessage', 'x');
-      (withPush.params as any).configuration = { taskPushNotificationConfig: { url: 'https://example.com' } };
-      assert.equal((await call(withPush)).error?.code, -32003);
+      (withPush.params as any).configuration = { taskPushNotificationConfig: { url: 'http://169.254.169.254/' } };
+      assert.equal((await call(withPush)).error?.code, -32602);
     });
 
     it('-32005 for non-text files, URL files, large text files and unmet output modes; text files and data are accepted', async () => {

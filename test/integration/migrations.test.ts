@@ -18,6 +18,7 @@ const TABLES = [
   'conversations',
   'memory_entries',
   'migrations',
+  'push_configs',
   'task_events',
   'tenant_tokens',
   'tenants',

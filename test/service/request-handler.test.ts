@@ -16,7 +16,6 @@ const send = (text: string, extra: Partial<SendParams> = {}, taskId?: string): S
     ...(taskId ? { taskId } : {}),
   },
   returnImmediately: false,
-  pushConfigRequested: false,
   ...extra,
 });
 

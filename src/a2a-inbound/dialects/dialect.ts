@@ -3,6 +3,8 @@ import type { TaskSnapshot } from '../../tasks/task-snapshot.js';
 import type { MessageJson } from '../../common/a2a-json.js';
 import type { StoredTaskEvent } from '../../tasks/task-events.js';
 import type { TaskStateName } from '../../tasks/task-state.js';
+import type { PushConfigView } from '../../push/push-config.js';
+import type { PushDeleteParams, PushGetParams, PushListParams, PushSetParams, SendPushConfig } from './push-params.js';
 
 /** The operations, by meaning; both dialects' method names map onto these. */
 export type Operation =
@@ -23,7 +25,8 @@ export interface SendParams {
   returnImmediately: boolean;
   historyLength?: number;
   acceptedOutputModes?: string[];
-  pushConfigRequested: boolean;
+  /** A webhook for the task's updates (§3.1.7 via SendMessage's configuration). */
+  push?: SendPushConfig;
 }
 
 export interface GetParams {
@@ -50,7 +53,11 @@ export type ParsedParams =
   | { op: 'get'; params: GetParams }
   | { op: 'list'; params: ListParams }
   | { op: 'cancel' | 'subscribe'; params: IdParams }
-  | { op: 'push_set' | 'push_get' | 'push_list' | 'push_delete' | 'extended_card'; params: Record<string, unknown> };
+  | { op: 'push_set'; params: PushSetParams }
+  | { op: 'push_get'; params: PushGetParams }
+  | { op: 'push_list'; params: PushListParams }
+  | { op: 'push_delete'; params: PushDeleteParams }
+  | { op: 'extended_card'; params: Record<string, unknown> };
 
 export interface TaskView {
   historyLength?: number;
@@ -86,6 +93,12 @@ export interface WireDialect {
   /** SendMessage's result (v1.0 wraps the task; v0.3 returns it bare). */
   sendResult(task: TaskSnapshot, view: TaskView): unknown;
   list(result: ListResult): unknown;
+  /** A push config as Create/Get return it (no secrets). */
+  pushConfig(view: PushConfigView): unknown;
+  /** ListTaskPushNotificationConfigs' result. */
+  pushConfigList(views: PushConfigView[]): unknown;
+  /** DeleteTaskPushNotificationConfig's result. */
+  readonly pushDeleted: unknown;
   /** A stream frame's `result`, or undefined when the item has no frame in this dialect. */
   streamItem(item: StreamItem, task: { id: string; contextId: string }): unknown;
 }

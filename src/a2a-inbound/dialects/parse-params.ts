@@ -2,6 +2,7 @@ import type { MessageJson, PartJson } from '../../common/a2a-json.js';
 import type { TaskStateName } from '../../tasks/task-state.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, type Operation, type ParsedParams } from './dialect.js';
 import { checkAcceptedOutputModes, checkUserMessage } from './message-input.js';
+import type { PushDeleteParams, PushGetParams, PushListParams, PushSetParams, SendPushConfig } from './push-params.js';
 import { optBool, optInt, optObj, optStr, optStrArray, optTimestamp, str, type Json } from './params.js';
 
 const MAX_INT32 = 2 ** 31 - 1;
@@ -11,8 +12,12 @@ export interface ParamHooks {
   message(v: unknown, field: string): MessageJson;
   /** Whether the send returns at once (v1.0 `returnImmediately`, v0.3 `blocking: false`). */
   returnImmediately(cfg: Json): boolean;
-  /** The configuration key that asks for push notifications. */
-  pushConfigKey: string;
+  /** SendMessage's push config, from the configuration (the message's task id for checks). */
+  sendPush(cfg: Json, messageTaskId: string | undefined): SendPushConfig | undefined;
+  pushSet(p: Json): PushSetParams;
+  pushGet(p: Json): PushGetParams;
+  pushList(p: Json): PushListParams;
+  pushDelete(p: Json): PushDeleteParams;
   /** ListTasks' `status` in the dialect's spelling → the internal state. */
   state(status: string | undefined): TaskStateName | undefined;
   /** Integers may come as decimal strings (ProtoJSON int32, v1.0). */
@@ -77,7 +82,7 @@ export function parseParams(op: Operation, p: Json, hooks: ParamHooks): ParsedPa
             hooks.intStrings,
           ),
           acceptedOutputModes,
-          pushConfigRequested: cfg[hooks.pushConfigKey] !== undefined && cfg[hooks.pushConfigKey] !== null,
+          push: hooks.sendPush(cfg, message.taskId),
         },
       };
     }
@@ -106,9 +111,13 @@ export function parseParams(op: Operation, p: Json, hooks: ParamHooks): ParsedPa
     case 'subscribe':
       return { op, params: { id: str(p.id, 'params.id') } };
     case 'push_set':
+      return { op, params: hooks.pushSet(p) };
     case 'push_get':
+      return { op, params: hooks.pushGet(p) };
     case 'push_list':
+      return { op, params: hooks.pushList(p) };
     case 'push_delete':
+      return { op, params: hooks.pushDelete(p) };
     case 'extended_card':
       return { op, params: p };
     default: {

@@ -13,6 +13,8 @@ import {
   type WireDialect,
 } from './dialect.js';
 import { finishMessage, messageBase, parseParams } from './parse-params.js';
+import type { PushConfigView } from '../../push/push-config.js';
+import { v03PushConfig, v03PushDelete, v03PushGet, v03PushList, v03PushSet, v03SendPush } from './push-params.js';
 import { isObject, obj, optBool, optObj, optStr, str, type Json } from './params.js';
 
 const STATE_TO_V03: Record<TaskStateName, string> = {
@@ -129,7 +131,11 @@ export class V03Dialect implements WireDialect {
       intStrings: false,
       message: parseMessage,
       returnImmediately: (cfg) => optBool(cfg.blocking, 'params.configuration.blocking') === false,
-      pushConfigKey: 'pushNotificationConfig',
+      sendPush: (cfg) => v03SendPush(cfg.pushNotificationConfig),
+      pushSet: v03PushSet,
+      pushGet: v03PushGet,
+      pushList: v03PushList,
+      pushDelete: v03PushDelete,
       state: (status) => {
         if (status === undefined) return undefined;
         const state = Object.hasOwn(STATE_FROM_V03, status) ? STATE_FROM_V03[status] : undefined;
@@ -161,6 +167,17 @@ export class V03Dialect implements WireDialect {
   sendResult(t: TaskSnapshot, view: TaskView): unknown {
     return this.task(t, view);
   }
+
+  pushConfig(view: PushConfigView): unknown {
+    return v03PushConfig(view);
+  }
+
+  /** v0.3's list result is a bare array. */
+  pushConfigList(views: PushConfigView[]): unknown {
+    return views.map(v03PushConfig);
+  }
+
+  readonly pushDeleted = null;
 
   list(r: ListResult): unknown {
     return {

@@ -14,6 +14,8 @@ import {
   type WireDialect,
 } from './dialect.js';
 import { finishMessage, messageBase, parseParams } from './parse-params.js';
+import type { PushConfigView } from '../../push/push-config.js';
+import { v1PushConfig, v1PushDelete, v1PushGet, v1PushList, v1PushSet, v1SendPush } from './push-params.js';
 import { obj, optBool, optObj, optStr, str, type Json } from './params.js';
 
 function parsePart(v: unknown, field: string): PartJson {
@@ -88,7 +90,11 @@ export class V1Dialect implements WireDialect {
       intStrings: true,
       message: parseV1Message,
       returnImmediately: (cfg) => optBool(cfg.returnImmediately, 'params.configuration.returnImmediately') ?? false,
-      pushConfigKey: 'taskPushNotificationConfig',
+      sendPush: (cfg, taskId) => v1SendPush(cfg.taskPushNotificationConfig, taskId),
+      pushSet: v1PushSet,
+      pushGet: v1PushGet,
+      pushList: v1PushList,
+      pushDelete: v1PushDelete,
       state: (status) => {
         if (status === undefined || status === 'TASK_STATE_UNSPECIFIED') return undefined;
         if (!isTaskState(status)) throw A2aError.invalidParams('params.status', 'must be a TASK_STATE_* value');
@@ -117,6 +123,17 @@ export class V1Dialect implements WireDialect {
   sendResult(t: TaskSnapshot, view: TaskView): unknown {
     return { task: this.task(t, view) };
   }
+
+  pushConfig(view: PushConfigView): unknown {
+    return v1PushConfig(view);
+  }
+
+  pushConfigList(views: PushConfigView[]): unknown {
+    return { configs: views.map(v1PushConfig), nextPageToken: '' };
+  }
+
+  /** `google.protobuf.Empty`. */
+  readonly pushDeleted = {};
 
   list(r: ListResult): unknown {
     return {

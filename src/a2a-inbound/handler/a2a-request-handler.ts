@@ -10,9 +10,12 @@ import { TaskService } from '../../tasks/task.service.js';
 import type { HeldRun } from '../../tasks/runs/run-registry.js';
 import type { TaskSnapshot } from '../../tasks/task-snapshot.js';
 import { isSettled, isTerminal } from '../../tasks/task-state.js';
+import type { PushConfigView } from '../../push/push-config.js';
+import { PushService, type PushScope } from '../../push/services/push.service.js';
 import { A2aError, type Dialect } from '../a2a-errors.js';
 import type { GetParams, IdParams, ListParams, ListResult, SendParams, StreamItem } from '../dialects/dialect.js';
 import { checkParts } from '../dialects/message-input.js';
+import type { PushDeleteParams, PushGetParams, PushListParams, PushSetParams } from '../dialects/push-params.js';
 import { AgentCardService } from '../services/agent-card.service.js';
 
 /** Who calls, on which agent; `signal` aborts when the client goes away (it stops streams, never the task). */
@@ -43,6 +46,7 @@ export class A2aRequestHandler {
     private readonly config: AppConfig,
     private readonly lifecycle: Lifecycle,
     private readonly cards: AgentCardService,
+    private readonly push: PushService,
   ) {}
 
   /** §3.1.1: runs the message; blocking (the default) returns the task once it is terminal or interrupted. */
@@ -123,12 +127,24 @@ export class A2aRequestHandler {
     return { task: ref, items: this.replay(ctx, task.id) };
   }
 
-  /** §3.1.7–3.1.10: this agent's card says `pushNotifications: false`. */
-  pushNotificationConfig(): never {
-    throw new A2aError(
-      'push_not_supported',
-      'push notifications are not supported by this agent (its card says pushNotifications: false); use streaming or polling',
-    );
+  /** §3.1.7: a webhook for the task's updates from now on (the same id replaces a config, and revives a dead one). */
+  createTaskPushNotificationConfig(ctx: CallContext, p: PushSetParams): Promise<PushConfigView> {
+    return this.push.create(this.scope(ctx), p.taskId, p.config, p.dialect, p.urlField);
+  }
+
+  /** §3.1.8 */
+  getTaskPushNotificationConfig(ctx: CallContext, p: PushGetParams): Promise<PushConfigView> {
+    return this.push.get(this.scope(ctx), p.taskId, p.id);
+  }
+
+  /** §3.1.9 */
+  listTaskPushNotificationConfigs(ctx: CallContext, p: PushListParams): Promise<PushConfigView[]> {
+    return this.push.list(this.scope(ctx), p.taskId);
+  }
+
+  /** §3.1.10: idempotent. */
+  deleteTaskPushNotificationConfig(ctx: CallContext, p: PushDeleteParams): Promise<void> {
+    return this.push.delete(this.scope(ctx), p.taskId, p.id);
   }
 
   /**
@@ -153,15 +169,23 @@ export class A2aRequestHandler {
       // Retryable: another replica (or this one, restarted) takes the message.
       throw new A2aError('internal', 'server is shutting down; retry the request', undefined, { retryable: 'true' });
     }
-    if (p.pushConfigRequested) this.pushNotificationConfig();
     checkParts(p.message.parts, 'params.message.parts', this.config.maxTextFileBytes);
+    // A refused webhook refuses the message before any task exists.
+    if (p.push) await this.push.checkWebhook(p.push.config.url, p.push.urlField);
     const input = { tenantId: ctx.principal.tenantId, agent: ctx.agent, message: p.message };
     if (p.message.taskId) {
       const { taskId, seq } = await this.tasks.continue({ ...input, taskId: p.message.taskId });
+      if (p.push) await this.push.attach(this.scope(ctx), taskId, p.push.config, p.push.dialect, seq - 1);
       return { taskId, afterSeq: seq };
     }
     const { taskId, snapshot, run } = await this.tasks.create(input);
+    // The cursor at 0: the webhook gets every update of the new task, the first status included.
+    if (p.push) await this.push.attach(this.scope(ctx), taskId, p.push.config, p.push.dialect, 0);
     return { taskId, afterSeq: 0, created: snapshot, run };
+  }
+
+  private scope(ctx: CallContext): PushScope {
+    return { tenantId: ctx.principal.tenantId, agentId: ctx.agent.id };
   }
 
   private async *follow(

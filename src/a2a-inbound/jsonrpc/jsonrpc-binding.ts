@@ -34,10 +34,14 @@ export class JsonRpcBinding {
       case 'subscribe':
         return { kind: 'stream', stream: await h.subscribeToTask(ctx, call.params, dialect.replaysOnSubscribe) };
       case 'push_set':
+        return result(dialect.pushConfig(await h.createTaskPushNotificationConfig(ctx, call.params)));
       case 'push_get':
+        return result(dialect.pushConfig(await h.getTaskPushNotificationConfig(ctx, call.params)));
       case 'push_list':
+        return result(dialect.pushConfigList(await h.listTaskPushNotificationConfigs(ctx, call.params)));
       case 'push_delete':
-        return h.pushNotificationConfig();
+        await h.deleteTaskPushNotificationConfig(ctx, call.params);
+        return result(dialect.pushDeleted);
       case 'extended_card':
         return result(h.getExtendedAgentCard(ctx, dialect.version));
       default: {

@@ -171,7 +171,7 @@ export class AgentCardService {
       ],
       provider: { organization: 'Arbiter', url: base },
       version: agent.source === 'builtin' ? 'index' : (agent.updatedAt?.toISOString() ?? '1'),
-      capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: true },
+      capabilities: { streaming: true, pushNotifications: true, extendedAgentCard: true },
       securitySchemes: {
         bearer: {
           httpAuthSecurityScheme: {
@@ -203,7 +203,7 @@ export class AgentCardService {
       capabilities: {
         ...(v1.capabilities as Json),
         streaming: true,
-        pushNotifications: false,
+        pushNotifications: true,
         stateTransitionHistory: false,
         extendedAgentCard: true,
       },
@@ -223,7 +223,7 @@ export class AgentCardService {
         `each agent's JSON-RPC endpoint (and the base URL of its HTTP+JSON binding) is ${base}/v1/a2a/agents/{agentId}.`,
       supportedInterfaces: [],
       version: '1',
-      capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },
+      capabilities: { streaming: true, pushNotifications: true, extendedAgentCard: false },
       securitySchemes: { bearer: { httpAuthSecurityScheme: { scheme: 'Bearer' } } },
       securityRequirements: [{ schemes: { bearer: { list: [] } } }],
       defaultInputModes: INPUT_MODES,

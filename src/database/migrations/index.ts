@@ -3,6 +3,7 @@ import { Tasks1763780000000 } from './1763780000000-tasks.js';
 import { TaskMessageId1763790000000 } from './1763790000000-task-message-id.js';
 import { MemoryConversations1763800000000 } from './1763800000000-memory-conversations.js';
 import { TaskInputs1763810000000 } from './1763810000000-task-inputs.js';
+import { PushConfigs1763820000000 } from './1763820000000-push-configs.js';
 
 /** Every migration, oldest first. Never edit one that has been committed; add a new one. */
 export const MIGRATIONS = [
@@ -11,4 +12,5 @@ export const MIGRATIONS = [
   TaskMessageId1763790000000,
   MemoryConversations1763800000000,
   TaskInputs1763810000000,
+  PushConfigs1763820000000,
 ];

@@ -18,6 +18,14 @@ export type EventListener = (events: StoredTaskEvent[], pokedSeq?: number) => vo
 @Injectable()
 export class EventBus {
   private readonly listeners = new Map<string, Set<EventListener>>();
+  /** Told the task id of every write, here or on another replica (the push worker's wake-up). */
+  private readonly taps = new Set<(taskId: string) => void>();
+
+  /** Calls `tap` with the task id of every committed write this process hears of. */
+  tap(tap: (taskId: string) => void): () => void {
+    this.taps.add(tap);
+    return () => this.taps.delete(tap);
+  }
 
   subscribe(taskId: string, listener: EventListener): () => void {
     let set = this.listeners.get(taskId);
@@ -36,6 +44,7 @@ export class EventBus {
 
   publish(taskId: string, events: StoredTaskEvent[]): void {
     if (events.length === 0) return;
+    for (const t of this.taps) t(taskId);
     const set = this.listeners.get(taskId);
     if (!set) return;
     for (const l of [...set]) l(events);
@@ -43,6 +52,7 @@ export class EventBus {
 
   /** Another replica committed events of `taskId` up to `seq`. */
   poke(taskId: string, seq: number): void {
+    for (const t of this.taps) t(taskId);
     const set = this.listeners.get(taskId);
     if (!set) return;
     for (const l of [...set]) l([], seq);

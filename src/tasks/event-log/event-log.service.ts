@@ -39,6 +39,11 @@ export class EventLog {
     this.bus.publish(taskId, events);
   }
 
+  /** Calls `listener` with the task id of every write committed here or heard from another replica; returns the unsubscribe. */
+  onWrite(listener: (taskId: string) => void): () => void {
+    return this.bus.tap(listener);
+  }
+
   read(tenantId: string, taskId: string, afterSeq: number, uptoSeq?: number): Promise<StoredTaskEvent[]> {
     return this.events.events(tenantId, taskId, afterSeq, uptoSeq);
   }
