@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import { GetTaskRequest, TaskState, type StreamResponse, type Task } from '@a2a-js/sdk';
+import { GetTaskRequest, SendMessageRequest, TaskState, type StreamResponse, type Task } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -44,6 +44,7 @@ describe('HTTP+JSON/REST binding (spec §11)', () => {
     server = await startTestServer({
       env: {
         ARBITER_ECHO_DELAY_MS: '5',
+        ARBITER_PUSH_ALLOWLIST: '127.0.0.1',
         ARBITER_MAX_BODY_BYTES: '65536',
         ARBITER_EXTENDED_CARD_MODEL: 'true',
         ANTHROPIC_API_KEY: SECRET_KEY,
@@ -150,17 +151,50 @@ describe('HTTP+JSON/REST binding (spec §11)', () => {
       assert.equal((await post(`/tasks/${id}:cancel`)).status, 200);
     });
 
-    it('the push-config routes are routed, and refused as the card says (pushNotifications: false)', async () => {
-      const id = randomUUID();
-      assertStatus(
-        await post(`/tasks/${id}/pushNotificationConfigs`, { url: 'https://example.com/h' }),
-        400,
-        'PUSH_NOTIFICATION_NOT_SUPPORTED',
+    it('§11.3.3 push configs: the SDK REST transport creates, reads, lists and deletes them; errors in §11.6 shape', async () => {
+      const task = (await client.sendMessage(
+        SendMessageRequest.fromJSON({
+          message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'hold' }] },
+          configuration: { returnImmediately: true },
+        }),
+      )) as Task;
+      const hook = 'http://127.0.0.1:9/hook';
+      const created = await client.createTaskPushNotificationConfig({
+        tenant: '',
+        id: 'r1',
+        taskId: task.id,
+        url: hook,
+        token: 'rest-secret-token',
+        authentication: { scheme: 'Bearer', credentials: 'rest-secret-cred' },
+      });
+      assert.equal(created.id, 'r1');
+      assert.equal(created.url, hook);
+      assert.equal(created.token, '', 'the token never comes back');
+      const got = await client.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'r1' });
+      assert.deepEqual(got, created);
+      const listed = await client.listTaskPushNotificationConfig({
+        tenant: '',
+        taskId: task.id,
+        pageSize: 0,
+        pageToken: '',
+      });
+      assert.deepEqual(
+        listed.configs.map((c) => c.id),
+        ['r1'],
       );
-      assertStatus(await get(`/tasks/${id}/pushNotificationConfigs`), 400, 'PUSH_NOTIFICATION_NOT_SUPPORTED');
-      assertStatus(await get(`/tasks/${id}/pushNotificationConfigs/c1`), 400, 'PUSH_NOTIFICATION_NOT_SUPPORTED');
-      const del = await t.client.request('DELETE', `${base}/tasks/${id}/pushNotificationConfigs/c1`, { headers: V1 });
-      assertStatus(del, 400, 'PUSH_NOTIFICATION_NOT_SUPPORTED');
+      const raw = await get(`/tasks/${task.id}/pushNotificationConfigs/r1`);
+      assert.equal(raw.status, 200);
+      assert.ok(!raw.text.includes('rest-secret'), raw.text);
+      await client.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'r1' });
+      assertStatus(await get(`/tasks/${task.id}/pushNotificationConfigs/r1`), 404, 'TASK_NOT_FOUND');
+      // Another tenant's task answers like a missing one; a webhook the egress policy refuses is a 400.
+      const theirs = await other.client.post(`${base}/tasks/${task.id}/pushNotificationConfigs`, { url: hook }, V1);
+      assert.equal(theirs.status, 404, theirs.text);
+      const missing = await post(`/tasks/${randomUUID()}/pushNotificationConfigs`, { url: hook });
+      assert.equal(missing.status, 404, missing.text);
+      const refused = await post(`/tasks/${task.id}/pushNotificationConfigs`, { url: 'http://169.254.169.254/hook' });
+      assert.equal(refused.status, 400, refused.text);
+      await post(`/tasks/${task.id}:cancel`, {});
     });
   });
 
