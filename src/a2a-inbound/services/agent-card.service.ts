@@ -3,7 +3,8 @@ import { AgentCard } from '@a2a-js/sdk';
 import { Injectable } from '@nestjs/common';
 import type { Request } from 'express';
 import { AppConfig } from '../../config/app-config.js';
-import { descriptiveSkills, toolGrants, type Constitution } from '../../registry/constitution.js';
+import { descriptiveSkills, mcpServerGrants, toolGrants, type Constitution } from '../../registry/constitution.js';
+import { McpRegistry } from '../../mcp/mcp-registry.service.js';
 import type { ResolvedAgent } from '../../registry/services/agent-catalog.service.js';
 import { TOOL_SKILL_IDS, type ToolName } from '../../registry/tools.js';
 import { INPUT_MODES, OUTPUT_MODES } from '../dialects/message-input.js';
@@ -34,7 +35,10 @@ function describe(c: Constitution, id: string): string {
  */
 @Injectable()
 export class AgentCardService {
-  constructor(private readonly config: AppConfig) {}
+  constructor(
+    private readonly config: AppConfig,
+    private readonly mcp: McpRegistry,
+  ) {}
 
   /** Public base URL: configured, else the request's scheme and a well-formed Host. */
   baseUrl(req: Request): string {
@@ -60,11 +64,17 @@ export class AgentCardService {
         tags: ['chat'],
       },
     ];
-    for (const tool of toolGrants(c)) {
+    for (const tool of this.usableTools(c)) {
+      const servers = tool === '/mcp' ? mcpServerGrants(c) : null;
       skills.push({
         id: TOOL_SKILL_IDS[tool as ToolName] ?? slug(tool),
         name: tool,
-        description: `Can use the ${tool} tool`,
+        description:
+          tool === '/search'
+            ? 'Can search the web (/search)'
+            : tool === '/mcp'
+              ? `Can use tools of MCP servers (/mcp)${servers ? `: ${servers.join(', ')}` : ''}`
+              : `Can use the ${tool} tool`,
         tags: ['tool'],
       });
     }
@@ -95,6 +105,20 @@ export class AgentCardService {
       skills,
     };
     return AgentCard.toJSON(AgentCard.fromJSON(card)) as Json;
+  }
+
+  /**
+   * The tools a card lists: the agent's grants; an agent without grants may
+   * use every tool, and its card lists `/mcp` and `/search` when the
+   * operator configured MCP servers or a search provider.
+   */
+  private usableTools(c: Constitution): string[] {
+    const grants = toolGrants(c);
+    if (grants.length > 0) return grants;
+    return [
+      ...(this.mcp.list().length > 0 ? ['/mcp'] : []),
+      ...(this.config.activeSearchProvider ? ['/search'] : []),
+    ];
   }
 
   /** The v1.0 card plus v0.3's `url`, `protocolVersion`, `preferredTransport` and security shapes. */
