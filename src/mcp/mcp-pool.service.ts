@@ -183,7 +183,7 @@ export class McpPool implements OnModuleDestroy {
         conn.ended ??=
           transport instanceof WatchedStdioTransport
             ? `exited: ${transport.exit ?? 'the process ended'}`
-            : 'exited: the connection closed';
+            : 'closed the connection';
         this.logger.warn({ server: server.name, tenantId }, `MCP server ${conn.ended}`);
       }
       conn.closed = true;
@@ -251,18 +251,6 @@ export class McpPool implements OnModuleDestroy {
           : `ERR: mcp server '${name}' timed out after ${seconds(limit)} s (stopped)`,
       );
     }
-    if (conn.closed && conn.ended?.startsWith('exited'))
-      return new McpFailure(`ERR: mcp server '${name}' ${conn.ended}`);
-    if (err instanceof McpError && err.code === (ErrorCode.ConnectionClosed as number)) {
-      return new McpFailure(
-        `ERR: mcp server '${name}' ${conn.ended?.startsWith('exited') ? conn.ended : 'exited: the connection closed'}`,
-      );
-    }
-    if (err instanceof McpError) {
-      return new McpFailure(
-        `ERR: mcp server '${name}' error ${err.code}: ${oneLine(err.message.replace(/^MCP error -?\d+: /, ''))}`,
-      );
-    }
     if (err instanceof EgressError) {
       return new McpFailure(
         err.code === 'blocked' || err.code === 'bad_url'
@@ -272,6 +260,19 @@ export class McpPool implements OnModuleDestroy {
     }
     if (err instanceof StreamableHTTPError && typeof err.code === 'number' && err.code >= 100) {
       return new McpFailure(`ERR: mcp server '${name}' answered HTTP ${err.code}`);
+    }
+    if (conn.closed && conn.ended && /^(exited|closed)/.test(conn.ended)) {
+      return new McpFailure(`ERR: mcp server '${name}' ${conn.ended}`);
+    }
+    if (err instanceof McpError && err.code === (ErrorCode.ConnectionClosed as number)) {
+      return new McpFailure(
+        `ERR: mcp server '${name}' ${conn.server.transport === 'stdio' ? 'exited: the process ended' : 'closed the connection'}`,
+      );
+    }
+    if (err instanceof McpError) {
+      return new McpFailure(
+        `ERR: mcp server '${name}' error ${err.code}: ${oneLine(err.message.replace(/^MCP error -?\d+: /, ''))}`,
+      );
     }
     const code = (err as NodeJS.ErrnoException).code;
     if (starting && typeof code === 'string') {
