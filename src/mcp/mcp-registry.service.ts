@@ -98,7 +98,9 @@ export function parseMcpRegistry(
   try {
     doc = JSON.parse(text);
   } catch (err) {
-    throw new McpRegistryError(`not valid JSON (${(err as Error).message})`);
+    // Only the position: newer V8 messages quote the text around it, which may hold a secret.
+    const at = /position (\d+)/.exec((err as Error).message)?.[1];
+    throw new McpRegistryError(`not valid JSON${at ? ` (near position ${at})` : ''}`);
   }
   if (!isObj(doc)) throw new McpRegistryError('the top level must be an object with "mcpServers"');
   for (const k of Object.keys(doc)) if (k !== 'mcpServers') throw new McpRegistryError(`unknown field "${k}"`);

@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
-import type { JsonSchemaType } from '@modelcontextprotocol/sdk/validation/types.js';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { capBytes } from '../common/text.js';
 import { McpFailure, McpPool } from './mcp-pool.service.js';
@@ -143,7 +142,7 @@ export class McpTool {
   private check(tool: Tool, args: Record<string, unknown>): string | undefined {
     let validate;
     try {
-      validate = this.validator.getValidator(tool.inputSchema as JsonSchemaType);
+      validate = this.validator.getValidator(tool.inputSchema);
     } catch {
       return undefined; // a schema Ajv cannot compile: the server judges the arguments itself
     }

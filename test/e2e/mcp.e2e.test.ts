@@ -124,7 +124,10 @@ describe('/mcp: MCP servers (reference servers over stdio and streamable HTTP) d
       /\nneeds_env \(stdio\): unavailable \(mcp server 'needs_env' is not usable: environment variable ARBITER_TEST_UNSET_VAR is not set\)/,
     );
     assert.match(fed, /\nwrong_token \(http\): unavailable \(mcp server 'wrong_token' answered HTTP 401\)\n/);
-    assert.match(fed, /\nguarded \(http\): unavailable \(mcp server 'guarded' refused: 127\.0\.0\.2 is a loopback address \(blocked\)\)\n/);
+    assert.match(
+      fed,
+      /\nguarded \(http\): unavailable \(mcp server 'guarded' refused: 127\.0\.0\.2 is a loopback address \(blocked\)\)\n/,
+    );
     assert.deepEqual(
       calls(events).map((c) => [c.tool, c.args, c.ok]),
       [['/mcp', 'list', true]],
@@ -184,13 +187,13 @@ describe('/mcp: MCP servers (reference servers over stdio and streamable HTTP) d
       ].join('\n'),
     );
     const results = fed.split(/\n(?=\[\/mcp )/);
-    assert.match(results[0]!, /\nERR: invalid arguments for everything\/echo: data\/message must be string\n/);
-    assert.match(results[1]!, /\nERR: arguments must be a JSON object \(not valid JSON\)\n/);
-    assert.match(results[2]!, /\nERR: arguments must be a JSON object\n/);
-    assert.match(results[3]!, /\nERR: mcp server 'everything' has no tool 'no-such-tool'\n/);
-    assert.match(results[4]!, /\nERR: no mcp server named 'nowhere'\n/);
+    assert.match(results[0], /\nERR: invalid arguments for everything\/echo: data\/message must be string\n/);
+    assert.match(results[1], /\nERR: arguments must be a JSON object \(not valid JSON\)\n/);
+    assert.match(results[2], /\nERR: arguments must be a JSON object\n/);
+    assert.match(results[3], /\nERR: mcp server 'everything' has no tool 'no-such-tool'\n/);
+    assert.match(results[4], /\nERR: no mcp server named 'nowhere'\n/);
     const usage = 'ERR: usage: /mcp list | /mcp tools <server> | /mcp call <server> <tool> <json-args>';
-    assert.ok(results[5]!.includes(usage) && results[6]!.includes(usage));
+    assert.ok(results[5].includes(usage) && results[6].includes(usage));
     assert.ok(calls(events).every((c) => c.ok === false));
   });
 

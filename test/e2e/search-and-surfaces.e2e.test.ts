@@ -30,16 +30,12 @@ describe('/search through SearXNG, Brave and Tavily wire formats; /mcp and /sear
     events.filter((e) => e.event === 'tool_call').map((e) => [e.data.tool, e.data.args, e.data.ok]);
 
   let n = 0;
-  const runCommands = async (
-    on: 'searxng',
-    commands: string,
-    agent: Record<string, unknown> = {},
-  ) => {
+  const runCommands = async (on: 'searxng', commands: string, agent: Record<string, unknown> = {}) => {
     const id = `s-${++n}`;
-    await newAgent(tenants[on]!, { id, model: script(id, (c) => (c.call === 1 ? commands : 'done')), ...agent });
+    await newAgent(tenants[on], { id, model: script(id, (c) => (c.call === 1 ? commands : 'done')), ...agent });
     const res = await fetch(`${servers[on].url}/v1/agents/${id}/chat`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${tenants[on]!.token}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${tenants[on].token}`, 'content-type': 'application/json' },
       body: JSON.stringify({ message: 'go' }),
     });
     const { events } = await readSse(res);
@@ -169,7 +165,7 @@ describe('/search through SearXNG, Brave and Tavily wire formats; /mcp and /sear
   });
 
   it('agent cards list mcp and web-search when the agent may use them', async () => {
-    const t = tenants.searxng!;
+    const t = tenants.searxng;
     await newAgent(t, { id: 'all-tools' });
     await newAgent(t, { id: 'mcp-only', capabilities: ['/mcp:everything'] });
     await newAgent(t, { id: 'fetch-only', capabilities: ['/fetch'] });
@@ -202,7 +198,7 @@ describe('/search through SearXNG, Brave and Tavily wire formats; /mcp and /sear
     ];
 
     it('A2A JSON-RPC (official SDK client, streaming): tool_call artifacts in the stream', async () => {
-      const t = tenants.searxng!;
+      const t = tenants.searxng;
       await newAgent(t, { id: 'a2a-tools', model: script('a2a-tools', (c) => (c.call === 1 ? COMMANDS : 'done')) });
       const client = await v1Client(servers.searxng.url, t.token, 'a2a-tools');
       const events: StreamResponse[] = [];
@@ -212,7 +208,7 @@ describe('/search through SearXNG, Brave and Tavily wire formats; /mcp and /sear
         .map((e) => (e.payload?.$case === 'artifactUpdate' ? e.payload.value.artifact : undefined))
         .filter((a) => a?.name === 'tool_call')
         .map((a) => {
-          const data = a!.parts[0]?.content?.$case === 'data' ? (a!.parts[0].content.value as any) : {};
+          const data = a!.parts[0]?.content?.$case === 'data' ? a!.parts[0].content.value : {};
           return [data.tool, data.args, data.ok];
         });
       assert.deepEqual(calls, both);
@@ -220,7 +216,7 @@ describe('/search through SearXNG, Brave and Tavily wire formats; /mcp and /sear
     });
 
     it('/v1/orchestrate', async () => {
-      const t = tenants.searxng!;
+      const t = tenants.searxng;
       await newAgent(t, { id: 'orch-tools', model: script('orch-tools', (c) => (c.call === 1 ? COMMANDS : 'done')) });
       const res = await fetch(`${servers.searxng.url}/v1/orchestrate`, {
         method: 'POST',
@@ -238,7 +234,7 @@ describe('/search through SearXNG, Brave and Tavily wire formats; /mcp and /sear
     });
 
     it('conversations', async () => {
-      const t = tenants.searxng!;
+      const t = tenants.searxng;
       await newAgent(t, { id: 'conv-tools', model: script('conv-tools', (c) => (c.call === 1 ? COMMANDS : 'done')) });
       const created = await t.client.post('/v1/conversations', { agent: 'conv-tools' });
       const res = await fetch(`${servers.searxng.url}/v1/conversations/${created.body.id}/messages`, {

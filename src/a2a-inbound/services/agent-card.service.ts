@@ -115,10 +115,7 @@ export class AgentCardService {
   private usableTools(c: Constitution): string[] {
     const grants = toolGrants(c);
     if (grants.length > 0) return grants;
-    return [
-      ...(this.mcp.list().length > 0 ? ['/mcp'] : []),
-      ...(this.config.activeSearchProvider ? ['/search'] : []),
-    ];
+    return [...(this.mcp.list().length > 0 ? ['/mcp'] : []), ...(this.config.activeSearchProvider ? ['/search'] : [])];
   }
 
   /** The v1.0 card plus v0.3's `url`, `protocolVersion`, `preferredTransport` and security shapes. */

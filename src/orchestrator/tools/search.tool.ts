@@ -80,19 +80,13 @@ async function getJson(
 }
 
 async function readCapped(res: Response, max: number): Promise<string> {
-  const reader = res.body?.getReader();
-  if (!reader) return '';
+  if (!res.body) return '';
   const chunks: Uint8Array[] = [];
   let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.length;
-    if (size > max) {
-      await reader.cancel();
-      throw new Error('too large');
-    }
-    chunks.push(value);
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    size += chunk.length;
+    if (size > max) throw new Error('too large'); // leaving the loop cancels the body
+    chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString('utf8');
 }
