@@ -3,6 +3,7 @@ import { PushModule } from '../push/push.module.js';
 import { RegistryModule } from '../registry/registry.module.js';
 import { TasksModule } from '../tasks/tasks.module.js';
 import { TenantsModule } from '../tenants/tenants.module.js';
+import { McpModule } from '../mcp/mcp.module.js';
 import { AgentCardController } from './controllers/agent-card.controller.js';
 import { A2aRequestHandler } from './handler/a2a-request-handler.js';
 import { JsonRpcBinding } from './jsonrpc/jsonrpc-binding.js';
@@ -16,7 +17,7 @@ import { AgentCardService } from './services/agent-card.service.js';
  * its catch-all under an agent's URL must not shadow the card routes.
  */
 @Module({
-  imports: [TasksModule, PushModule, RegistryModule, TenantsModule],
+  imports: [TasksModule, PushModule, RegistryModule, TenantsModule, McpModule],
   controllers: [AgentCardController, JsonRpcController, RestController],
   providers: [A2aRequestHandler, JsonRpcBinding, AgentCardService],
 })

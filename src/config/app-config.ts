@@ -68,9 +68,26 @@ export const CONFIG_ENV = {
   pushBackoffMaxMs: 'ARBITER_PUSH_BACKOFF_MAX_MS',
   pushPollMs: 'ARBITER_PUSH_POLL_MS',
   pushLeaseMs: 'ARBITER_PUSH_LEASE_MS',
+  mcpServersFile: 'ARBITER_MCP_SERVERS_FILE',
+  mcpAllowPrivate: 'ARBITER_MCP_ALLOW_PRIVATE',
+  mcpAllowlist: 'ARBITER_MCP_ALLOWLIST',
+  mcpTimeoutMs: 'ARBITER_MCP_TIMEOUT_MS',
+  mcpStartTimeoutMs: 'ARBITER_MCP_START_TIMEOUT_MS',
+  mcpIdleMs: 'ARBITER_MCP_IDLE_MS',
+  searchProvider: 'ARBITER_SEARCH_PROVIDER',
+  searxngUrl: 'ARBITER_SEARXNG_URL',
+  braveApiKey: 'BRAVE_SEARCH_API_KEY',
+  braveBaseUrl: 'BRAVE_SEARCH_BASE_URL',
+  tavilyApiKey: 'TAVILY_API_KEY',
+  tavilyBaseUrl: 'TAVILY_BASE_URL',
+  searchTimeoutMs: 'ARBITER_SEARCH_TIMEOUT_MS',
+  searchResults: 'ARBITER_SEARCH_RESULTS',
 } as const satisfies Record<string, string>;
 
 export type ConfigKey = keyof typeof CONFIG_ENV;
+
+export const SEARCH_PROVIDERS = ['searxng', 'brave', 'tavily'] as const;
+export type SearchProviderName = (typeof SEARCH_PROVIDERS)[number];
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -385,6 +402,95 @@ export class AppConfig {
   @Max(600_000, { message: 'must be an integer between 500 and 600000' })
   pushLeaseMs = 30_000;
 
+  /** The MCP server registry; default `ARBITER_HOME/mcp_servers.json`. */
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  mcpServersFile?: string;
+
+  /** Let streamable-HTTP MCP servers be on private and loopback addresses (in-cluster servers). Off by default. */
+  @Transform(toBool)
+  @IsBoolean({ message: 'must be true or false' })
+  mcpAllowPrivate = false;
+
+  /** `host` or `host:port` entries MCP servers may use although they resolve to private or loopback addresses. */
+  @IsString()
+  @Matches(/^[A-Za-z0-9.:[\],_-]*$/, { message: 'must be comma-separated host or host:port entries' })
+  mcpAllowlist = '';
+
+  /** One `/mcp` request (a tool call, a tool listing) from send to answer; a stdio server that takes longer is stopped. */
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 100 and 3600000' })
+  @Min(100, { message: 'must be an integer between 100 and 3600000' })
+  @Max(3_600_000, { message: 'must be an integer between 100 and 3600000' })
+  mcpTimeoutMs = 60_000;
+
+  /** Starting an MCP server and its `initialize` handshake. */
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 100 and 600000' })
+  @Min(100, { message: 'must be an integer between 100 and 600000' })
+  @Max(600_000, { message: 'must be an integer between 100 and 600000' })
+  mcpStartTimeoutMs = 20_000;
+
+  /** How long a tenant's MCP connection (a stdio child process) stays open after its last use. */
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 0 and 86400000' })
+  @Min(0, { message: 'must be an integer between 0 and 86400000' })
+  @Max(86_400_000, { message: 'must be an integer between 0 and 86400000' })
+  mcpIdleMs = 60_000;
+
+  /** Which `/search` provider answers; default: the first configured of searxng, brave, tavily. */
+  @IsOptional()
+  @IsIn(SEARCH_PROVIDERS, { message: `must be one of ${SEARCH_PROVIDERS.join(', ')}` })
+  searchProvider?: SearchProviderName;
+
+  /** A SearXNG instance (its JSON API must be enabled: `search.formats` includes `json`). */
+  @IsOptional()
+  @Matches(/^https?:\/\/[^\s?#]+$/, { message: 'must be an http(s) URL without query or fragment' })
+  searxngUrl?: string;
+
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  braveApiKey?: string;
+
+  @Matches(/^https?:\/\/[^\s?#]+$/, { message: 'must be an http(s) URL without query or fragment' })
+  braveBaseUrl = 'https://api.search.brave.com';
+
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  tavilyApiKey?: string;
+
+  @Matches(/^https?:\/\/[^\s?#]+$/, { message: 'must be an http(s) URL without query or fragment' })
+  tavilyBaseUrl = 'https://api.tavily.com';
+
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 100 and 120000' })
+  @Min(100, { message: 'must be an integer between 100 and 120000' })
+  @Max(120_000, { message: 'must be an integer between 100 and 120000' })
+  searchTimeoutMs = 15_000;
+
+  /** Results one `/search` returns. */
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 1 and 20' })
+  @Min(1, { message: 'must be an integer between 1 and 20' })
+  @Max(20, { message: 'must be an integer between 1 and 20' })
+  searchResults = 5;
+
+  get mcpRegistryPath(): string {
+    return this.mcpServersFile ? resolve(this.mcpServersFile) : join(this.home, 'mcp_servers.json');
+  }
+
+  /** The `/search` provider in use: the one named, else the first configured; undefined when none is. */
+  get activeSearchProvider(): SearchProviderName | undefined {
+    if (this.searchProvider) return this.searchProvider;
+    if (this.searxngUrl) return 'searxng';
+    if (this.braveApiKey) return 'brave';
+    if (this.tavilyApiKey) return 'tavily';
+    return undefined;
+  }
+
   get a2aRegistryPath(): string {
     return this.a2aAgentsFile ? resolve(this.a2aAgentsFile) : join(this.home, 'a2a_agents.json');
   }
@@ -424,11 +530,21 @@ export class AppConfig {
         openai: Boolean(this.openaiApiKey || this.openaiBaseUrl),
         openrouter: Boolean(this.openrouterApiKey),
       },
+      search: this.activeSearchProvider ?? null,
+      mcpServersFile: this.mcpRegistryPath,
     };
   }
 }
 
-const SECRET_KEYS: ConfigKey[] = ['adminToken', 'databaseUrl', 'anthropicApiKey', 'openaiApiKey', 'openrouterApiKey'];
+const SECRET_KEYS: ConfigKey[] = [
+  'adminToken',
+  'databaseUrl',
+  'anthropicApiKey',
+  'openaiApiKey',
+  'openrouterApiKey',
+  'braveApiKey',
+  'tavilyApiKey',
+];
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -505,6 +621,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, argv: string[] 
     // A claim that could expire during one POST would let another replica deliver out of order.
     throw new ConfigError([
       `${CONFIG_ENV.pushLeaseMs} must be greater than ${CONFIG_ENV.pushTimeoutMs} (got ${config.pushLeaseMs} <= ${config.pushTimeoutMs})`,
+    ]);
+  }
+  const needs: Record<SearchProviderName, [ConfigKey, unknown]> = {
+    searxng: ['searxngUrl', config.searxngUrl],
+    brave: ['braveApiKey', config.braveApiKey],
+    tavily: ['tavilyApiKey', config.tavilyApiKey],
+  };
+  if (config.searchProvider && !needs[config.searchProvider][1]) {
+    const [key] = needs[config.searchProvider];
+    throw new ConfigError([
+      `${CONFIG_ENV.searchProvider} is ${config.searchProvider}, which needs ${CONFIG_ENV[key]} (it is not set)`,
     ]);
   }
   config.home = isAbsolute(config.home) ? config.home : resolve(config.home);

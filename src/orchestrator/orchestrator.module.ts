@@ -6,9 +6,10 @@ import { MemoryService } from './tools/memory.service.js';
 import { ORCHESTRATOR } from './run-event.js';
 import { RegistryModule } from '../registry/registry.module.js';
 import { A2aOutboundModule } from '../a2a-outbound/a2a-outbound.module.js';
+import { McpModule } from '../mcp/mcp.module.js';
 
 @Module({
-  imports: [RegistryModule, A2aOutboundModule],
+  imports: [RegistryModule, A2aOutboundModule, McpModule],
   controllers: [ModelsController],
   providers: [
     ModelRouter,

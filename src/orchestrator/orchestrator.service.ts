@@ -10,6 +10,8 @@ import { echoTurn } from './providers/echo.model.js';
 import { ProviderError, type ChatMessage } from './providers/provider.js';
 import type { Orchestrator, RunContext, RunEvent, RunInput } from './run-event.js';
 import { AgentCatalog } from '../registry/services/agent-catalog.service.js';
+import { McpTool } from '../mcp/mcp-tool.service.js';
+import { searchProvider } from './tools/search.tool.js';
 
 /**
  * Runs an agent turn on the agent's model — a real provider (Anthropic, or
@@ -27,9 +29,11 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
     private readonly catalog: AgentCatalog,
     private readonly memory: MemoryService,
     private readonly remotes: RemoteAgents,
+    private readonly mcp: McpTool,
   ) {
     const fetchPolicy: EgressPolicy = { allowPrivate: false, allowHosts: parseHostList(config.fetchAllowlist) };
-    this.deps = { config, router, catalog, memory, fetchPolicy, remotes };
+    const search = searchProvider(config);
+    this.deps = { config, router, catalog, memory, fetchPolicy, remotes, mcp, search };
   }
 
   private readonly deps: TurnDeps;

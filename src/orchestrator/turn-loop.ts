@@ -2,7 +2,7 @@ import type { AppConfig } from '../config/app-config.js';
 import type { EgressPolicy } from '../common/net/egress.js';
 import { capBytes } from '../common/text.js';
 import type { RemoteAgents } from '../a2a-outbound/remote-agents.service.js';
-import { MASTER_AGENT_ID, toolGrants } from '../registry/constitution.js';
+import { MASTER_AGENT_ID, mcpServerGrants, toolGrants } from '../registry/constitution.js';
 import type { AgentCatalog, ResolvedAgent } from '../registry/services/agent-catalog.service.js';
 import { KNOWN_TOOLS } from '../registry/tools.js';
 import { EchoProvider } from './providers/echo.model.js';
@@ -11,6 +11,8 @@ import { ProviderError, type ChatMessage, type Provider } from './providers/prov
 import type { RunEvent } from './run-event.js';
 import { systemPrompt } from './system-prompt.js';
 import { fetchAsText } from './tools/fetch.tool.js';
+import { searchAsText, type SearchProvider } from './tools/search.tool.js';
+import type { McpTool } from '../mcp/mcp-tool.service.js';
 import { mediaTypeFor, sanitizePath } from './tools/files.js';
 import { MAX_MEMORY_CONTENT, type MemoryService } from './tools/memory.service.js';
 import { BLOCK_VERBS, parseCommandLine, WritScanner, type Writ } from './writs.js';
@@ -28,6 +30,9 @@ export interface TurnDeps {
   memory: MemoryService;
   fetchPolicy: EgressPolicy;
   remotes: RemoteAgents;
+  mcp: McpTool;
+  /** The `/search` provider; undefined when none is configured. */
+  search: SearchProvider | undefined;
 }
 
 /** `[/verb args]` … `[END VERB]` around a result. */
@@ -231,9 +236,17 @@ export class TurnLoop {
         if (r.remoteTaskId) detail.remote_task_id = r.remoteTaskId;
         return r.body;
       }
+      case 'mcp':
+        return this.deps.mcp.run(w.args, this.mcpCaller(agent), this.signal);
+      case 'search':
+        return searchAsText(w.args, this.deps.search, this.deps.config.searchResults, this.signal);
       default:
         return `ERR: unknown command /${w.verb}`;
     }
+  }
+
+  private mcpCaller(agent: ResolvedAgent): { tenantId: string; servers: string[] | null } {
+    return { tenantId: this.tenantId, servers: mcpServerGrants(agent.constitution) };
   }
 
   private async delegate(caller: ResolvedAgent, args: string, depth: number): Promise<string> {
@@ -326,6 +339,9 @@ export class TurnLoop {
       ]);
       if (roster) system += `\n\n${roster}`;
       if (remote) system += `\n\n${remote}`;
+      const grants = toolGrants(agent.constitution);
+      const mcp = grants.length === 0 || grants.includes('/mcp') ? this.deps.mcp.roster(this.mcpCaller(agent)) : '';
+      if (mcp) system += `\n\n${mcp}`;
     }
     return system;
   }
@@ -340,6 +356,9 @@ const TOOL_HELP: Record<string, string> = {
   '/fetch': '/fetch <url> — read a public web page as text',
   '/a2a':
     '/a2a list | /a2a card <name> | /a2a call <name> <message> — remote A2A agents (another trust boundary: they see only your message)',
+  '/mcp':
+    '/mcp list | /mcp tools <server> | /mcp call <server> <tool> <json-args> — tools of MCP servers (arguments: one JSON object)',
+  '/search': '/search <query> — search the web: titles, URLs and snippets (read a page with /fetch <url>)',
 };
 
 /** The TOOLS block of a system prompt: the commands this agent may use. */

@@ -16,7 +16,7 @@ import {
   type ValidationArguments,
   type ValidatorConstraintInterface,
 } from 'class-validator';
-import { isKnownTool, KNOWN_TOOLS } from './tools.js';
+import { grantTool, isToolGrant, KNOWN_TOOLS } from './tools.js';
 
 export const AGENT_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 export const MASTER_AGENT_ID = 'index';
@@ -62,16 +62,16 @@ const NO_CONTROL_MULTILINE = /^[^\p{Cc}]*(?:[\n\t][^\p{Cc}]*)*$/u;
 class CapabilityConstraint implements ValidatorConstraintInterface {
   validate(value: unknown): boolean {
     if (!Array.isArray(value)) return true; // IsArray reports it
-    return value.every((v) => typeof v !== 'string' || !v.startsWith('/') || isKnownTool(v));
+    return value.every((v) => typeof v !== 'string' || !v.startsWith('/') || isToolGrant(v));
   }
 
   defaultMessage(args?: ValidationArguments): string {
     const unknown = Array.isArray(args?.value)
       ? (args.value as unknown[]).filter(
-          (v): v is string => typeof v === 'string' && v.startsWith('/') && !isKnownTool(v),
+          (v): v is string => typeof v === 'string' && v.startsWith('/') && !isToolGrant(v),
         )
       : [];
-    return `unknown tool ${unknown.map((u) => `"${u}"`).join(', ')} in capabilities; known tools: ${KNOWN_TOOLS.join(', ')} (entries without a leading "/" are descriptive skills)`;
+    return `unknown tool ${unknown.map((u) => `"${u}"`).join(', ')} in capabilities; known tools: ${KNOWN_TOOLS.join(', ')}, and /mcp:<server> (entries without a leading "/" are descriptive skills)`;
   }
 }
 
@@ -183,9 +183,18 @@ export function applyConstitution(id: string, base: Partial<Constitution>, patch
   return out;
 }
 
-/** Tool grants (`/…` entries); empty means every tool is allowed. */
+/** Tool grants (`/…` entries, `/mcp:<server>` as `/mcp`); empty means every tool is allowed. */
 export function toolGrants(c: Constitution): string[] {
-  return c.capabilities.filter((cap) => cap.startsWith('/'));
+  return [...new Set(c.capabilities.filter((cap) => cap.startsWith('/')).map(grantTool))];
+}
+
+/**
+ * The MCP servers an agent may use: the `/mcp:<server>` entries of its
+ * capabilities, or null (every configured server) when it has none.
+ */
+export function mcpServerGrants(c: Constitution): string[] | null {
+  const servers = c.capabilities.filter((cap) => cap.startsWith('/mcp:')).map((cap) => cap.slice('/mcp:'.length));
+  return servers.length ? servers : null;
 }
 
 /** Descriptive skills (entries without a leading `/`). They never restrict tools. */

@@ -123,12 +123,22 @@ describe('agent registry (/v1/agents)', () => {
     it('an unknown tool → 400 listing the known ones; descriptive skills are fine', async () => {
       const res = await a.client.post('/v1/agents', {
         id: 'tooly',
-        capabilities: ['/fetch', '/search', 'web research'],
+        capabilities: ['/fetch', '/browse', 'web research'],
       });
       assert.equal(res.status, 400);
       const msg = res.body.details.find((d: { field: string }) => d.field === 'capabilities').messages.join(' ');
-      assert.match(msg, /"\/search"/);
-      for (const tool of ['/agent', '/parallel', '/write', '/mem', '/fetch', '/a2a'])
+      assert.match(msg, /"\/browse"/);
+      for (const tool of [
+        '/agent',
+        '/parallel',
+        '/write',
+        '/mem',
+        '/fetch',
+        '/a2a',
+        '/mcp',
+        '/search',
+        '/mcp:<server>',
+      ])
         assert.ok(msg.includes(tool), tool);
       const ok = await a.client.post('/v1/agents', { id: 'tooly', capabilities: ['/fetch', 'web research'] });
       assert.equal(ok.status, 201);

@@ -34,6 +34,8 @@ export function withLoopbackProviders(env: Record<string, string>): Record<strin
   return {
     ANTHROPIC_BASE_URL: NOWHERE,
     OPENROUTER_BASE_URL: `${NOWHERE}/v1`,
+    BRAVE_SEARCH_BASE_URL: NOWHERE,
+    TAVILY_BASE_URL: NOWHERE,
     ...(env.OPENAI_API_KEY && !env.OPENAI_BASE_URL ? { OPENAI_BASE_URL: `${NOWHERE}/v1` } : {}),
     ...env,
   };

@@ -3,7 +3,8 @@ import { AgentCard } from '@a2a-js/sdk';
 import { Injectable } from '@nestjs/common';
 import type { Request } from 'express';
 import { AppConfig } from '../../config/app-config.js';
-import { descriptiveSkills, toolGrants, type Constitution } from '../../registry/constitution.js';
+import { descriptiveSkills, mcpServerGrants, toolGrants, type Constitution } from '../../registry/constitution.js';
+import { McpRegistry } from '../../mcp/mcp-registry.service.js';
 import type { ResolvedAgent } from '../../registry/services/agent-catalog.service.js';
 import { routeModel } from '../../config/model-routes.js';
 import { KNOWN_TOOLS, TOOL_DESCRIPTIONS, TOOL_SKILL_IDS, isKnownTool, type ToolName } from '../../registry/tools.js';
@@ -40,26 +41,29 @@ function descriptive(c: Constitution): Json[] {
   return descriptiveSkills(c).map((skill) => ({ id: slug(skill), name: skill, description: skill, tags: ['skill'] }));
 }
 
-/** The public card: chat, the tools granted by name, the descriptive skills. */
-function publicSkills(agent: ResolvedAgent): Json[] {
-  const tools = toolGrants(agent.constitution).map((tool) => ({
-    id: TOOL_SKILL_IDS[tool as ToolName] ?? slug(tool),
-    name: tool,
-    description: `Can use the ${tool} tool`,
-    tags: ['tool'],
-  }));
-  return [chatSkill(agent), ...tools, ...descriptive(agent.constitution)];
-}
-
-/** The tools the agent may use: its grants, or every tool when it names none (see `capabilities`). */
-function effectiveTools(c: Constitution): ToolName[] {
-  const grants = toolGrants(c).filter(isKnownTool);
-  return grants.length ? grants : [...KNOWN_TOOLS];
+/** The public card: chat, the tools granted by name (or usable without grants: see `usableTools`), the descriptive skills. */
+function publicSkills(agent: ResolvedAgent, usable: string[]): Json[] {
+  const c = agent.constitution;
+  const tools = usable.map((tool) => {
+    const servers = tool === '/mcp' ? mcpServerGrants(c) : null;
+    return {
+      id: TOOL_SKILL_IDS[tool as ToolName] ?? slug(tool),
+      name: tool,
+      description:
+        tool === '/search'
+          ? 'Can search the web (/search)'
+          : tool === '/mcp'
+            ? `Can use tools of MCP servers (/mcp)${servers ? `: ${servers.join(', ')}` : ''}`
+            : `Can use the ${tool} tool`,
+      tags: ['tool'],
+    };
+  });
+  return [chatSkill(agent), ...tools, ...descriptive(c)];
 }
 
 /** The extended card: chat, every tool it may use with what the tool does, the descriptive skills. */
-function extendedSkills(agent: ResolvedAgent): Json[] {
-  const tools = effectiveTools(agent.constitution).map((tool) => ({
+function extendedSkills(agent: ResolvedAgent, effective: ToolName[]): Json[] {
+  const tools = effective.map((tool) => ({
     id: TOOL_SKILL_IDS[tool],
     name: tool,
     description: TOOL_DESCRIPTIONS[tool],
@@ -88,7 +92,29 @@ export function modelFamily(id: string): string | undefined {
  */
 @Injectable()
 export class AgentCardService {
-  constructor(private readonly config: AppConfig) {}
+  constructor(
+    private readonly config: AppConfig,
+    private readonly mcp: McpRegistry,
+  ) {}
+
+  /**
+   * The tools a public card lists: the agent's grants; an agent without
+   * grants may use every tool, and its card lists `/mcp` and `/search` when
+   * the operator configured MCP servers or a search provider.
+   */
+  private usableTools(c: Constitution): string[] {
+    const grants = toolGrants(c);
+    if (grants.length > 0) return grants;
+    return [...(this.mcp.list().length > 0 ? ['/mcp'] : []), ...(this.config.activeSearchProvider ? ['/search'] : [])];
+  }
+
+  /** The tools the agent may use: its grants, or every tool when it names none (those configured, for /mcp and /search). */
+  private effectiveTools(c: Constitution): ToolName[] {
+    const grants = toolGrants(c).filter(isKnownTool);
+    if (grants.length) return grants;
+    const usable = new Set(this.usableTools(c));
+    return KNOWN_TOOLS.filter((t) => (t !== '/mcp' && t !== '/search') || usable.has(t));
+  }
 
   /** Public base URL: configured, else the request's scheme and a well-formed Host. */
   baseUrl(req: Request): string {
@@ -113,7 +139,9 @@ export class AgentCardService {
    * JSON-RPC (1.0 and the v0.3 dialect) and HTTP+JSON (1.0) at the same URL.
    */
   v1Card(agent: ResolvedAgent, base: string): Json {
-    return AgentCard.toJSON(AgentCard.fromJSON(this.v1Json(agent, base, publicSkills(agent)))) as Json;
+    return AgentCard.toJSON(
+      AgentCard.fromJSON(this.v1Json(agent, base, publicSkills(agent, this.usableTools(agent.constitution)))),
+    ) as Json;
   }
 
   /** The v1.0 card plus v0.3's `url`, `protocolVersion`, `preferredTransport` and security shapes. */
@@ -131,13 +159,13 @@ export class AgentCardService {
    * (no personality, no token budget, never a provider key or base URL).
    */
   v1ExtendedCard(agent: ResolvedAgent, base: string): Json {
-    const json = this.v1Json(agent, base, extendedSkills(agent));
+    const json = this.v1Json(agent, base, extendedSkills(agent, this.effectiveTools(agent.constitution)));
     const c = agent.constitution;
     const profile: Json = {
       role: c.role,
       goal: c.goal,
       rules: c.rules,
-      tools: effectiveTools(c),
+      tools: this.effectiveTools(c),
       mode: c.mode,
     };
     const family = this.config.extendedCardModel ? modelFamily(c.model ?? this.config.defaultModel) : undefined;

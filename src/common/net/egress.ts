@@ -164,7 +164,7 @@ export interface EgressResponse {
 }
 
 export interface EgressRequest {
-  method?: 'GET' | 'POST';
+  method?: 'GET' | 'POST' | 'DELETE';
   headers?: Record<string, string>;
   body?: string;
   signal?: AbortSignal;
@@ -183,6 +183,50 @@ export async function egressRequest(
 ): Promise<EgressResponse> {
   const timeout = AbortSignal.timeout(req.timeoutMs);
   const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
+  const { res, url } = await follow(raw, policy, req, signal, timeout);
+  return await readBody(res, url, req.maxBytes, signal, req.signal, timeout);
+}
+
+export interface EgressStream {
+  status: number;
+  headers: IncomingHttpHeaders;
+  /** The body as it arrives; it ends (with an error) when the caller's signal aborts. */
+  body: IncomingMessage;
+  url: URL;
+}
+
+/**
+ * One guarded request whose body is handed over as a stream (server-sent
+ * events, long responses): `timeoutMs` bounds the wait for the response
+ * head only; the caller's signal ends the body. The same checks as
+ * `egressRequest` (scheme, addresses, pinned lookup, each redirect).
+ */
+export async function egressOpen(
+  raw: string | URL,
+  policy: EgressPolicy,
+  req: Omit<EgressRequest, 'maxBytes'>,
+): Promise<EgressStream> {
+  const timeout = AbortSignal.timeout(req.timeoutMs);
+  const head = new AbortController();
+  const signal = req.signal ? AbortSignal.any([req.signal, head.signal]) : head.signal;
+  const onTimeout = (): void => head.abort(timeout.reason);
+  timeout.addEventListener('abort', onTimeout, { once: true });
+  try {
+    const { res, url } = await follow(raw, policy, req, signal, timeout);
+    return { status: res.statusCode ?? 0, headers: res.headers, body: res, url };
+  } finally {
+    timeout.removeEventListener('abort', onTimeout);
+  }
+}
+
+/** Sends `req`, following redirects (each one checked); returns the final response, body unread. */
+async function follow(
+  raw: string | URL,
+  policy: EgressPolicy,
+  req: Omit<EgressRequest, 'maxBytes'>,
+  signal: AbortSignal,
+  timeout: AbortSignal,
+): Promise<{ res: IncomingMessage; url: URL }> {
   let url = checkUrl(raw, policy);
   let method = req.method ?? 'GET';
   let body = req.body;
@@ -216,11 +260,16 @@ export async function egressRequest(
       }
       continue;
     }
-    return await readBody(res, url, req.maxBytes, signal, req.signal, timeout);
+    return { res, url };
   }
 }
 
-function send(url: URL, policy: EgressPolicy, req: EgressRequest, signal: AbortSignal): Promise<IncomingMessage> {
+function send(
+  url: URL,
+  policy: EgressPolicy,
+  req: Omit<EgressRequest, 'maxBytes'>,
+  signal: AbortSignal,
+): Promise<IncomingMessage> {
   const make = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
     const r = make(url, {

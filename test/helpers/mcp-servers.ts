@@ -1,0 +1,86 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { randomUUID } from 'node:crypto';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+
+const require = createRequire(import.meta.url);
+
+/** The JS entry of a published reference server (launched with `process.execPath`, no npx). */
+export function referenceServerEntry(
+  pkg: '@modelcontextprotocol/server-everything' | '@modelcontextprotocol/server-memory',
+): string {
+  return join(dirname(require.resolve(`${pkg}/package.json`)), 'dist', 'index.js');
+}
+
+/** The tiny test server (test/helpers/mcp-test-server.ts, compiled beside this file). */
+export const TEST_SERVER_ENTRY = join(dirname(fileURLToPath(import.meta.url)), 'mcp-test-server.js');
+
+export interface HttpMcp {
+  url: string;
+  /** Authorization headers of the requests, in order. */
+  auth: (string | undefined)[];
+  close(): Promise<void>;
+}
+
+type EverythingFactory = () => { server: McpServer; cleanup: (sessionId?: string) => void };
+
+/**
+ * `@modelcontextprotocol/server-everything` over streamable HTTP, bound to
+ * 127.0.0.1 only: its own server factory behind the SDK's server transport,
+ * one session per client (as its `streamableHttp` launcher does, which
+ * listens on every interface). Requests without `Bearer <token>` get 401.
+ */
+export async function startEverythingHttp(token: string): Promise<HttpMcp> {
+  const entry = pathToFileURL(
+    join(dirname(referenceServerEntry('@modelcontextprotocol/server-everything')), 'server', 'index.js'),
+  ).href;
+  const { createServer: createEverything } = (await import(entry)) as { createServer: EverythingFactory };
+  const sessions = new Map<string, { transport: StreamableHTTPServerTransport; cleanup: () => void }>();
+  const auth: (string | undefined)[] = [];
+  const http: Server = createServer((req, res) => {
+    void (async () => {
+      auth.push(req.headers.authorization);
+      if (req.headers.authorization !== `Bearer ${token}`) {
+        res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"unauthorized"}');
+        return;
+      }
+      const sid = req.headers['mcp-session-id'];
+      const known = typeof sid === 'string' ? sessions.get(sid) : undefined;
+      if (known) return known.transport.handleRequest(req, res);
+      if (req.method !== 'POST' || sid) {
+        res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":"no session"}');
+        return;
+      }
+      const { server, cleanup } = createEverything();
+      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (id) => void sessions.set(id, { transport, cleanup: () => cleanup(id) }),
+        onsessionclosed: (id) => {
+          sessions.get(id)?.cleanup();
+          sessions.delete(id);
+        },
+      });
+      await server.connect(transport);
+      await transport.handleRequest(req, res);
+    })().catch(() => {
+      if (!res.headersSent) res.writeHead(500).end();
+    });
+  });
+  await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`,
+    auth,
+    close: async () => {
+      for (const s of sessions.values()) {
+        s.cleanup();
+        await s.transport.close();
+      }
+      http.closeAllConnections();
+      await new Promise((r) => http.close(r));
+    },
+  };
+}
