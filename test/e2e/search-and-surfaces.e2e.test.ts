@@ -6,7 +6,7 @@ import type { StreamResponse } from '@a2a-js/sdk';
 import { FakeProvider, type ScriptCall, type ScriptReply } from '../helpers/fake-provider.js';
 import { FakeSearch } from '../helpers/fake-search.js';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
-import { readSse, textMessage, v1Client, type SseEvent } from '../helpers/a2a.js';
+import { readSse, restClient, textMessage, v1Client, type SseEvent } from '../helpers/a2a.js';
 import { referenceServerEntry } from '../helpers/mcp-servers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { loadConfig } from '../../src/config/app-config.js';
@@ -197,23 +197,30 @@ describe('/search through SearXNG, Brave and Tavily wire formats; /mcp and /sear
       ['/search', 'surfaces', true],
     ];
 
-    it('A2A JSON-RPC (official SDK client, streaming): tool_call artifacts in the stream', async () => {
-      const t = tenants.searxng;
-      await newAgent(t, { id: 'a2a-tools', model: script('a2a-tools', (c) => (c.call === 1 ? COMMANDS : 'done')) });
-      const client = await v1Client(servers.searxng.url, t.token, 'a2a-tools');
-      const events: StreamResponse[] = [];
-      for await (const e of client.sendMessageStream(textMessage('go'))) events.push(e);
-      const calls = events
-        .filter((e) => e.payload?.$case === 'artifactUpdate')
-        .map((e) => (e.payload?.$case === 'artifactUpdate' ? e.payload.value.artifact : undefined))
-        .filter((a) => a?.name === 'tool_call')
-        .map((a) => {
-          const data = a!.parts[0]?.content?.$case === 'data' ? a!.parts[0].content.value : {};
-          return [data.tool, data.args, data.ok];
-        });
-      assert.deepEqual(calls, both);
-      expectFed('a2a-tools');
-    });
+    for (const [binding, connect] of [
+      ['JSON-RPC', v1Client],
+      ['HTTP+JSON/REST', restClient],
+    ] as const) {
+      it(`A2A ${binding} (official SDK client, streaming): tool_call artifacts in the stream`, async () => {
+        const t = tenants.searxng;
+        const id = `a2a-tools-${binding === 'JSON-RPC' ? 'rpc' : 'rest'}`;
+        await newAgent(t, { id, model: script(id, (c) => (c.call === 1 ? COMMANDS : 'done')) });
+        const client = await connect(servers.searxng.url, t.token, id);
+        assert.equal(client.transport.protocolName, binding === 'JSON-RPC' ? 'JSONRPC' : 'HTTP+JSON');
+        const events: StreamResponse[] = [];
+        for await (const e of client.sendMessageStream(textMessage('go'))) events.push(e);
+        const calls = events
+          .filter((e) => e.payload?.$case === 'artifactUpdate')
+          .map((e) => (e.payload?.$case === 'artifactUpdate' ? e.payload.value.artifact : undefined))
+          .filter((a) => a?.name === 'tool_call')
+          .map((a) => {
+            const data = a!.parts[0]?.content?.$case === 'data' ? a!.parts[0].content.value : {};
+            return [data.tool, data.args, data.ok];
+          });
+        assert.deepEqual(calls, both);
+        expectFed(id);
+      });
+    }
 
     it('/v1/orchestrate', async () => {
       const t = tenants.searxng;
