@@ -1,8 +1,7 @@
 import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
-import { PassportModule } from '@nestjs/passport';
 import { AccessGuard, AdminGuard, TenantGuard } from './auth/access.guard.js';
-import { AdminBearerStrategy, TenantBearerStrategy } from './auth/bearer.strategies.js';
+import { BearerAuthenticator } from './auth/bearer.strategies.js';
 import { AuditRepository } from './repositories/audit.repository.js';
 import { TenantRepository } from './repositories/tenant.repository.js';
 import { AdminTokenService } from './services/admin-token.service.js';
@@ -11,7 +10,6 @@ import { TenantAuthService } from './services/tenant-auth.service.js';
 import { TenantsService } from './services/tenants.service.js';
 
 @Module({
-  imports: [PassportModule.register({ session: false })],
   providers: [
     TenantRepository,
     AuditRepository,
@@ -19,8 +17,7 @@ import { TenantsService } from './services/tenants.service.js';
     TenantAuthService,
     TenantsService,
     OpenStreams,
-    TenantBearerStrategy,
-    AdminBearerStrategy,
+    BearerAuthenticator,
     TenantGuard,
     AdminGuard,
     { provide: APP_GUARD, useClass: AccessGuard },

@@ -188,3 +188,25 @@ describe('access revoked while requests are open', () => {
     );
   });
 });
+
+describe('two applications in one process', () => {
+  it('each verifies only its own admin and tenant tokens (passport instance per application)', async () => {
+    const a = await startTestServer();
+    const b = await startTestServer();
+    try {
+      const ta = await newTenant(a, 'one');
+      const tb = await newTenant(b, 'two');
+      assert.equal((await a.admin.get('/v1/admin/tenants')).status, 200);
+      assert.equal((await b.admin.get('/v1/admin/tenants')).status, 200);
+      assert.equal((await a.as(b.adminToken).get('/v1/admin/tenants')).status, 401);
+      assert.equal((await b.as(a.adminToken).get('/v1/admin/tenants')).status, 401);
+      assert.equal((await a.as(ta.token).get('/v1/agents')).status, 200);
+      assert.equal((await b.as(tb.token).get('/v1/agents')).status, 200);
+      assert.equal((await b.as(ta.token).get('/v1/agents')).status, 401);
+      assert.equal((await a.as(tb.token).get('/v1/agents')).status, 401);
+    } finally {
+      await b.close();
+      await a.close();
+    }
+  });
+});

@@ -1,10 +1,15 @@
 import { Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { AuthGuard } from '@nestjs/passport';
-import type { Request } from 'express';
+import type { Request, Response } from 'express';
 import { ACCESS_KEY, type Access } from '../../common/auth.decorators.js';
 import { DomainError } from '../../common/errors.js';
-import { ADMIN_STRATEGY, BearerRefusalError, TENANT_STRATEGY } from './bearer.strategies.js';
+import {
+  ADMIN_STRATEGY,
+  BearerAuthenticator,
+  BearerRefusalError,
+  TENANT_STRATEGY,
+  type BearerStrategyName,
+} from './bearer.strategies.js';
 
 /** RFC 9110 §11.1: the scheme is case-insensitive, followed by one or more spaces or tabs (§11.4 token68). */
 const BEARER_HEADER = /^bearer[ \t]+([A-Za-z0-9._~+/-]+=*)[ \t]*$/i;
@@ -41,30 +46,32 @@ function requireBearerHeader(ctx: ExecutionContext): void {
   req.headers.authorization = `Bearer ${token}`;
 }
 
+/** Runs a bearer strategy for the request and sets `req.user`, or throws the 401. */
+@Injectable()
+abstract class BearerGuard implements CanActivate {
+  protected abstract readonly strategy: BearerStrategyName;
+  constructor(private readonly bearer: BearerAuthenticator) {}
+
+  async canActivate(ctx: ExecutionContext): Promise<boolean> {
+    requireBearerHeader(ctx);
+    const http = ctx.switchToHttp();
+    const req = http.getRequest<Request>();
+    const [err, user] = await this.bearer.authenticate(this.strategy, req, http.getResponse<Response>());
+    req.user = principalOrThrow(err, user);
+    return true;
+  }
+}
+
 /** Tenant routes: an active `atr_…` token of an enabled tenant. */
 @Injectable()
-export class TenantGuard extends AuthGuard(TENANT_STRATEGY) {
-  override canActivate(ctx: ExecutionContext): Promise<boolean> {
-    requireBearerHeader(ctx);
-    return super.canActivate(ctx) as Promise<boolean>;
-  }
-
-  override handleRequest<T>(err: unknown, user: T): T {
-    return principalOrThrow(err, user);
-  }
+export class TenantGuard extends BearerGuard {
+  protected readonly strategy = TENANT_STRATEGY;
 }
 
 /** Admin routes: the operator's `adm_…` token. */
 @Injectable()
-export class AdminGuard extends AuthGuard(ADMIN_STRATEGY) {
-  override canActivate(ctx: ExecutionContext): Promise<boolean> {
-    requireBearerHeader(ctx);
-    return super.canActivate(ctx) as Promise<boolean>;
-  }
-
-  override handleRequest<T>(err: unknown, user: T): T {
-    return principalOrThrow(err, user);
-  }
+export class AdminGuard extends BearerGuard {
+  protected readonly strategy = ADMIN_STRATEGY;
 }
 
 /**
