@@ -24,6 +24,7 @@ export const CONFIG_ENV = {
   databaseUrl: 'DATABASE_URL',
   home: 'ARBITER_HOME',
   adminToken: 'ARBITER_ADMIN_TOKEN',
+  adminTokenPath: 'ARBITER_ADMIN_TOKEN_FILE',
   publicBaseUrl: 'ARBITER_PUBLIC_BASE_URL',
   logLevel: 'LOG_LEVEL',
   maxBodyBytes: 'ARBITER_MAX_BODY_BYTES',
@@ -142,6 +143,12 @@ export class AppConfig {
     message: 'must be "adm_" followed by at least 28 characters from [A-Za-z0-9_-]',
   })
   adminToken?: string;
+
+  /** A file holding the admin token (a container secret): read at start, never created or changed. */
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  adminTokenPath?: string;
 
   @IsOptional()
   @Matches(/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/, {
@@ -505,8 +512,9 @@ export class AppConfig {
     return join(this.home, 'pgdata');
   }
 
+  /** Where the admin token is read from when `ARBITER_ADMIN_TOKEN` is unset: the operator's file, else `ARBITER_HOME/admin_token`. */
   get adminTokenFile(): string {
-    return join(this.home, 'admin_token');
+    return this.adminTokenPath ? resolve(this.adminTokenPath) : join(this.home, 'admin_token');
   }
 
   get usesEmbeddedDatabase(): boolean {
@@ -611,6 +619,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, argv: string[] 
       return `${name} ${messages} (got ${shown})`;
     });
     throw new ConfigError(problems);
+  }
+  if (config.adminToken && config.adminTokenPath) {
+    throw new ConfigError([`set ${CONFIG_ENV.adminToken} or ${CONFIG_ENV.adminTokenPath}, not both`]);
   }
   if (config.headersTimeoutMs > config.requestTimeoutMs) {
     throw new ConfigError([

@@ -38,6 +38,11 @@ describe('the server process (npm start)', () => {
         /ARBITER_DEFAULT_MODEL must be echo, anthropic\/<model>.*\(got "foo\/bar"\)/,
       ],
       [{}, ['--verbose'], /Unknown option '--verbose'/],
+      [
+        { ARBITER_ADMIN_TOKEN: `adm_${'x'.repeat(40)}`, ARBITER_ADMIN_TOKEN_FILE: '/run/secrets/admin' },
+        [],
+        /set ARBITER_ADMIN_TOKEN or ARBITER_ADMIN_TOKEN_FILE, not both/,
+      ],
     ];
     for (const [env, args, expected] of cases) {
       it(`refuses ${JSON.stringify(env)} ${args.join(' ')} naming the variable, once, in one JSON log line`, async () => {
@@ -318,6 +323,33 @@ describe('the server process (npm start)', () => {
       }
     }
     rmSync(home3, { recursive: true, force: true });
+  });
+
+  it('ARBITER_ADMIN_TOKEN_FILE: the token is read from the operator’s file (never printed, never changed); a missing file stops the start', async () => {
+    const secretHome = tempHome();
+    after(() => rmSync(secretHome, { recursive: true, force: true }));
+    const file = join(secretHome, 'admin-secret');
+    const token = `adm_${'s3cr3t'.repeat(6)}`;
+    writeFileSync(file, `${token}\n`, { mode: 0o444 });
+    const proc = await startServerProcess({ ARBITER_HOME: secretHome, ARBITER_ADMIN_TOKEN_FILE: file, ...dbEnv });
+    after(() => proc.child.kill('SIGKILL'));
+    try {
+      const http = new HttpClient(proc.url);
+      assert.equal((await http.withToken(token).get('/v1/admin/tenants')).status, 200);
+      assert.equal((await http.withToken(`adm_${'x'.repeat(36)}`).get('/v1/admin/tenants')).status, 401);
+      assert.ok(!proc.stdout().includes(token), 'never printed');
+      assert.equal(statSync(file).mode & 0o777, 0o444, 'the file is left as it was');
+      assert.ok(!existsSync(join(secretHome, 'admin_token')), 'no token file of its own');
+    } finally {
+      assert.equal(await proc.stop('SIGTERM'), 0);
+    }
+    const missing = await runToExit({
+      ARBITER_HOME: secretHome,
+      ARBITER_ADMIN_TOKEN_FILE: join(secretHome, 'nope'),
+      ...dbEnv,
+    });
+    assert.notEqual(missing.code, 0);
+    assert.match(missing.stdout, /ARBITER_ADMIN_TOKEN_FILE .*nope cannot be read \(ENOENT\)/);
   });
 
   it('listens where --port/--bind say, over PORT/BIND', async () => {

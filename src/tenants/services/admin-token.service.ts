@@ -23,7 +23,26 @@ export class AdminTokenService {
     // Depending on the database means the token is made only once the database is known to work.
     @InjectDataSource() _ds: DataSource,
   ) {
-    this.token = config.adminToken ?? this.loadOrCreate(config.adminTokenFile);
+    this.token =
+      config.adminToken ??
+      (config.adminTokenPath ? this.readGiven(config.adminTokenFile) : this.loadOrCreate(config.adminTokenFile));
+  }
+
+  /** The operator's file (ARBITER_ADMIN_TOKEN_FILE, e.g. a container secret): it must exist; it is never changed. */
+  private readGiven(file: string): string {
+    let token: string;
+    try {
+      token = readFileSync(file, 'utf8').trim();
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
+      throw new Error(`ARBITER_ADMIN_TOKEN_FILE ${file} cannot be read (${code})`);
+    }
+    if (!ADMIN_TOKEN_PATTERN.test(token)) {
+      throw new Error(
+        `ARBITER_ADMIN_TOKEN_FILE ${file} does not hold a valid admin token ("adm_" + at least 28 characters)`,
+      );
+    }
+    return token;
   }
 
   verify(candidate: string): boolean {
