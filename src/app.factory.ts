@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import helmet from 'helmet';
 import { AppModule, assignRequestId } from './app.module.js';
 import { NestPino, requestLogger, rootLogger } from './common/logging.js';
 import type { AppConfig } from './config/app-config.js';
@@ -29,20 +30,26 @@ export async function startApp(config: AppConfig): Promise<RunningApp> {
   // No hash of every JSON reply: the routes that revalidate (agent cards) set their own ETag.
   app.set('etag', false);
   app.set('trust proxy', config.trustProxy);
-  app.enableCors({
-    allowedHeaders: [
-      'Authorization',
-      'Content-Type',
-      'A2A-Version',
-      'A2A-Extensions',
-      'X-Request-Id',
-      'Idempotency-Key',
-      'If-None-Match',
-      'Last-Event-ID',
-    ],
-    exposedHeaders: ['X-Request-Id', 'ETag', 'WWW-Authenticate'],
-    maxAge: 600,
-  });
+  // Security headers that apply to an API (nosniff, no framing, no referrer, HSTS for TLS deployments …).
+  app.use(helmet());
+  const origins = config.corsOrigins ? config.corsOrigins.split(',') : [];
+  if (origins.length > 0) {
+    app.enableCors({
+      origin: origins.includes('*') ? '*' : origins,
+      allowedHeaders: [
+        'Authorization',
+        'Content-Type',
+        'A2A-Version',
+        'A2A-Extensions',
+        'X-Request-Id',
+        'Idempotency-Key',
+        'If-None-Match',
+        'Last-Event-ID',
+      ],
+      exposedHeaders: ['X-Request-Id', 'ETag', 'WWW-Authenticate'],
+      maxAge: 600,
+    });
+  }
   // Runs before Nest's own middleware, so even a rejected body gets a request id and a log line.
   app.use(
     requestLogger(logger, {

@@ -34,6 +34,7 @@ export const CONFIG_ENV = {
   dbPoolSize: 'ARBITER_DB_POOL_SIZE',
   shutdownGraceMs: 'ARBITER_SHUTDOWN_GRACE_MS',
   trustProxy: 'ARBITER_TRUST_PROXY',
+  corsOrigins: 'ARBITER_CORS_ORIGINS',
   echoChunks: 'ARBITER_ECHO_CHUNKS',
   echoDelayMs: 'ARBITER_ECHO_DELAY_MS',
   sseHeartbeatMs: 'ARBITER_SSE_HEARTBEAT_MS',
@@ -197,6 +198,16 @@ export class AppConfig {
   @Min(0, { message: 'must be an integer between 0 and 600000' })
   @Max(600_000, { message: 'must be an integer between 0 and 600000' })
   shutdownGraceMs = 10_000;
+
+  /**
+   * Browser origins allowed to call the API (CORS), comma-separated
+   * (`https://console.example.com,http://localhost:5173`), or `*`. Empty: no
+   * CORS headers at all — an API gateway usually sits in front.
+   */
+  @Matches(/^(\*|(https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?)(,https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?)*)?$/, {
+    message: 'must be * or comma-separated origins like https://console.example.com',
+  })
+  corsOrigins = '';
 
   @Transform(toBool)
   @IsBoolean({ message: 'must be true or false' })

@@ -160,7 +160,7 @@ describe('HTTP surface', () => {
     assert.match(bad.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
   });
 
-  it('CORS preflight allows the A2A-Version header', async () => {
+  it('no CORS by default (a gateway sits in front); security headers on every answer', async () => {
     const res = await server.http.request('OPTIONS', '/v1/agents', {
       headers: {
         origin: 'https://example.com',
@@ -168,7 +168,36 @@ describe('HTTP surface', () => {
         'access-control-request-headers': 'a2a-version,authorization',
       },
     });
-    assert.ok(res.status === 204 || res.status === 200);
-    assert.match(res.headers.get('access-control-allow-headers') ?? '', /A2A-Version/i);
+    assert.equal(res.headers.get('access-control-allow-origin'), null);
+    assert.equal(res.headers.get('access-control-allow-headers'), null);
+    const health = await server.http.get('/v1/health');
+    assert.equal(health.headers.get('x-content-type-options'), 'nosniff');
+    assert.equal(health.headers.get('x-frame-options'), 'SAMEORIGIN');
+    assert.equal(health.headers.get('referrer-policy'), 'no-referrer');
+    assert.equal(health.headers.get('x-powered-by'), null);
+  });
+
+  it('ARBITER_CORS_ORIGINS: the listed origins get CORS (preflight allows A2A-Version), others do not', async () => {
+    const cors = await startTestServer({
+      env: { ARBITER_CORS_ORIGINS: 'https://console.example.com,http://localhost:5173' },
+    });
+    try {
+      const preflight = (origin: string) =>
+        cors.http.request('OPTIONS', '/v1/agents', {
+          headers: {
+            origin,
+            'access-control-request-method': 'POST',
+            'access-control-request-headers': 'a2a-version,authorization',
+          },
+        });
+      const ok = await preflight('https://console.example.com');
+      assert.ok(ok.status === 204 || ok.status === 200, String(ok.status));
+      assert.equal(ok.headers.get('access-control-allow-origin'), 'https://console.example.com');
+      assert.match(ok.headers.get('access-control-allow-headers') ?? '', /A2A-Version/i);
+      const other = await preflight('https://evil.example.net');
+      assert.equal(other.headers.get('access-control-allow-origin'), null);
+    } finally {
+      await cors.close();
+    }
   });
 });
