@@ -1,4 +1,4 @@
-import type { Dialect } from './a2a-errors.js';
+import type { Dialect } from '../a2a-wire/a2a-errors.js';
 
 /**
  * Spec §3.6: the version comes from the `A2A-Version` header (or the

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { A2aError } from '../../src/a2a-inbound/a2a-errors.js';
-import type { SendParams, StreamItem } from '../../src/a2a-inbound/dialects/dialect.js';
+import { A2aError } from '../../src/a2a-wire/a2a-errors.js';
+import type { SendParams, StreamItem } from '../../src/a2a-wire/dialects/dialect.js';
 import { A2aRequestHandler, type CallContext } from '../../src/a2a-inbound/handler/a2a-request-handler.js';
 import { AgentCatalog } from '../../src/registry/services/agent-catalog.service.js';
 import { TaskError } from '../../src/tasks/task.errors.js';

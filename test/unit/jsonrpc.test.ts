@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { A2aError } from '../../src/a2a-inbound/a2a-errors.js';
-import { V03Dialect } from '../../src/a2a-inbound/dialects/v03.dialect.js';
-import { V1Dialect } from '../../src/a2a-inbound/dialects/v1.dialect.js';
+import { A2aError } from '../../src/a2a-wire/a2a-errors.js';
+import { V03Dialect } from '../../src/a2a-wire/dialects/v03.dialect.js';
+import { V1Dialect } from '../../src/a2a-wire/dialects/v1.dialect.js';
 import { EnvelopeError, parseEnvelope } from '../../src/a2a-inbound/jsonrpc/envelope.js';
 import { toJsonRpcError } from '../../src/a2a-inbound/jsonrpc/jsonrpc-errors.js';
 import { TaskError } from '../../src/tasks/task.errors.js';

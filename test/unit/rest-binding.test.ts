@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { A2aError } from '../../src/a2a-inbound/a2a-errors.js';
+import { A2aError } from '../../src/a2a-wire/a2a-errors.js';
 import { matchRoute, restParams } from '../../src/a2a-inbound/rest/rest-routes.js';
 import { toRestError } from '../../src/a2a-inbound/rest/rest-errors.js';
 import { modelFamily } from '../../src/a2a-inbound/services/agent-card.service.js';

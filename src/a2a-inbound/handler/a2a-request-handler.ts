@@ -12,10 +12,22 @@ import type { TaskSnapshot } from '../../tasks/task-snapshot.js';
 import { isSettled, isTerminal } from '../../tasks/task-state.js';
 import type { PushConfigView } from '../../push/push-config.js';
 import { PushService, type PushScope } from '../../push/services/push.service.js';
-import { A2aError, type Dialect } from '../a2a-errors.js';
-import type { GetParams, IdParams, ListParams, ListResult, SendParams, StreamItem } from '../dialects/dialect.js';
-import { checkParts } from '../dialects/message-input.js';
-import type { PushDeleteParams, PushGetParams, PushListParams, PushSetParams } from '../dialects/push-params.js';
+import { A2aError, type Dialect } from '../../a2a-wire/a2a-errors.js';
+import type {
+  GetParams,
+  IdParams,
+  ListParams,
+  ListResult,
+  SendParams,
+  StreamItem,
+} from '../../a2a-wire/dialects/dialect.js';
+import { checkParts } from '../../a2a-wire/dialects/message-input.js';
+import type {
+  PushDeleteParams,
+  PushGetParams,
+  PushListParams,
+  PushSetParams,
+} from '../../a2a-wire/dialects/push-params.js';
 import { AgentCardService } from '../services/agent-card.service.js';
 
 /** Who calls, on which agent; `signal` aborts when the client goes away (it stops streams, never the task). */

@@ -1,6 +1,6 @@
 import { findJsonProblem, MAX_JSON_DEPTH } from '../../common/json-guard.js';
-import { A2aError } from '../a2a-errors.js';
-import { isObject, type Json } from '../dialects/params.js';
+import { A2aError } from '../../a2a-wire/a2a-errors.js';
+import { isObject, type Json } from '../../a2a-wire/dialects/params.js';
 
 export type RpcId = string | number | null;
 

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { ParsedParams, WireDialect } from '../dialects/dialect.js';
+import type { ParsedParams, WireDialect } from '../../a2a-wire/dialects/dialect.js';
 import { A2aRequestHandler, type A2aStream, type CallContext } from '../handler/a2a-request-handler.js';
 
 /** A method's outcome on the wire: a result object, or a stream of events. */

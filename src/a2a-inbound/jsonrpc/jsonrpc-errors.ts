@@ -1,7 +1,7 @@
 import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../../common/db-errors.js';
 import { DomainError } from '../../common/errors.js';
 import { TaskError } from '../../tasks/task.errors.js';
-import { A2aError, type A2aErrorKind, type Dialect } from '../a2a-errors.js';
+import { A2aError, type A2aErrorKind, type Dialect } from '../../a2a-wire/a2a-errors.js';
 
 export interface JsonRpcErrorObject {
   code: number;

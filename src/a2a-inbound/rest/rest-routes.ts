@@ -1,6 +1,6 @@
-import { A2aError } from '../a2a-errors.js';
-import type { Operation } from '../dialects/dialect.js';
-import { isObject, type Json } from '../dialects/params.js';
+import { A2aError } from '../../a2a-wire/a2a-errors.js';
+import type { Operation } from '../../a2a-wire/dialects/dialect.js';
+import { isObject, type Json } from '../../a2a-wire/dialects/params.js';
 
 /** A route of the HTTP+JSON binding under an agent's URL (spec §11.3, §5.3), matched to its operation. */
 export type RouteMatch =

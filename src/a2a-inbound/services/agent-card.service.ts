@@ -8,7 +8,7 @@ import { McpRegistry } from '../../mcp/mcp-registry.service.js';
 import type { ResolvedAgent } from '../../registry/services/agent-catalog.service.js';
 import { routeModel } from '../../config/model-routes.js';
 import { KNOWN_TOOLS, TOOL_DESCRIPTIONS, TOOL_SKILL_IDS, isKnownTool, type ToolName } from '../../registry/tools.js';
-import { INPUT_MODES, OUTPUT_MODES } from '../dialects/message-input.js';
+import { INPUT_MODES, OUTPUT_MODES } from '../../a2a-wire/dialects/message-input.js';
 
 type Json = Record<string, unknown>;
 

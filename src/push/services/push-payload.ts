@@ -1,5 +1,5 @@
-import { V03Dialect } from '../../a2a-inbound/dialects/v03.dialect.js';
-import { V1Dialect } from '../../a2a-inbound/dialects/v1.dialect.js';
+import { V03Dialect } from '../../a2a-wire/dialects/v03.dialect.js';
+import { V1Dialect } from '../../a2a-wire/dialects/v1.dialect.js';
 import type { StoredTaskEvent } from '../../tasks/task-events.js';
 import { isSettled } from '../../tasks/task-state.js';
 import type { PushDialect } from '../push-config.js';
