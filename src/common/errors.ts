@@ -5,6 +5,7 @@ export type ErrorCode =
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'unauthorized'
+  | 'forbidden'
   | 'not_found'
   | 'method_not_allowed'
   | 'conflict'
@@ -68,6 +69,8 @@ export function httpStatusOf(code: ErrorCode): number {
       return 400;
     case 'unauthorized':
       return 401;
+    case 'forbidden':
+      return 403;
     case 'not_found':
       return 404;
     case 'method_not_allowed':

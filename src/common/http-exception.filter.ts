@@ -20,6 +20,8 @@ function codeOfStatus(status: number): ErrorCode {
       return 'validation_failed';
     case 401:
       return 'unauthorized';
+    case 403:
+      return 'forbidden';
     case 404:
       return 'not_found';
     case 405:

@@ -70,6 +70,8 @@ export function classify(err: unknown): Classified | undefined {
       case 'unauthorized':
         // Authentication is a custom error in JSON-RPC (spec §3.3.2); -32000 is outside A2A's own range.
         return { code: -32000, reason: 'UNAUTHENTICATED', message: err.message };
+      case 'forbidden':
+        return { code: -32000, reason: 'PERMISSION_DENIED', message: err.message };
       case 'not_found':
         // The agent of the URL: a missing resource, answered like a missing task.
         return { code: -32001, reason: 'TASK_NOT_FOUND', message: err.message };

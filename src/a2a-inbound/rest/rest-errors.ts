@@ -39,6 +39,7 @@ const BY_REASON: Record<string, { http: number; status: string }> = {
   INVALID_PARAMS: { http: 400, status: 'INVALID_ARGUMENT' },
   METHOD_NOT_FOUND: { http: 404, status: 'NOT_FOUND' },
   UNAUTHENTICATED: { http: 401, status: 'UNAUTHENTICATED' },
+  PERMISSION_DENIED: { http: 403, status: 'PERMISSION_DENIED' },
   INTERNAL: { http: 500, status: 'INTERNAL' },
 };
 
@@ -47,6 +48,8 @@ function statusName(http: number): string {
   switch (http) {
     case 401:
       return 'UNAUTHENTICATED';
+    case 403:
+      return 'PERMISSION_DENIED';
     case 404:
       return 'NOT_FOUND';
     case 405:

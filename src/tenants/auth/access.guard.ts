@@ -56,9 +56,29 @@ abstract class BearerGuard implements CanActivate {
     requireBearerHeader(ctx);
     const http = ctx.switchToHttp();
     const req = http.getRequest<Request>();
-    const [err, user] = await this.bearer.authenticate(this.strategy, req, http.getResponse<Response>());
+    const res = http.getResponse<Response>();
+    const [err, user] = await this.bearer.authenticate(this.strategy, req, res);
+    if (!user && (!err || (err instanceof BearerRefusalError && err.reason === 'invalid_token'))) {
+      await this.refuseOtherScope(req, res);
+    }
     req.user = principalOrThrow(err, user);
     return true;
+  }
+
+  /** A valid token of the other kind (admin on a tenant route, or the reverse) is a 403 that says so, not a 401. */
+  private async refuseOtherScope(req: Request, res: Response): Promise<void> {
+    const token = req.headers.authorization?.slice('Bearer '.length) ?? '';
+    const other = this.strategy === TENANT_STRATEGY ? ADMIN_STRATEGY : TENANT_STRATEGY;
+    // Only a token that looks like the other kind is looked up (no database read for random strings on admin routes).
+    if (!token.startsWith(other === ADMIN_STRATEGY ? 'adm_' : 'atr_')) return;
+    const [, valid] = await this.bearer.authenticate(other, req, res);
+    if (!valid) return;
+    throw new DomainError(
+      'forbidden',
+      other === ADMIN_STRATEGY
+        ? 'this route needs a tenant token (atr_…); the admin token acts on /v1/admin only'
+        : 'this route needs the admin token (adm_…); a tenant token was given',
+    );
   }
 }
 
