@@ -182,7 +182,7 @@ describe('access revoked while requests are open', () => {
     assert.equal(entry?.detail.task_id, id);
     assert.equal((await server.admin.post(`/v1/admin/tasks/${id}/cancel`)).status, 409, 'already ended');
     assert.equal((await server.admin.post('/v1/admin/tasks/no-such-task/cancel')).status, 404);
-    assert.equal((await t.client.post(`/v1/admin/tasks/${id}/cancel`)).status, 401, 'tenant tokens cannot');
+    assert.equal((await t.client.post(`/v1/admin/tasks/${id}/cancel`)).status, 403, 'tenant tokens cannot');
     await waitFor(async () =>
       (await t.client.get(`/v1/requests/${id}`)).body.state === 'canceled' ? true : undefined,
     );

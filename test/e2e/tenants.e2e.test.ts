@@ -20,7 +20,7 @@ describe('tenants and bearer auth (/v1/admin/*)', () => {
       assert.equal(typeof res.body.error, 'string');
     });
 
-    it('wrong, or a tenant token, → 401', async () => {
+    it('wrong → 401; a valid tenant token → 403 that names the scope', async () => {
       const flipped = server.adminToken.slice(0, -1) + (server.adminToken.endsWith('0') ? '1' : '0');
       for (const token of [`${server.adminToken}x`, 'adm_short', flipped]) {
         const res = await server.as(token).get('/v1/admin/tenants');
@@ -28,7 +28,32 @@ describe('tenants and bearer auth (/v1/admin/*)', () => {
         assert.match(res.headers.get('www-authenticate') ?? '', /^Bearer/);
       }
       const t = await newTenant(server);
+      const res = await t.client.get('/v1/admin/tenants');
+      assert.equal(res.status, 403);
+      assert.match(res.body.error, /needs the admin token/);
+      // A revoked tenant token is not a valid token of the other kind: 401.
+      assert.equal((await server.admin.delete(`/v1/admin/tenants/${t.id}/tokens/${t.tokenId}`)).status, 200);
       assert.equal((await t.client.get('/v1/admin/tenants')).status, 401);
+    });
+
+    it('on tenant routes: the admin token → 403, a look-alike tenant token → 401', async () => {
+      for (const path of ['/v1/agents', '/v1/requests']) {
+        const res = await server.admin.get(path);
+        assert.equal(res.status, 403, path);
+        assert.match(res.body.error, /needs a tenant token/);
+      }
+      const rpc = await server.admin.post('/v1/a2a/agents/any', {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tasks/get',
+        params: { id: 'x' },
+      });
+      assert.equal(rpc.status, 403, rpc.text);
+      assert.match(JSON.stringify(rpc.body), /PERMISSION_DENIED|needs a tenant token/);
+      const rest = await server.admin.get('/v1/a2a/agents/any/tasks/x');
+      assert.equal(rest.status, 403, rest.text);
+      assert.equal((await server.as(`atr_${'x'.repeat(40)}`).get('/v1/agents')).status, 401);
+      assert.equal((await server.as(`adm_${'x'.repeat(40)}`).get('/v1/agents')).status, 401);
     });
 
     it('a malformed Authorization header → 401', async () => {
