@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
+import { CancelTaskRequest, TaskState } from '@a2a-js/sdk';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { FakeProvider, type ScriptCall, type ScriptReply } from '../helpers/fake-provider.js';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
-import { readSse, waitFor, type SseEvent } from '../helpers/a2a.js';
+import { readSse, textMessage, v1Client, waitFor, type SseEvent } from '../helpers/a2a.js';
 
 const until = (cond: () => boolean, ms: number) => waitFor(async () => (cond() ? true : undefined), ms);
 import { referenceServerEntry, startEverythingHttp, TEST_SERVER_ENTRY, type HttpMcp } from '../helpers/mcp-servers.js';
@@ -235,6 +236,29 @@ describe('/mcp: MCP servers (reference servers over stdio and streamable HTTP) d
     await readSse(res);
     await until(() => marks().filter((m) => m.startsWith('cancelled')).length > before, 5_000);
     assert.equal((await t.client.get(`/v1/requests/${requestId}`)).body.state, 'canceled');
+  });
+
+  it('A2A CancelTask (official SDK client) during an MCP call cancels the call; the stream ends canceled', async () => {
+    const id = 'mcp-cancel-a2a';
+    await newAgent(t, { id, model: script(id, (c) => (c.call === 1 ? '/mcp call testsrv hang' : 'done')) });
+    const before = marks().filter((m) => m.startsWith('cancelled')).length;
+    const started = marks().filter((m) => m === 'started').length;
+    const client = await v1Client(server.url, t.token, id);
+    const stream = client.sendMessageStream(textMessage('go'));
+    let taskId: string | undefined;
+    const states: TaskState[] = [];
+    const reading = (async () => {
+      for await (const e of stream) {
+        if (e.payload?.$case === 'task') taskId = e.payload.value.id;
+        if (e.payload?.$case === 'statusUpdate') states.push(e.payload.value.status!.state);
+      }
+    })();
+    await until(() => taskId !== undefined && marks().filter((m) => m === 'started').length > started, 10_000);
+    const canceled = await client.cancelTask(CancelTaskRequest.fromJSON({ id: taskId }));
+    assert.equal(canceled.status?.state, TaskState.TASK_STATE_CANCELED);
+    await reading;
+    assert.equal(states.at(-1), TaskState.TASK_STATE_CANCELED);
+    await until(() => marks().filter((m) => m.startsWith('cancelled')).length > before, 5_000);
   });
 
   it('capabilities: /mcp:<server> restricts an agent to those servers; without /mcp the tool is refused', async () => {

@@ -17,7 +17,7 @@ const KEY = 'fake-search-key-0001';
 describe('/search through SearXNG, Brave and Tavily wire formats; /mcp and /search on every surface', () => {
   let fake: FakeProvider;
   let search: FakeSearch;
-  const servers: Record<'searxng', TestServer> = {} as never;
+  const servers: Record<'searxng' | 'brave' | 'tavily', TestServer> = {} as never;
   const tenants: Record<string, TestTenant> = {};
 
   const script = (model: string, fn: (c: ScriptCall) => ScriptReply): string => {
@@ -30,7 +30,7 @@ describe('/search through SearXNG, Brave and Tavily wire formats; /mcp and /sear
     events.filter((e) => e.event === 'tool_call').map((e) => [e.data.tool, e.data.args, e.data.ok]);
 
   let n = 0;
-  const runCommands = async (on: 'searxng', commands: string, agent: Record<string, unknown> = {}) => {
+  const runCommands = async (on: keyof typeof servers, commands: string, agent: Record<string, unknown> = {}) => {
     const id = `s-${++n}`;
     await newAgent(tenants[on], { id, model: script(id, (c) => (c.call === 1 ? commands : 'done')), ...agent });
     const res = await fetch(`${servers[on].url}/v1/agents/${id}/chat`, {
@@ -69,6 +69,21 @@ describe('/search through SearXNG, Brave and Tavily wire formats; /mcp and /sear
         ),
     });
     tenants.searxng = await newTenant(servers.searxng, 'search');
+    // Brave and Tavily apps: the provider picked from each app's own environment, keys never in the model's view.
+    servers.brave = await startTestServer({
+      env: { ...base, BRAVE_SEARCH_API_KEY: KEY, BRAVE_SEARCH_BASE_URL: search.url },
+    });
+    tenants.brave = await newTenant(servers.brave, 'brave');
+    servers.tavily = await startTestServer({
+      env: {
+        ...base,
+        ARBITER_SEARCH_PROVIDER: 'tavily',
+        ARBITER_SEARXNG_URL: search.url,
+        TAVILY_API_KEY: KEY,
+        TAVILY_BASE_URL: search.url,
+      },
+    });
+    tenants.tavily = await newTenant(servers.tavily, 'tavily');
   });
   after(async () => {
     for (const s of Object.values(servers)) await s.close();
@@ -106,36 +121,35 @@ describe('/search through SearXNG, Brave and Tavily wire formats; /mcp and /sear
   const direct = (env: Record<string, string>, query: string) =>
     searchAsText(query, searchProvider(loadConfig(env)), 5, new AbortController().signal);
 
-  it('Brave: GET /res/v1/web/search, the key in X-Subscription-Token, HTML stripped from snippets', async () => {
-    const env = { BRAVE_SEARCH_API_KEY: KEY, BRAVE_SEARCH_BASE_URL: search.url };
-    const out = await direct(env, 'brave things');
+  it('Brave (a running app): GET /res/v1/web/search, the key in X-Subscription-Token, HTML stripped', async () => {
+    const { fed, events } = await runCommands('brave', '/search brave things\n/search nothing');
     assert.match(
-      out,
-      /^3 results from brave for "brave things":\n\n1\. Result 1 for brave things\n {3}http:\/\/127\.0\.0\.1:\d+\/never\/1\n {3}Snippet 1 about brave things\n/,
+      fed,
+      /^\[\/search brave things\]\n3 results from brave for "brave things":\n\n1\. Result 1 for brave things\n {3}http:\/\/127\.0\.0\.1:\d+\/never\/1\n {3}Snippet 1 about brave things\n/,
     );
-    assert.equal(await direct(env, 'nothing'), 'no results for "nothing" (brave)');
+    assert.match(fed, /\n\[\/search nothing\]\nno results for "nothing" \(brave\)\n\[END SEARCH\]/);
+    assert.ok(!fed.includes('<'), 'HTML tags stripped from snippets');
     const req = search.requests.find((r) => r.query.get('q') === 'brave things')!;
     assert.equal(req.path, '/res/v1/web/search');
     assert.equal(req.headers['x-subscription-token'], KEY);
     assert.equal(req.query.get('count'), '5');
-    assert.ok(!out.includes(KEY));
+    assert.ok(!fed.includes(KEY) && !JSON.stringify(events).includes(KEY), 'the key never reaches the model or events');
+    assert.deepEqual(toolCalls(events), [
+      ['/search', 'brave things', true],
+      ['/search', 'nothing', true],
+    ]);
     const wrong = await direct({ BRAVE_SEARCH_API_KEY: 'wrong-key-SECRET-42', BRAVE_SEARCH_BASE_URL: search.url }, 'x');
     assert.equal(wrong, 'ERR: search failed: brave rejected the credentials (HTTP 401)');
   });
 
-  it('Tavily: POST /search with the bearer key and max_results (picked by ARBITER_SEARCH_PROVIDER)', async () => {
-    const env = {
-      ARBITER_SEARCH_PROVIDER: 'tavily',
-      ARBITER_SEARXNG_URL: search.url,
-      TAVILY_API_KEY: KEY,
-      TAVILY_BASE_URL: search.url,
-    };
-    const out = await direct(env, 'tavily things');
-    assert.match(out, /^3 results from tavily for "tavily things":\n/);
+  it('Tavily (a running app, picked by ARBITER_SEARCH_PROVIDER): POST /search with the bearer key and max_results', async () => {
+    const { fed, events } = await runCommands('tavily', '/search tavily things');
+    assert.match(fed, /^\[\/search tavily things\]\n3 results from tavily for "tavily things":\n/);
     const req = search.requests.find((r) => r.body?.query === 'tavily things')!;
     assert.equal(req.method, 'POST');
     assert.equal(req.headers.authorization, `Bearer ${KEY}`);
     assert.equal(req.body.max_results, 5);
+    assert.ok(!fed.includes(KEY) && !JSON.stringify(events).includes(KEY));
     const wrong = await direct({ TAVILY_API_KEY: 'tvly-SECRET-43', TAVILY_BASE_URL: search.url }, 'x');
     assert.equal(wrong, 'ERR: search failed: tavily rejected the credentials (HTTP 401)');
   });
