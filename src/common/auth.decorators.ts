@@ -14,6 +14,8 @@ export interface TenantPrincipal {
   tenantId: string;
   tenantName: string;
   tokenId: string;
+  /** The token's public prefix (as in token listings), named in audit rows. */
+  tokenPrefix: string;
 }
 
 export const CurrentTenant = createParamDecorator((_: unknown, ctx: ExecutionContext): TenantPrincipal => {

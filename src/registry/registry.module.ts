@@ -1,9 +1,11 @@
 import { Module } from '@nestjs/common';
+import { TenantsModule } from '../tenants/tenants.module.js';
 import { AgentsController } from './controllers/agents.controller.js';
 import { AgentRepository } from './repositories/agent.repository.js';
 import { AgentCatalog } from './services/agent-catalog.service.js';
 
 @Module({
+  imports: [TenantsModule],
   controllers: [AgentsController],
   providers: [AgentRepository, AgentCatalog],
   exports: [AgentCatalog],

@@ -259,6 +259,35 @@ describe('agent registry (/v1/agents)', () => {
     });
   });
 
+  describe('audit', () => {
+    it('create, update and delete are audited with the acting token; refused changes are not', async () => {
+      const t = await newTenant(server, 'audited');
+      const prefix = (await server.admin.get(`/v1/admin/tenants/${t.id}/tokens`)).body.items[0].prefix;
+      assert.match(prefix, /^atr_/);
+      assert.equal((await t.client.post('/v1/agents', { id: 'aud', role: 'r' })).status, 201);
+      assert.equal((await t.client.post('/v1/agents', { id: 'aud', role: 'r' })).status, 409);
+      assert.equal((await t.client.post('/v1/agents', { id: 'bad', temperature: 9 })).status, 400);
+      assert.equal((await t.client.patch('/v1/agents/aud', { goal: 'g', rules: ['x'] })).status, 200);
+      assert.equal((await t.client.patch('/v1/agents/aud', { temperature: 9 })).status, 400);
+      assert.equal((await t.client.delete('/v1/agents/aud')).status, 204);
+      assert.equal((await t.client.delete('/v1/agents/aud')).status, 404);
+      const log = await server.admin.get(`/v1/admin/audit?tenant_id=${t.id}`);
+      assert.equal(log.status, 200);
+      const rows = log.body.items.filter((r: { action: string }) => r.action.startsWith('agent.'));
+      assert.deepEqual(
+        rows.map((r: any) => [r.actor, r.action, r.detail.agent_id, r.detail.token_id, r.detail.token_prefix]),
+        [
+          ['tenant', 'agent.delete', 'aud', t.tokenId, prefix],
+          ['tenant', 'agent.update', 'aud', t.tokenId, prefix],
+          ['tenant', 'agent.create', 'aud', t.tokenId, prefix],
+        ],
+      );
+      assert.deepEqual(rows[1].detail.fields, ['goal', 'rules']);
+      for (const r of rows) assert.match(r.request_id, /\S/);
+      assert.ok(!JSON.stringify(log.body).includes(t.token), 'never the token itself');
+    });
+  });
+
   describe('tenant isolation', () => {
     it("another tenant's agent answers exactly like a missing one on every route", async () => {
       await newAgent(a, { id: 'private', role: 'secret role' });

@@ -41,11 +41,11 @@ describe(`A2A request handler (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded
     const [t1, t2] = [await engine.newTenant(), await engine.newTenant()];
     const index = await catalog.resolve(t1, 'index');
     ctx = {
-      principal: { tenantId: t1, tenantName: 't1', tokenId: 'x' },
+      principal: { tenantId: t1, tenantName: 't1', tokenId: 'x', tokenPrefix: 'atr_x' },
       agent: index!,
       signal: new AbortController().signal,
     };
-    other = { ...ctx, principal: { tenantId: t2, tenantName: 't2', tokenId: 'y' } };
+    other = { ...ctx, principal: { tenantId: t2, tenantName: 't2', tokenId: 'y', tokenPrefix: 'atr_y' } };
   });
   after(() => engine.close());
 

@@ -6,6 +6,10 @@ import type { Constitution } from '../constitution.js';
 
 export class DuplicateAgentError extends Error {}
 
+/** Work committed in the same transaction as an agent change (its audit row). */
+export type AlongWith = (em: EntityManager) => Promise<void>;
+const nothing: AlongWith = () => Promise.resolve();
+
 /** Stored agents; every method is scoped by tenant id first. */
 @Injectable()
 export class AgentRepository {
@@ -25,9 +29,12 @@ export class AgentRepository {
     return qb.orderBy('a.id COLLATE "C"', 'ASC').limit(limit).getMany();
   }
 
-  async insert(tenantId: string, id: string, constitution: Constitution): Promise<AgentEntity> {
+  async insert(tenantId: string, id: string, constitution: Constitution, along = nothing): Promise<AgentEntity> {
     try {
-      await this.ds.manager.insert(AgentEntity, { tenantId, id, constitution });
+      await this.ds.transaction(async (em) => {
+        await em.insert(AgentEntity, { tenantId, id, constitution });
+        await along(em);
+      });
     } catch (err) {
       if (err instanceof QueryFailedError && (err.driverError as { code?: string }).code === '23505') {
         throw new DuplicateAgentError(id);
@@ -40,7 +47,12 @@ export class AgentRepository {
   }
 
   /** Row-locked read-modify-write, so concurrent PATCHes never lose a field. */
-  update(tenantId: string, id: string, change: (current: Constitution) => Constitution): Promise<AgentEntity | null> {
+  update(
+    tenantId: string,
+    id: string,
+    change: (current: Constitution) => Constitution,
+    along = nothing,
+  ): Promise<AgentEntity | null> {
     return this.ds.transaction(async (em) => {
       const row = await em
         .getRepository(AgentEntity)
@@ -56,12 +68,17 @@ export class AgentRepository {
         .set({ constitution: next })
         .where('tenant_id = :tenantId AND id = :id', { tenantId, id })
         .execute();
+      await along(em);
       return em.findOneBy(AgentEntity, { tenantId, id });
     });
   }
 
-  async delete(tenantId: string, id: string): Promise<boolean> {
-    const res = await this.ds.manager.delete(AgentEntity, { tenantId, id });
-    return (res.affected ?? 0) > 0;
+  delete(tenantId: string, id: string, along = nothing): Promise<boolean> {
+    return this.ds.transaction(async (em) => {
+      const res = await em.delete(AgentEntity, { tenantId, id });
+      if (!res.affected) return false;
+      await along(em);
+      return true;
+    });
   }
 }

@@ -19,7 +19,15 @@ import {
   type Constitution,
 } from '../constitution.js';
 import type { AgentEntity } from '../entities/agent.entity.js';
-import { AgentRepository, DuplicateAgentError } from '../repositories/agent.repository.js';
+import { AgentRepository, DuplicateAgentError, type AlongWith } from '../repositories/agent.repository.js';
+import { AuditRepository } from '../../tenants/repositories/audit.repository.js';
+
+/** Who changes a stored agent: the tenant token (named by id and prefix in the audit row) and the request. */
+export interface AgentActor {
+  tokenId: string;
+  tokenPrefix: string;
+  requestId?: string;
+}
 import { loadFileAgents, type FileAgent } from './file-agents.loader.js';
 
 export type AgentSource = 'builtin' | 'file' | 'stored' | 'inline';
@@ -162,6 +170,7 @@ export class AgentCatalog implements OnModuleInit {
     private readonly agents: AgentRepository,
     private readonly channel: ReplicaChannel,
     @InjectDataSource() private readonly ds: DataSource,
+    private readonly audit: AuditRepository,
   ) {
     this.stored = new ReplicaCache(channel, AGENT_TTL_MS);
   }
@@ -169,6 +178,25 @@ export class AgentCatalog implements OnModuleInit {
   onModuleInit(): void {
     this.reloadFileAgents();
     this.channel.listen(AGENTS_CHANNEL, (key) => this.stored.delete(key));
+  }
+
+  /** The audit row of an agent change, committed with the change itself (nothing when no actor is named). */
+  private audited(
+    action: 'agent.create' | 'agent.update' | 'agent.delete',
+    tenantId: string,
+    agentId: string,
+    actor: AgentActor | undefined,
+    detail: Record<string, unknown> = {},
+  ): AlongWith | undefined {
+    if (!actor) return undefined;
+    return (em) =>
+      this.audit.record(em, {
+        actor: 'tenant',
+        action,
+        tenantId,
+        detail: { agent_id: agentId, token_id: actor.tokenId, token_prefix: actor.tokenPrefix, ...detail },
+        requestId: actor.requestId ?? null,
+      });
   }
 
   /** A stored agent changed: drop it here and on every replica before the change is answered. */
@@ -253,7 +281,7 @@ export class AgentCatalog implements OnModuleInit {
     };
   }
 
-  async create(tenantId: string, body: unknown): Promise<AgentView> {
+  async create(tenantId: string, body: unknown, actor?: AgentActor): Promise<AgentView> {
     const { id, def, prefix } = splitBody(body);
     const dto = await validateDef(def ?? {}, prefix, idErrors(id));
     const agentId = id as string;
@@ -264,7 +292,12 @@ export class AgentCatalog implements OnModuleInit {
       throw new DomainError('conflict', `agent '${agentId}' already exists (file-backed)`);
     }
     try {
-      const row = await this.agents.insert(tenantId, agentId, applyConstitution(agentId, {}, dto));
+      const row = await this.agents.insert(
+        tenantId,
+        agentId,
+        applyConstitution(agentId, {}, dto),
+        this.audited('agent.create', tenantId, agentId, actor),
+      );
       await this.changed(tenantId, agentId);
       return agentView(fromRow(row));
     } catch (err) {
@@ -274,7 +307,7 @@ export class AgentCatalog implements OnModuleInit {
   }
 
   /** Partial update: fields present replace the stored ones, `null` resets one to its default. */
-  async update(tenantId: string, id: string, body: unknown): Promise<AgentView> {
+  async update(tenantId: string, id: string, body: unknown, actor?: AgentActor): Promise<AgentView> {
     this.checkId(id);
     const { id: bodyId, def, prefix } = splitBody(body);
     const errors: FieldError[] =
@@ -283,17 +316,23 @@ export class AgentCatalog implements OnModuleInit {
     const existing = await this.resolve(tenantId, id);
     if (!existing) throw DomainError.notFound(`agent '${id}'`);
     if (existing.source !== 'stored') throw this.readOnly(existing);
-    const row = await this.agents.update(tenantId, id, (current) => applyConstitution(id, current, dto));
+    const fields = Object.keys((def ?? {}) as object).sort();
+    const row = await this.agents.update(
+      tenantId,
+      id,
+      (current) => applyConstitution(id, current, dto),
+      this.audited('agent.update', tenantId, id, actor, { fields }),
+    );
     await this.changed(tenantId, id);
     if (!row) throw DomainError.notFound(`agent '${id}'`);
     return agentView(fromRow(row));
   }
 
-  async delete(tenantId: string, id: string): Promise<void> {
+  async delete(tenantId: string, id: string, actor?: AgentActor): Promise<void> {
     const existing = await this.resolve(tenantId, this.checkId(id));
     if (!existing) throw DomainError.notFound(`agent '${id}'`);
     if (existing.source !== 'stored') throw this.readOnly(existing);
-    const deleted = await this.agents.delete(tenantId, id);
+    const deleted = await this.agents.delete(tenantId, id, this.audited('agent.delete', tenantId, id, actor));
     await this.changed(tenantId, id);
     if (!deleted) throw DomainError.notFound(`agent '${id}'`);
   }

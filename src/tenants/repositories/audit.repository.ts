@@ -4,6 +4,8 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { AuditEntryEntity } from '../entities/audit-entry.entity.js';
 
 export interface AuditRecord {
+  /** `admin` (the default) or `tenant` (a tenant token acting on its own resources). */
+  actor?: 'admin' | 'tenant';
   action: string;
   tenantId: string | null;
   detail?: Record<string, unknown>;
@@ -17,7 +19,7 @@ export class AuditRepository {
   /** Written in the caller's transaction, so the action and its audit row commit together. */
   async record(em: EntityManager, rec: AuditRecord): Promise<void> {
     await em.insert(AuditEntryEntity, {
-      actor: 'admin',
+      actor: rec.actor ?? 'admin',
       action: rec.action,
       tenantId: rec.tenantId,
       detail: (rec.detail ?? {}) as AuditEntryEntity['detail'] & object,

@@ -9,6 +9,7 @@ export interface TokenLookup {
   tenantName: string;
   tenantDisabledAt: Date | null;
   tokenId: string;
+  tokenPrefix: string;
   lastUsedAt: Date | null;
 }
 
@@ -108,9 +109,10 @@ export class TenantRepository {
       tenant_name: string;
       disabled_at: Date | null;
       token_id: string;
+      token_prefix: string;
       last_used_at: Date | null;
     }[] = await this.ds.query(
-      `SELECT t.id AS tenant_id, t.name AS tenant_name, t.disabled_at, k.id AS token_id, k.last_used_at
+      `SELECT t.id AS tenant_id, t.name AS tenant_name, t.disabled_at, k.id AS token_id, k.prefix AS token_prefix, k.last_used_at
          FROM tenant_tokens k JOIN tenants t ON t.id = k.tenant_id
         WHERE k.token_hash = $1 AND k.revoked_at IS NULL`,
       [tokenHash],
@@ -122,6 +124,7 @@ export class TenantRepository {
       tenantName: r.tenant_name,
       tenantDisabledAt: r.disabled_at,
       tokenId: r.token_id,
+      tokenPrefix: r.token_prefix,
       lastUsedAt: r.last_used_at,
     };
   }

@@ -62,7 +62,12 @@ export class TenantAuthService implements OnModuleInit {
     if (!hit) return { ok: false, reason: 'invalid_token' };
     if (hit.tenantDisabledAt) return { ok: false, reason: 'tenant_disabled' };
     const entry: Verified = {
-      principal: { tenantId: hit.tenantId, tenantName: hit.tenantName, tokenId: hit.tokenId },
+      principal: {
+        tenantId: hit.tenantId,
+        tenantName: hit.tenantName,
+        tokenId: hit.tokenId,
+        tokenPrefix: hit.tokenPrefix,
+      },
       touchedAt: hit.lastUsedAt?.getTime() ?? 0,
     };
     this.touch(entry);
