@@ -316,7 +316,7 @@ export class AgentCatalog implements OnModuleInit {
     const existing = await this.resolve(tenantId, id);
     if (!existing) throw DomainError.notFound(`agent '${id}'`);
     if (existing.source !== 'stored') throw this.readOnly(existing);
-    const fields = Object.keys((def ?? {})).sort();
+    const fields = Object.keys(def ?? {}).sort();
     const row = await this.agents.update(
       tenantId,
       id,
