@@ -172,6 +172,9 @@ async function startReplica(adminToken: string, databaseUrl?: string): Promise<{
       ARBITER_ADMIN_TOKEN: adminToken,
       PORT: String(port),
       LOG_LEVEL: 'warn',
+      // The bench holds thousands of idle subscriptions for one tenant: above the default stream cap.
+      ARBITER_TENANT_MAX_OPEN_STREAMS: '0',
+      ARBITER_TENANT_MAX_RUNNING_TASKS: '0',
       ...(databaseUrl ? { DATABASE_URL: databaseUrl, ARBITER_DB_POOL_SIZE: '20' } : {}),
       ...ECHO_ENV,
     },

@@ -4,6 +4,7 @@ import { RegistryModule } from '../registry/registry.module.js';
 import { TasksModule } from '../tasks/tasks.module.js';
 import { TenantsModule } from '../tenants/tenants.module.js';
 import { McpModule } from '../mcp/mcp.module.js';
+import { QuotasModule } from '../quotas/quotas.module.js';
 import { AgentCardController } from './controllers/agent-card.controller.js';
 import { A2aRequestHandler } from './handler/a2a-request-handler.js';
 import { JsonRpcBinding } from './jsonrpc/jsonrpc-binding.js';
@@ -17,7 +18,7 @@ import { AgentCardService } from './services/agent-card.service.js';
  * its catch-all under an agent's URL must not shadow the card routes.
  */
 @Module({
-  imports: [TasksModule, PushModule, RegistryModule, TenantsModule, McpModule],
+  imports: [TasksModule, PushModule, RegistryModule, TenantsModule, McpModule, QuotasModule],
   controllers: [AgentCardController, JsonRpcController, RestController],
   providers: [A2aRequestHandler, JsonRpcBinding, AgentCardService],
 })

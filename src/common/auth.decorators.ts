@@ -16,6 +16,14 @@ export interface TenantPrincipal {
   tokenId: string;
   /** The token's public prefix (as in token listings), named in audit rows. */
   tokenPrefix: string;
+  /** The tenant's quota overrides (null = the deployment's default, 0 = unlimited). */
+  limits?: TenantLimits;
+}
+
+export interface TenantLimits {
+  sendsPerMinute: number | null;
+  maxRunningTasks: number | null;
+  maxOpenStreams: number | null;
 }
 
 export const CurrentTenant = createParamDecorator((_: unknown, ctx: ExecutionContext): TenantPrincipal => {

@@ -11,6 +11,7 @@ export type ErrorCode =
   | 'conflict'
   | 'read_only'
   | 'unprocessable'
+  | 'rate_limited'
   | 'unavailable'
   | 'internal';
 
@@ -57,6 +58,16 @@ export class DomainError extends Error {
   /** Validation problems found but not listed in `details` (see `validation`). */
   unlisted = 0;
 
+  /** When the client may try again (seconds), for `Retry-After` and the A2A error's `retry_after_seconds`. */
+  retryAfterSeconds?: number;
+
+  /** A quota refused the request (HTTP 429 with `Retry-After`). */
+  static rateLimited(message: string, retryAfterSeconds: number): DomainError {
+    const err = new DomainError('rate_limited', message);
+    err.retryAfterSeconds = Math.max(1, Math.ceil(retryAfterSeconds));
+    return err;
+  }
+
   static notFound(what: string): DomainError {
     return new DomainError('not_found', `${what} not found`);
   }
@@ -82,6 +93,8 @@ export function httpStatusOf(code: ErrorCode): number {
       return 413;
     case 'unprocessable':
       return 422;
+    case 'rate_limited':
+      return 429;
     case 'unsupported_media_type':
       return 415;
     case 'unavailable':

@@ -32,6 +32,8 @@ function codeOfStatus(status: number): ErrorCode {
       return 'payload_too_large';
     case 415:
       return 'unsupported_media_type';
+    case 429:
+      return 'rate_limited';
     case 503:
       return 'unavailable';
     default:
@@ -76,7 +78,7 @@ export function sendError(res: Response, status: number, body: ErrorBody, req?: 
   // rather than read what the client is still sending.
   if (req && !req.complete) res.setHeader('Connection', 'close');
   if (status === 401) res.setHeader('WWW-Authenticate', BEARER_CHALLENGE);
-  if (status === 503) res.setHeader('Retry-After', '1');
+  if (status === 503 && !res.getHeader('Retry-After')) res.setHeader('Retry-After', '1');
   res.status(status).json(body);
 }
 
@@ -89,6 +91,9 @@ export class HttpExceptionFilter implements ExceptionFilter {
     const req = ctx.getRequest<Request>();
     const res = ctx.getResponse<Response>();
     const { status, body } = toErrorResponse(err, requestIdOf(req));
+    if (err instanceof DomainError && err.retryAfterSeconds !== undefined && !res.headersSent) {
+      res.setHeader('Retry-After', String(err.retryAfterSeconds));
+    }
     if (status === 503) {
       this.logger.warn({ request_id: requestIdOf(req) }, body.error);
     } else if (status >= 500) {

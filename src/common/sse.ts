@@ -96,3 +96,9 @@ export function detachSse(
     })
     .finally(done);
 }
+
+/** Calls `release` once the response is closed (ended, or the client went away) — at once if it already is. */
+export function releaseOnClose(res: Response, release: () => void): void {
+  if (res.destroyed || res.writableFinished) release();
+  else res.once('close', release);
+}

@@ -41,6 +41,10 @@ export const CONFIG_ENV = {
   sseBufferEvents: 'ARBITER_SSE_BUFFER_EVENTS',
   maxTextFileBytes: 'ARBITER_MAX_TEXT_FILE_BYTES',
   leaseMs: 'ARBITER_LEASE_MS',
+  tenantSendsPerMinute: 'ARBITER_TENANT_SENDS_PER_MINUTE',
+  tenantMaxRunningTasks: 'ARBITER_TENANT_MAX_RUNNING_TASKS',
+  tenantMaxOpenStreams: 'ARBITER_TENANT_MAX_OPEN_STREAMS',
+  quotaSyncMs: 'ARBITER_QUOTA_SYNC_MS',
   retentionDays: 'ARBITER_RETENTION_DAYS',
   defaultModel: 'ARBITER_DEFAULT_MODEL',
   providerTimeoutMs: 'ARBITER_PROVIDER_TIMEOUT_MS',
@@ -254,6 +258,34 @@ export class AppConfig {
   @Min(500, { message: 'must be an integer between 500 and 600000' })
   @Max(600_000, { message: 'must be an integer between 500 and 600000' })
   leaseMs = 30_000;
+
+  /** Sends (new messages on any surface) per tenant per minute, summed over replicas; 0 = unlimited. */
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 0 and 1000000' })
+  @Min(0, { message: 'must be an integer between 0 and 1000000' })
+  @Max(1_000_000, { message: 'must be an integer between 0 and 1000000' })
+  tenantSendsPerMinute = 0;
+
+  /** Tasks of one tenant running at once, over all replicas; 0 = unlimited. */
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 0 and 1000000' })
+  @Min(0, { message: 'must be an integer between 0 and 1000000' })
+  @Max(1_000_000, { message: 'must be an integer between 0 and 1000000' })
+  tenantMaxRunningTasks = 100;
+
+  /** Streams (SSE) one tenant may hold open at once, over all replicas; 0 = unlimited. */
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 0 and 1000000' })
+  @Min(0, { message: 'must be an integer between 0 and 1000000' })
+  @Max(1_000_000, { message: 'must be an integer between 0 and 1000000' })
+  tenantMaxOpenStreams = 1000;
+
+  /** How often each replica adds its counts to the shared ones in PostgreSQL (the quotas' cross-replica lag). */
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 50 and 60000' })
+  @Min(50, { message: 'must be an integer between 50 and 60000' })
+  @Max(60_000, { message: 'must be an integer between 50 and 60000' })
+  quotaSyncMs = 1_000;
 
   @Transform(toInt)
   @IsInt({ message: 'must be an integer between 1 and 3650' })

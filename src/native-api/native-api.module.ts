@@ -1,3 +1,4 @@
+import { QuotasModule } from '../quotas/quotas.module.js';
 import { Module } from '@nestjs/common';
 import { HealthModule } from '../health/health.module.js';
 import { RegistryModule } from '../registry/registry.module.js';
@@ -15,7 +16,7 @@ import { NativeTail } from './services/native-tail.service.js';
  * conversations, and `/v1/requests` with the native event catalogue.
  */
 @Module({
-  imports: [TasksModule, RegistryModule, HealthModule, TenantsModule],
+  imports: [TasksModule, RegistryModule, HealthModule, TenantsModule, QuotasModule],
   controllers: [OrchestrateController, ConversationsController, RequestsController],
   providers: [NativeRuns, NativeTail, ConversationService],
 })

@@ -36,6 +36,6 @@ import { TaskService } from './task.service.js';
     RunShutdown,
     TaskService,
   ],
-  exports: [TaskService, EventLog, InstanceIdentity],
+  exports: [TaskService, EventLog, InstanceIdentity, RunRegistry],
 })
 export class TasksModule {}

@@ -29,6 +29,7 @@ import type {
   PushSetParams,
 } from '../../a2a-wire/dialects/push-params.js';
 import { AgentCardService } from '../services/agent-card.service.js';
+import { QuotaService } from '../../quotas/quota.service.js';
 
 /** Who calls, on which agent; `signal` aborts when the client goes away (it stops streams, never the task). */
 export interface CallContext {
@@ -43,6 +44,8 @@ export interface CallContext {
 export interface A2aStream {
   task: { id: string; contextId: string };
   items: AsyncIterable<StreamItem>;
+  /** Frees the tenant's stream slot: the binding calls it when the response closes. */
+  release: () => void;
 }
 
 /**
@@ -59,6 +62,7 @@ export class A2aRequestHandler {
     private readonly lifecycle: Lifecycle,
     private readonly cards: AgentCardService,
     private readonly push: PushService,
+    private readonly quotas: QuotaService,
   ) {}
 
   /** §3.1.1: runs the message; blocking (the default) returns the task once it is terminal or interrupted. */
@@ -70,12 +74,16 @@ export class A2aRequestHandler {
 
   /** §3.1.2: the task, then its events until it is terminal or interrupted after this message. */
   async sendStreamingMessage(ctx: CallContext, p: SendParams): Promise<A2aStream> {
-    const { taskId, created, afterSeq } = await this.start(ctx, p);
-    const first = created ?? (await this.tasks.get(ctx.principal.tenantId, taskId));
-    return {
-      task: { id: first.id, contextId: first.contextId },
-      items: this.follow(ctx, first, isSettled, afterSeq, { historyLength: p.historyLength }),
-    };
+    // The stream's slot first: a tenant at its stream cap gets no task it cannot watch.
+    return this.withStreamSlot(ctx, async (release) => {
+      const { taskId, created, afterSeq } = await this.start(ctx, p);
+      const first = created ?? (await this.tasks.get(ctx.principal.tenantId, taskId));
+      return {
+        task: { id: first.id, contextId: first.contextId },
+        items: this.follow(ctx, first, isSettled, afterSeq, { historyLength: p.historyLength }),
+        release,
+      };
+    });
   }
 
   /** §3.1.3 */
@@ -133,10 +141,27 @@ export class A2aRequestHandler {
           `task '${task.id}' is ${task.state}; there is nothing to subscribe to`,
         );
       }
-      return { task: ref, items: this.follow(ctx, task, isTerminal, 0, {}) };
+      return {
+        task: ref,
+        items: this.follow(ctx, task, isTerminal, 0, {}),
+        release: this.quotas.openStream(ctx.principal),
+      };
     }
-    if (isTerminal(task.state)) return { task: ref, items: finalStatusOnly(task) };
-    return { task: ref, items: this.replay(ctx, task.id) };
+    if (isTerminal(task.state)) return { task: ref, items: finalStatusOnly(task), release: () => undefined };
+    return { task: ref, items: this.replay(ctx, task.id), release: this.quotas.openStream(ctx.principal) };
+  }
+
+  private async withStreamSlot(
+    ctx: CallContext,
+    open: (release: () => void) => Promise<A2aStream>,
+  ): Promise<A2aStream> {
+    const release = this.quotas.openStream(ctx.principal);
+    try {
+      return await open(release);
+    } catch (err) {
+      release();
+      throw err;
+    }
   }
 
   /** §3.1.7: a webhook for the task's updates from now on (the same id replaces a config, and revives a dead one). */
@@ -182,6 +207,7 @@ export class A2aRequestHandler {
       throw new A2aError('internal', 'server is shutting down; retry the request', undefined, { retryable: 'true' });
     }
     checkParts(p.message.parts, 'params.message.parts', this.config.maxTextFileBytes);
+    await this.quotas.takeSend(ctx.principal);
     // A refused webhook refuses the message before any task exists.
     if (p.push) await this.push.checkWebhook(p.push.config.url, p.push.urlField);
     const input = { tenantId: ctx.principal.tenantId, agent: ctx.agent, message: p.message };
@@ -190,7 +216,7 @@ export class A2aRequestHandler {
       if (p.push) await this.push.attach(this.scope(ctx), taskId, p.push.config, p.push.dialect, seq - 1);
       return { taskId, afterSeq: seq };
     }
-    const { taskId, snapshot, run } = await this.tasks.create(input);
+    const { taskId, snapshot, run } = await this.quotas.admitRun(ctx.principal, () => this.tasks.create(input));
     // The cursor at 0: the webhook gets every update of the new task, the first status included.
     if (p.push) await this.push.attach(this.scope(ctx), taskId, p.push.config, p.push.dialect, 0);
     return { taskId, afterSeq: 0, created: snapshot, run };

@@ -77,6 +77,14 @@ export function classify(err: unknown): Classified | undefined {
         return { code: -32001, reason: 'TASK_NOT_FOUND', message: err.message };
       case 'unavailable':
         return retryable(err.message, { reason: 'unavailable' });
+      case 'rate_limited':
+        // Not an A2A error: a server-defined one (-32000 range), retryable after the given time.
+        return {
+          code: -32000,
+          reason: 'RESOURCE_EXHAUSTED',
+          message: err.message,
+          metadata: { retryable: 'true', retry_after_seconds: String(err.retryAfterSeconds ?? 1) },
+        };
       case 'validation_failed':
         return { ...BY_KIND.invalid_params, message: err.message, field: err.details?.[0]?.field };
       case 'invalid_json':

@@ -15,6 +15,7 @@ import type { WireDialect } from '../../a2a-wire/dialects/dialect.js';
 import { V03Dialect } from '../../a2a-wire/dialects/v03.dialect.js';
 import { V1Dialect } from '../../a2a-wire/dialects/v1.dialect.js';
 import type { A2aStream } from '../handler/a2a-request-handler.js';
+import { releaseOnClose } from '../../common/sse.js';
 import { AgentCardService } from '../services/agent-card.service.js';
 import { negotiateVersion } from '../version.js';
 import { checkParamsJson, EnvelopeError, parseEnvelope, type RpcId } from './envelope.js';
@@ -116,6 +117,7 @@ export class JsonRpcController {
         this.reply(res, id, undefined, outcome.result);
       } else {
         line.task_id = outcome.stream.task.id;
+        releaseOnClose(res, outcome.stream.release);
         this.stream(req, res, id, dialect, outcome.stream, abort, release);
         detached = true;
       }
@@ -123,7 +125,11 @@ export class JsonRpcController {
       if (err instanceof EnvelopeError) this.reply(res, err.id, this.error(err.error, dialect.version, req));
       else if (res.destroyed || res.writableEnded)
         return; // the client went away: nobody to answer
-      else if (!res.headersSent) this.reply(res, id, this.error(err, dialect.version, req));
+      else if (!res.headersSent) {
+        if (err instanceof DomainError && err.retryAfterSeconds)
+          res.setHeader('Retry-After', String(err.retryAfterSeconds));
+        this.reply(res, id, this.error(err, dialect.version, req));
+      }
     } finally {
       if (!detached) release();
     }

@@ -40,6 +40,7 @@ const BY_REASON: Record<string, { http: number; status: string }> = {
   METHOD_NOT_FOUND: { http: 404, status: 'NOT_FOUND' },
   UNAUTHENTICATED: { http: 401, status: 'UNAUTHENTICATED' },
   PERMISSION_DENIED: { http: 403, status: 'PERMISSION_DENIED' },
+  RESOURCE_EXHAUSTED: { http: 429, status: 'RESOURCE_EXHAUSTED' },
   INTERNAL: { http: 500, status: 'INTERNAL' },
 };
 
@@ -58,6 +59,8 @@ function statusName(http: number): string {
       return 'ABORTED';
     case 413:
       return 'OUT_OF_RANGE';
+    case 429:
+      return 'RESOURCE_EXHAUSTED';
     case 503:
       return 'UNAVAILABLE';
     default:
@@ -87,7 +90,13 @@ export function toRestError(err: unknown, onUnexpected?: (err: unknown) => void)
   const c = classify(err);
   if (c) {
     const retryable = c.metadata?.retryable === 'true';
-    const mapped = retryable ? { http: 503, status: 'UNAVAILABLE' } : (BY_REASON[c.reason] ?? BY_REASON.INTERNAL);
+    const mapped =
+      BY_REASON[c.reason] && c.reason === 'RESOURCE_EXHAUSTED'
+        ? BY_REASON[c.reason]
+        : retryable
+          ? { http: 503, status: 'UNAVAILABLE' }
+          : (BY_REASON[c.reason] ?? BY_REASON.INTERNAL);
+    const retryAfter = c.metadata?.retry_after_seconds;
     const message = unprefix(c.message);
     const details: Record<string, unknown>[] = [];
     if (c.field) {
@@ -104,7 +113,7 @@ export function toRestError(err: unknown, onUnexpected?: (err: unknown) => void)
     });
     return {
       status: mapped.http,
-      headers: headersFor(mapped.http),
+      headers: retryAfter ? { 'Retry-After': retryAfter } : headersFor(mapped.http),
       body: { error: { code: mapped.http, status: mapped.status, message, details } },
     };
   }

@@ -24,6 +24,7 @@ import type { WireDialect } from '../../a2a-wire/dialects/dialect.js';
 import { V03Dialect } from '../../a2a-wire/dialects/v03.dialect.js';
 import { V1Dialect } from '../../a2a-wire/dialects/v1.dialect.js';
 import type { A2aStream } from '../handler/a2a-request-handler.js';
+import { releaseOnClose } from '../../common/sse.js';
 import { checkParamsJson } from '../jsonrpc/envelope.js';
 import { JsonRpcBinding } from '../jsonrpc/jsonrpc-binding.js';
 import { AgentCardService } from '../services/agent-card.service.js';
@@ -127,6 +128,7 @@ export class RestController {
       const ctx = { principal: t, agent, signal: abort.signal, baseUrl: this.cards.baseUrl(req) };
       const outcome = await this.binding.invoke(dialect, call, ctx);
       if (outcome.kind === 'stream') {
+        releaseOnClose(res, outcome.stream.release);
         await this.stream(req, res, dialect, outcome.stream, abort);
       } else if (!res.headersSent && !res.writableEnded) {
         if (outcome.result === undefined) res.status(204).end();

@@ -5,7 +5,7 @@ import { requestIdOf } from '../../common/errors.js';
 import { validateAs } from '../../common/validation.js';
 import { DEFAULT_PAGE_SIZE, PageQueryDto } from '../../common/pagination.dto.js';
 import { TaskService } from '../../tasks/task.service.js';
-import { AuditQueryDto, CreateTenantDto, UpdateTenantDto } from '../../tenants/dto/tenant.dto.js';
+import { AuditQueryDto, CreateTenantDto, TenantLimitsDto, UpdateTenantDto } from '../../tenants/dto/tenant.dto.js';
 import { TenantsService } from '../../tenants/services/tenants.service.js';
 
 const rid = (req: Request): string => requestIdOf(req);
@@ -49,6 +49,13 @@ export class AdminTenantsController {
     const canceled = await this.tasks.cancelAll(tenant.id, 'tenant disabled');
     await this.tenants.recordAction('tenant.cancel_running', tenant.id, { canceled_tasks: canceled }, rid(req));
     return { ...tenant, canceled_tasks: canceled };
+  }
+
+  /** Quota overrides: keys left out are unchanged, null restores the default, 0 is unlimited. */
+  @Patch('tenants/:id/limits')
+  async limits(@Param('id') id: string, @Body() body: unknown, @Req() req: Request) {
+    const dto = await validateAs(TenantLimitsDto, body);
+    return this.tenants.setLimits(id, dto, rid(req));
   }
 
   @Get('tenants/:id/tokens')

@@ -4,6 +4,7 @@ import { TaskMessageId1763790000000 } from './1763790000000-task-message-id.js';
 import { MemoryConversations1763800000000 } from './1763800000000-memory-conversations.js';
 import { TaskInputs1763810000000 } from './1763810000000-task-inputs.js';
 import { PushConfigs1763820000000 } from './1763820000000-push-configs.js';
+import { Quotas1763830000000 } from './1763830000000-quotas.js';
 
 /** Every migration, oldest first. Never edit one that has been committed; add a new one. */
 export const MIGRATIONS = [
@@ -13,4 +14,5 @@ export const MIGRATIONS = [
   MemoryConversations1763800000000,
   TaskInputs1763810000000,
   PushConfigs1763820000000,
+  Quotas1763830000000,
 ];

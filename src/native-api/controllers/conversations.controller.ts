@@ -1,4 +1,18 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Req, Res } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Param,
+  Patch,
+  Post,
+  Query,
+  Req,
+  Res,
+  UseGuards,
+} from '@nestjs/common';
+import { SendThrottleGuard } from '../../quotas/send-throttle.guard.js';
 import type { Request, Response } from 'express';
 import { CurrentTenant, type TenantPrincipal } from '../../common/auth.decorators.js';
 import { PageQueryDto } from '../../common/pagination.dto.js';
@@ -51,6 +65,7 @@ export class ConversationsController {
 
   /** A new message: the agent's turn streams as SSE; its reply joins the thread when the run succeeds. */
   @Post(':id/messages')
+  @UseGuards(SendThrottleGuard)
   async send(
     @CurrentTenant() t: TenantPrincipal,
     @Param('id') id: string,

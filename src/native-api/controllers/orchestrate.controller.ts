@@ -1,4 +1,5 @@
-import { Body, Controller, Param, Post, Req, Res } from '@nestjs/common';
+import { Body, Controller, Param, Post, Req, Res, UseGuards } from '@nestjs/common';
+import { SendThrottleGuard } from '../../quotas/send-throttle.guard.js';
 import type { Request, Response } from 'express';
 import { CurrentTenant, type TenantPrincipal } from '../../common/auth.decorators.js';
 import { DomainError } from '../../common/errors.js';
@@ -21,6 +22,7 @@ export class OrchestrateController {
   ) {}
 
   @Post('v1/orchestrate')
+  @UseGuards(SendThrottleGuard)
   async orchestrate(
     @CurrentTenant() t: TenantPrincipal,
     @Body() body: unknown,
@@ -47,6 +49,7 @@ export class OrchestrateController {
   }
 
   @Post('v1/agents/:id/chat')
+  @UseGuards(SendThrottleGuard)
   async chat(
     @CurrentTenant() t: TenantPrincipal,
     @Param('id') id: string,

@@ -6,7 +6,8 @@ import { AppConfig } from '../../config/app-config.js';
 import { CurrentTenant, type TenantPrincipal } from '../../common/auth.decorators.js';
 import { CURSOR_FIELDS, decodeCursor, encodeCursor } from '../../common/cursor.js';
 import { PageQueryDto, DEFAULT_PAGE_SIZE } from '../../common/pagination.dto.js';
-import { detachSse, type SseFrame } from '../../common/sse.js';
+import { detachSse, releaseOnClose, type SseFrame } from '../../common/sse.js';
+import { QuotaService } from '../../quotas/quota.service.js';
 import { validateAs } from '../../common/validation.js';
 import { TaskService } from '../../tasks/task.service.js';
 import type { TaskSnapshot } from '../../tasks/task-snapshot.js';
@@ -74,6 +75,7 @@ export class RequestsController {
     private readonly tail: NativeTail,
     private readonly streams: OpenStreams,
     private readonly config: AppConfig,
+    private readonly quotas: QuotaService,
   ) {}
 
   @Get()
@@ -120,6 +122,7 @@ export class RequestsController {
     const lastEventId = req.headers['last-event-id'];
     const resume = typeof lastEventId === 'string' && /^\d{1,9}$/.test(lastEventId) ? Number(lastEventId) : undefined;
     const since = q.since_seq ?? resume ?? 0;
+    const slot = this.quotas.openStream(t);
     const abort = new AbortController();
     const release = this.streams.hold(t, abort);
     let frames: AsyncIterable<SseFrame>;
@@ -130,8 +133,10 @@ export class RequestsController {
           : await this.tail.open(t.tenantId, id, since, abort.signal);
     } catch (err) {
       release();
+      slot();
       throw err;
     }
+    releaseOnClose(res, slot);
     detachSse(
       res,
       frames,

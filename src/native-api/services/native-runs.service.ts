@@ -10,6 +10,8 @@ import type { ResolvedAgent } from '../../registry/services/agent-catalog.servic
 import { TaskService } from '../../tasks/task.service.js';
 import { OpenStreams } from '../../tenants/services/open-streams.service.js';
 import { NativeTail, streamError } from './native-tail.service.js';
+import { QuotaService } from '../../quotas/quota.service.js';
+import { releaseOnClose } from '../../common/sse.js';
 
 const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
 const KEY = /^[\x21-\x7e]{1,255}$/;
@@ -39,6 +41,7 @@ export class NativeRuns {
     private readonly streams: OpenStreams,
     private readonly config: AppConfig,
     private readonly lifecycle: Lifecycle,
+    private readonly quotas: QuotaService,
   ) {}
 
   /**
@@ -49,8 +52,16 @@ export class NativeRuns {
   async serve(req: Request, res: Response, build: () => Promise<NativeStart>): Promise<void> {
     const key = this.idempotencyKey(req);
     const start = await build();
-    const run = await this.start(start, key);
-    await this.stream(start.principal, run, res);
+    // The stream's slot before the task: a tenant at its stream cap gets no run it cannot watch.
+    const slot = this.quotas.openStream(start.principal);
+    try {
+      const run = await this.start(start, key);
+      await this.stream(start.principal, run, res);
+    } catch (err) {
+      slot();
+      throw err;
+    }
+    releaseOnClose(res, slot);
   }
 
   /** Reads and checks the `Idempotency-Key` header. */
@@ -68,17 +79,19 @@ export class NativeRuns {
   private async start(s: NativeStart, key: string | undefined): Promise<{ taskId: string; replayed: boolean }> {
     if (this.lifecycle.shuttingDown) throw new DomainError('unavailable', 'server is shutting down; retry the request');
     const fingerprint = sha256(JSON.stringify(s.request));
-    const r = await this.tasks.create({
-      tenantId: s.principal.tenantId,
-      agent: s.agent,
-      message: {
-        messageId: key ? `idem:${sha256(key).slice(0, 48)}` : randomUUID(),
-        role: 'ROLE_USER',
-        parts: [{ text: s.message }],
-        ...(s.contextId ? { contextId: s.contextId } : {}),
-      },
-      metadata: key ? { [FINGERPRINT]: fingerprint } : {},
-    });
+    const r = await this.quotas.admitRun(s.principal, () =>
+      this.tasks.create({
+        tenantId: s.principal.tenantId,
+        agent: s.agent,
+        message: {
+          messageId: key ? `idem:${sha256(key).slice(0, 48)}` : randomUUID(),
+          role: 'ROLE_USER',
+          parts: [{ text: s.message }],
+          ...(s.contextId ? { contextId: s.contextId } : {}),
+        },
+        metadata: key ? { [FINGERPRINT]: fingerprint } : {},
+      }),
+    );
     if (r.duplicate && r.snapshot.metadata[FINGERPRINT] !== fingerprint) {
       throw new DomainError(
         'unprocessable',

@@ -75,6 +75,8 @@ export class HeldRun {
 export class RunRegistry {
   private readonly logger = new Logger('RunRegistry');
   private readonly runs = new Map<string, HeldRun>();
+  /** Runs held here per tenant (the tenant's share of this replica, for its running-task cap). */
+  private readonly perTenant = new Map<string, number>();
 
   constructor(
     private readonly bus: EventBus,
@@ -84,7 +86,9 @@ export class RunRegistry {
   /** Registers a run and starts watching its task's log after `cursor`. */
   hold(tenantId: string, taskId: string, first: QueuedInput, cursor: number): HeldRun {
     const run = new HeldRun(tenantId, taskId, first, cursor);
+    const replaced = this.runs.get(taskId);
     this.runs.set(taskId, run);
+    if (!replaced) this.perTenant.set(tenantId, (this.perTenant.get(tenantId) ?? 0) + 1);
     run.unsubscribe = this.bus.subscribe(taskId, (events, poked) => this.onEvents(run, events, poked));
     return run;
   }
@@ -93,7 +97,12 @@ export class RunRegistry {
   release(run: HeldRun): void {
     run.unsubscribe();
     run.inbox.close();
-    if (this.runs.get(run.taskId) === run) this.runs.delete(run.taskId);
+    if (this.runs.get(run.taskId) === run) {
+      this.runs.delete(run.taskId);
+      const n = (this.perTenant.get(run.tenantId) ?? 1) - 1;
+      if (n > 0) this.perTenant.set(run.tenantId, n);
+      else this.perTenant.delete(run.tenantId);
+    }
     run.settle(null);
     run.done();
   }
@@ -104,6 +113,11 @@ export class RunRegistry {
 
   all(): HeldRun[] {
     return [...this.runs.values()];
+  }
+
+  /** How many runs this replica holds for each tenant that has any. */
+  countsByTenant(): ReadonlyMap<string, number> {
+    return this.perTenant;
   }
 
   get size(): number {

@@ -1,5 +1,17 @@
 import { Transform } from 'class-transformer';
-import { IsBoolean, IsNotEmpty, IsOptional, IsString, IsUUID, Matches, MaxLength } from 'class-validator';
+import {
+  IsBoolean,
+  IsInt,
+  IsNotEmpty,
+  IsOptional,
+  IsString,
+  IsUUID,
+  Matches,
+  Max,
+  MaxLength,
+  Min,
+  ValidateIf,
+} from 'class-validator';
 import { PageQueryDto } from '../../common/pagination.dto.js';
 
 const trim = ({ value }: { value: unknown }): unknown => (typeof value === 'string' ? value.trim() : value);
@@ -29,4 +41,27 @@ export class AuditQueryDto extends PageQueryDto {
   @IsOptional()
   @IsUUID('all', { message: 'tenant_id must be a UUID' })
   tenant_id?: string;
+}
+
+const LIMIT = 'must be null (the default) or an integer between 0 (unlimited) and 1000000';
+
+/** Quota overrides: a key left out is unchanged, `null` restores the deployment's default, 0 is unlimited. */
+export class TenantLimitsDto {
+  @ValidateIf((_, v) => v !== null && v !== undefined)
+  @IsInt({ message: LIMIT })
+  @Min(0, { message: LIMIT })
+  @Max(1_000_000, { message: LIMIT })
+  sends_per_minute?: number | null;
+
+  @ValidateIf((_, v) => v !== null && v !== undefined)
+  @IsInt({ message: LIMIT })
+  @Min(0, { message: LIMIT })
+  @Max(1_000_000, { message: LIMIT })
+  max_running_tasks?: number | null;
+
+  @ValidateIf((_, v) => v !== null && v !== undefined)
+  @IsInt({ message: LIMIT })
+  @Min(0, { message: LIMIT })
+  @Max(1_000_000, { message: LIMIT })
+  max_open_streams?: number | null;
 }

@@ -11,6 +11,16 @@ export class TenantEntity {
   @Column({ name: 'disabled_at', type: 'timestamptz', nullable: true })
   disabledAt: Date | null;
 
+  /** Overrides of the deployment's quota defaults: null = the default, 0 = unlimited. */
+  @Column({ name: 'sends_per_minute', type: 'integer', nullable: true })
+  sendsPerMinute: number | null;
+
+  @Column({ name: 'max_running_tasks', type: 'integer', nullable: true })
+  maxRunningTasks: number | null;
+
+  @Column({ name: 'max_open_streams', type: 'integer', nullable: true })
+  maxOpenStreams: number | null;
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
+import type { TenantLimits } from '../../common/auth.decorators.js';
 import { IsNull, type DataSource, type EntityManager } from 'typeorm';
 import { TenantTokenEntity } from '../entities/tenant-token.entity.js';
 import { TenantEntity } from '../entities/tenant.entity.js';
@@ -10,6 +11,7 @@ export interface TokenLookup {
   tenantDisabledAt: Date | null;
   tokenId: string;
   tokenPrefix: string;
+  limits: TenantLimits;
   lastUsedAt: Date | null;
 }
 
@@ -53,6 +55,17 @@ export class TenantRepository {
       .set({ disabledAt: disabled ? () => 'COALESCE(disabled_at, now())' : null })
       .where('id = :id', { id })
       .execute();
+    return em.findOneBy(TenantEntity, { id });
+  }
+
+  async setLimits(
+    em: EntityManager,
+    id: string,
+    limits: Partial<Pick<TenantEntity, 'sendsPerMinute' | 'maxRunningTasks' | 'maxOpenStreams'>>,
+  ): Promise<TenantEntity | null> {
+    if (Object.keys(limits).length) {
+      await em.createQueryBuilder().update(TenantEntity).set(limits).where('id = :id', { id }).execute();
+    }
     return em.findOneBy(TenantEntity, { id });
   }
 
@@ -110,9 +123,13 @@ export class TenantRepository {
       disabled_at: Date | null;
       token_id: string;
       token_prefix: string;
+      sends_per_minute: number | null;
+      max_running_tasks: number | null;
+      max_open_streams: number | null;
       last_used_at: Date | null;
     }[] = await this.ds.query(
-      `SELECT t.id AS tenant_id, t.name AS tenant_name, t.disabled_at, k.id AS token_id, k.prefix AS token_prefix, k.last_used_at
+      `SELECT t.id AS tenant_id, t.name AS tenant_name, t.disabled_at, k.id AS token_id, k.prefix AS token_prefix, k.last_used_at,
+              t.sends_per_minute, t.max_running_tasks, t.max_open_streams
          FROM tenant_tokens k JOIN tenants t ON t.id = k.tenant_id
         WHERE k.token_hash = $1 AND k.revoked_at IS NULL`,
       [tokenHash],
@@ -125,6 +142,11 @@ export class TenantRepository {
       tenantDisabledAt: r.disabled_at,
       tokenId: r.token_id,
       tokenPrefix: r.token_prefix,
+      limits: {
+        sendsPerMinute: r.sends_per_minute,
+        maxRunningTasks: r.max_running_tasks,
+        maxOpenStreams: r.max_open_streams,
+      },
       lastUsedAt: r.last_used_at,
     };
   }

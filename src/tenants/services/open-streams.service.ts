@@ -10,14 +10,18 @@ import { TenantRepository } from '../repositories/tenant.repository.js';
 export const ACCESS_CHANNEL = 'arbiter_access';
 
 /** An access change that ends the streams opened under it. */
-export type AccessChange = { kind: 'tenant_disabled'; tenantId: string } | { kind: 'token_revoked'; tokenId: string };
+export type AccessChange =
+  | { kind: 'tenant_disabled'; tenantId: string }
+  | { kind: 'token_revoked'; tokenId: string }
+  /** The tenant's quotas changed: cached principals (which carry them) are dropped; streams stay open. */
+  | { kind: 'tenant_limits'; tenantId: string };
 
 interface OpenStream {
   principal: TenantPrincipal;
   abort: AbortController;
 }
 
-const MESSAGES: Record<AccessChange['kind'], string> = {
+const MESSAGES: Record<'tenant_disabled' | 'token_revoked', string> = {
   tenant_disabled: 'the tenant was disabled; this stream is closed',
   token_revoked: 'the token this stream was opened with was revoked; this stream is closed',
 };
@@ -66,7 +70,7 @@ export class OpenStreams implements OnModuleInit {
   async announce(em: EntityManager, changes: AccessChange[]): Promise<{ heard: Promise<unknown> }> {
     const heard: Promise<void>[] = [];
     for (const c of changes) {
-      const payload = `${c.kind}|${c.kind === 'tenant_disabled' ? c.tenantId : c.tokenId}`;
+      const payload = `${c.kind}|${c.kind === 'token_revoked' ? c.tokenId : c.tenantId}`;
       heard.push(this.channel.heard(ACCESS_CHANNEL, payload).done);
       await em.query(`SELECT pg_notify($1, $2)`, [ACCESS_CHANNEL, payload]);
     }
@@ -75,6 +79,7 @@ export class OpenStreams implements OnModuleInit {
 
   /** Ends the streams a committed change affects, here. */
   apply(change: AccessChange): void {
+    if (change.kind === 'tenant_limits') return;
     for (const s of [...this.open]) {
       const hit =
         change.kind === 'tenant_disabled'

@@ -67,6 +67,7 @@ export class TenantAuthService implements OnModuleInit {
         tenantName: hit.tenantName,
         tokenId: hit.tokenId,
         tokenPrefix: hit.tokenPrefix,
+        limits: hit.limits,
       },
       touchedAt: hit.lastUsedAt?.getTime() ?? 0,
     };

@@ -18,6 +18,8 @@ export interface TenantView {
   name: string;
   disabled: boolean;
   disabled_at: string | null;
+  /** Quota overrides (null = the deployment's default, 0 = unlimited). */
+  limits: { sends_per_minute: number | null; max_running_tasks: number | null; max_open_streams: number | null };
   created_at: string;
   updated_at: string;
 }
@@ -53,6 +55,11 @@ export function tenantView(t: TenantEntity): TenantView {
     name: t.name,
     disabled: t.disabledAt !== null,
     disabled_at: iso(t.disabledAt),
+    limits: {
+      sends_per_minute: t.sendsPerMinute ?? null,
+      max_running_tasks: t.maxRunningTasks ?? null,
+      max_open_streams: t.maxOpenStreams ?? null,
+    },
     created_at: t.createdAt.toISOString(),
     updated_at: t.updatedAt.toISOString(),
   };
@@ -147,6 +154,27 @@ export class TenantsService {
         return tenantView(tenant);
       },
       (t) => (t.disabled ? [{ kind: 'tenant_disabled', tenantId: t.id }] : []),
+    );
+  }
+
+  /** Changes a tenant's quota overrides; in force on every replica when this answers. */
+  async setLimits(
+    id: string,
+    dto: { sends_per_minute?: number | null; max_running_tasks?: number | null; max_open_streams?: number | null },
+    requestId?: string,
+  ): Promise<TenantView> {
+    const limits: Parameters<TenantRepository['setLimits']>[2] = {};
+    if (dto.sends_per_minute !== undefined) limits.sendsPerMinute = dto.sends_per_minute;
+    if (dto.max_running_tasks !== undefined) limits.maxRunningTasks = dto.max_running_tasks;
+    if (dto.max_open_streams !== undefined) limits.maxOpenStreams = dto.max_open_streams;
+    return this.revoking(
+      async (em) => {
+        const tenant = await this.tenants.setLimits(em, this.checkId(id), limits);
+        if (!tenant) throw DomainError.notFound('tenant');
+        await this.audit.record(em, { action: 'tenant.limits', tenantId: id, detail: { ...dto }, requestId });
+        return tenantView(tenant);
+      },
+      (t) => [{ kind: 'tenant_limits', tenantId: t.id }],
     );
   }
 

@@ -1,0 +1,83 @@
+import { Injectable } from '@nestjs/common';
+import type { TenantPrincipal } from '../common/auth.decorators.js';
+import { DomainError } from '../common/errors.js';
+import { AppConfig } from '../config/app-config.js';
+import { PgThrottlerStorage } from './pg-throttler.storage.js';
+import { UsageService } from './usage.service.js';
+
+/** The send quota's window. */
+export const SEND_WINDOW_MS = 60_000;
+/** The throttler key of a tenant's sends: one budget for every surface and replica. */
+export const sendKey = (tenantId: string): string => `send:${tenantId}`;
+
+/**
+ * Per-tenant quotas (README "Quotas"): sends per minute, tasks running at
+ * once, streams open at once. Each limit is the tenant's override or the
+ * deployment's default; 0 is unlimited. Refusals are `rate_limited`
+ * (HTTP 429 with `Retry-After`; on A2A a retryable error). Reads, cancels,
+ * subscriptions to a task and health are never counted against sends.
+ */
+@Injectable()
+export class QuotaService {
+  constructor(
+    private readonly storage: PgThrottlerStorage,
+    private readonly usage: UsageService,
+    private readonly config: AppConfig,
+  ) {}
+
+  sendsPerMinute(p: TenantPrincipal): number {
+    return p.limits?.sendsPerMinute ?? this.config.tenantSendsPerMinute;
+  }
+
+  /** Counts one send (a new message on any surface) against the tenant's per-minute budget. */
+  async takeSend(p: TenantPrincipal): Promise<void> {
+    const limit = this.sendsPerMinute(p);
+    if (!limit) return;
+    const r = await this.storage.increment(sendKey(p.tenantId), SEND_WINDOW_MS, limit);
+    if (r.isBlocked) {
+      throw DomainError.rateLimited(
+        `send quota reached: ${limit} messages per minute for this tenant; retry in ${r.timeToBlockExpire} s`,
+        r.timeToBlockExpire,
+      );
+    }
+  }
+
+  /**
+   * Runs `create` (which creates a task and holds its run) if the tenant is
+   * under its running-task cap; while it runs the new task counts already,
+   * so concurrent sends on this replica cannot all slip under the cap.
+   */
+  async admitRun<T>(p: TenantPrincipal, create: () => Promise<T>): Promise<T> {
+    const cap = p.limits?.maxRunningTasks ?? this.config.tenantMaxRunningTasks;
+    if (cap && this.usage.of(p.tenantId).running >= cap) {
+      throw DomainError.rateLimited(
+        `running-task cap reached: this tenant may run ${cap} tasks at once; retry when one has finished`,
+        1,
+      );
+    }
+    this.usage.admit(p.tenantId, 1);
+    try {
+      return await create();
+    } finally {
+      this.usage.admit(p.tenantId, -1);
+    }
+  }
+
+  /** Holds a stream slot for the tenant until the returned release is called (idempotent). */
+  openStream(p: TenantPrincipal): () => void {
+    const cap = p.limits?.maxOpenStreams ?? this.config.tenantMaxOpenStreams;
+    if (cap && this.usage.of(p.tenantId).streams >= cap) {
+      throw DomainError.rateLimited(
+        `open-stream cap reached: this tenant may hold ${cap} streams open at once; close one or retry later`,
+        1,
+      );
+    }
+    this.usage.stream(p.tenantId, 1);
+    let open = true;
+    return () => {
+      if (!open) return;
+      open = false;
+      this.usage.stream(p.tenantId, -1);
+    };
+  }
+}

@@ -1,0 +1,196 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { newTenant, type TestTenant } from '../helpers/factories.js';
+import { freshDatabase, REAL_POSTGRES, type TestDatabase } from '../helpers/database.js';
+import { rpc, waitFor } from '../helpers/a2a.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+const V1 = { 'a2a-version': '1.0' };
+const sendBody = (text: string, extra: Record<string, unknown> = {}) => ({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'SendMessage',
+  params: {
+    message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text }] },
+    configuration: { returnImmediately: true },
+    ...extra,
+  },
+});
+const send = (s: TestServer, t: TestTenant, text = 'hi') => rpc(s.url, t.token, 'index', sendBody(text), V1);
+const errorInfo = (body: any) => body.error?.data?.find((d: any) => d['@type']?.endsWith('ErrorInfo'));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('quotas: sends per minute, running tasks, open streams (per tenant, configurable)', () => {
+  let server: TestServer;
+  let t: TestTenant;
+  let other: TestTenant;
+  before(async () => {
+    server = await startTestServer({
+      env: { ARBITER_TENANT_SENDS_PER_MINUTE: '3', ARBITER_QUOTA_SYNC_MS: '100', ARBITER_ECHO_DELAY_MS: '0' },
+    });
+    t = await newTenant(server, 'limited');
+    other = await newTenant(server, 'other');
+  });
+  after(async () => {
+    await server.close();
+  });
+
+  it('the send quota refuses on every surface (429 + Retry-After; JSON-RPC retryable); reads, cancels and health go on', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await send(server, t);
+      const body: any = await res.json();
+      assert.equal(res.status, 200);
+      assert.ok(body.result?.task?.id, JSON.stringify(body));
+      ids.push(body.result.task.id);
+    }
+    const refused = await send(server, t);
+    const body: any = await refused.json();
+    assert.equal(body.error.code, -32000);
+    assert.match(body.error.message, /send quota reached: 3 messages per minute/);
+    assert.equal(errorInfo(body).reason, 'RESOURCE_EXHAUSTED');
+    assert.equal(errorInfo(body).metadata.retryable, 'true');
+    assert.ok(Number(refused.headers.get('retry-after')) >= 1);
+
+    const rest = await fetch(`${server.url}/v1/a2a/agents/index/message:send`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${t.token}`, 'content-type': 'application/json', ...V1 },
+      body: JSON.stringify({ message: { messageId: 'm-rest', role: 'ROLE_USER', parts: [{ text: 'x' }] } }),
+    });
+    assert.equal(rest.status, 429);
+    assert.ok(Number(rest.headers.get('retry-after')) >= 1);
+    const restBody: any = await rest.json();
+    assert.equal(restBody.error.status, 'RESOURCE_EXHAUSTED');
+
+    const chat = await t.client.post('/v1/agents/index/chat', { message: 'x' });
+    assert.equal(chat.status, 429);
+    assert.equal(chat.body.code, 'rate_limited');
+    assert.ok(Number(chat.headers.get('retry-after')) >= 1);
+
+    // Never throttled by the send quota: reads, lists, cancels, subscriptions, health.
+    const get = await rpc(
+      server.url,
+      t.token,
+      'index',
+      { jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: ids[0] } },
+      V1,
+    );
+    assert.ok(((await get.json()) as any).result?.id);
+    assert.equal((await t.client.get(`/v1/a2a/agents/index/tasks?pageSize=5`, V1)).status, 200);
+    assert.equal((await t.client.get(`/v1/requests/${ids[0]}`)).status, 200);
+    assert.equal((await server.http.get('/v1/health')).status, 200);
+    // Another tenant has its own budget.
+    assert.ok(((await (await send(server, other)).json()) as any).result?.task?.id);
+  });
+
+  it('the admin API sets per-tenant limits (null = default, 0 = unlimited), audited, in force at once', async () => {
+    const u = await newTenant(server, 'tuned');
+    const bad = await server.admin.patch(`/v1/admin/tenants/${u.id}/limits`, { sends_per_minute: -1, nope: 1 });
+    assert.equal(bad.status, 400);
+    const fields = bad.body.details.map((d: { field: string }) => d.field).sort();
+    assert.deepEqual(fields, ['nope', 'sends_per_minute']);
+    const set = await server.admin.patch(`/v1/admin/tenants/${u.id}/limits`, { sends_per_minute: 0 });
+    assert.equal(set.status, 200, set.text);
+    assert.deepEqual(set.body.limits, { sends_per_minute: 0, max_running_tasks: null, max_open_streams: null });
+    for (let i = 0; i < 5; i++) assert.ok(((await (await send(server, u)).json()) as any).result, 'unlimited');
+    await server.admin.patch(`/v1/admin/tenants/${u.id}/limits`, { sends_per_minute: null });
+    assert.equal((await server.admin.get(`/v1/admin/tenants/${u.id}`)).body.limits.sends_per_minute, null);
+    const audit = await server.admin.get(`/v1/admin/audit?tenant_id=${u.id}`);
+    assert.deepEqual(
+      audit.body.items.filter((r: any) => r.action === 'tenant.limits').map((r: any) => r.detail),
+      [{ sends_per_minute: null }, { sends_per_minute: 0 }],
+    );
+    assert.equal((await server.admin.patch(`/v1/admin/tenants/${crypto.randomUUID()}/limits`, {})).status, 404);
+  });
+
+  it('the running-task cap refuses new tasks (not continuations or reads) until one ends', async () => {
+    const u = await newTenant(server, 'runner');
+    await server.admin.patch(`/v1/admin/tenants/${u.id}/limits`, { max_running_tasks: 2, sends_per_minute: 0 });
+    // Sent at once: the cap holds even while the creations are in flight.
+    const results = await Promise.all([1, 2, 3, 4].map(() => send(server, u, 'hold').then((r) => r.json() as any)));
+    const held = results.filter((r) => r.result).map((r) => r.result.task.id as string);
+    const refused = results.filter((r) => r.error);
+    assert.equal(held.length, 2, JSON.stringify(results));
+    assert.equal(refused.length, 2);
+    assert.match(refused[0].error.message, /running-task cap reached: this tenant may run 2 tasks at once/);
+    const cancel = await rpc(
+      server.url,
+      u.token,
+      'index',
+      { jsonrpc: '2.0', id: 3, method: 'CancelTask', params: { id: held[0] } },
+      V1,
+    );
+    assert.equal(((await cancel.json()) as any).result?.status?.state, 'TASK_STATE_CANCELED');
+    await waitFor(
+      async () => (((await (await send(server, u, 'hold')).json()) as any).result ? true : undefined),
+      5_000,
+    );
+  });
+
+  it('the open-stream cap refuses a further stream until one closes; the refused send created no task', async () => {
+    const u = await newTenant(server, 'streamer');
+    await server.admin.patch(`/v1/admin/tenants/${u.id}/limits`, { max_open_streams: 1, sends_per_minute: 0 });
+    const task: any = await (await send(server, u, 'hold')).json();
+    const id = task.result.task.id;
+    const ctl = new AbortController();
+    const first = await fetch(`${server.url}/v1/a2a/agents/index/tasks/${id}:subscribe`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${u.token}`, ...V1 },
+      signal: ctl.signal,
+    });
+    assert.equal(first.status, 200);
+    const before = (await u.client.get('/v1/requests?limit=50')).body.items.length;
+    const stream = await rpc(server.url, u.token, 'index', { ...sendBody('x'), method: 'SendStreamingMessage' }, V1);
+    const refused: any = await stream.json();
+    assert.match(refused.error.message, /open-stream cap reached/);
+    assert.equal((await u.client.get('/v1/requests?limit=50')).body.items.length, before, 'no task was created');
+    const tail = await u.client.get(`/v1/requests/${id}/events`);
+    assert.equal(tail.status, 429);
+    ctl.abort();
+    await waitFor(async () => ((await u.client.get(`/v1/requests/${id}`)).status === 200 ? true : undefined));
+    await waitFor(async () => {
+      const r = await fetch(`${server.url}/v1/a2a/agents/index/tasks/${id}:subscribe`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${u.token}`, ...V1 },
+      });
+      const ok = r.status === 200;
+      await r.body?.cancel();
+      return ok ? true : undefined;
+    }, 5_000);
+  });
+});
+
+describe(
+  'quotas across two replicas on one PostgreSQL',
+  { skip: !REAL_POSTGRES && 'needs a PostgreSQL server' },
+  () => {
+    let db: TestDatabase;
+    let a: TestServer;
+    let b: TestServer;
+    before(async () => {
+      db = await freshDatabase();
+      const env = { ARBITER_TENANT_SENDS_PER_MINUTE: '4', ARBITER_QUOTA_SYNC_MS: '100' };
+      a = await startTestServer({ env, db });
+      b = await startTestServer({ env, db });
+    });
+    after(async () => {
+      await b?.close();
+      await a?.close();
+      await db?.drop();
+    });
+
+    it('one send budget and one running cap for the tenant, whichever replica takes the request', async () => {
+      const t = await newTenant(a, 'shared');
+      for (const s of [a, a, b, b]) {
+        assert.ok(((await (await send(s, t)).json()) as any).result);
+        await sleep(250); // past a sync interval: each replica has shared what it counted
+      }
+      for (const s of [a, b])
+        assert.match(((await (await send(s, t)).json()) as any).error?.message ?? '', /send quota/);
+      await a.admin.patch(`/v1/admin/tenants/${t.id}/limits`, { sends_per_minute: 0, max_running_tasks: 1 });
+      assert.ok(((await (await send(a, t, 'hold')).json()) as any).result);
+      await sleep(300);
+      assert.match(((await (await send(b, t, 'hold')).json()) as any).error?.message ?? '', /running-task cap/);
+    });
+  },
+);
