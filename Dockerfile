@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # Build stage: full dependencies, compile TypeScript, then drop dev dependencies.
-FROM node:20-bookworm-slim AS build
+FROM node:24.21.0-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -9,7 +9,7 @@ COPY src ./src
 RUN npm run build && npm prune --omit=dev
 
 # Runtime stage: compiled output and production dependencies only, as a non-root user.
-FROM node:20-bookworm-slim
+FROM node:24.21.0-bookworm-slim
 ENV NODE_ENV=production \
     ARBITER_HOME=/data \
     BIND=0.0.0.0 \
@@ -22,7 +22,9 @@ COPY --from=build --chown=root:root /app/dist ./dist
 USER node
 VOLUME ["/data"]
 EXPOSE 8080
+# Liveness, not readiness: a replica whose database is briefly away must not be restarted for it (the gateway or
+# orchestrator uses /v1/health/ready to route traffic away instead).
 HEALTHCHECK --interval=15s --timeout=3s --start-period=20s \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/v1/health/ready').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/v1/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # Migrations first (a no-op when up to date), then the server as PID 1's child via exec.
 CMD ["sh", "-c", "node dist/src/cli/migrate.js && exec node dist/src/main.js"]
