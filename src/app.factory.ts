@@ -3,11 +3,14 @@ import type { AddressInfo } from 'node:net';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { NextFunction, Request, Response } from 'express';
 import helmet from 'helmet';
 import { AppModule, assignRequestId } from './app.module.js';
 import { NestPino, requestLogger, rootLogger } from './common/logging.js';
 import type { AppConfig } from './config/app-config.js';
 import { Lifecycle } from './health/lifecycle.service.js';
+import { buildOpenApi, serveOpenApi } from './openapi/openapi.js';
+import { ARBITER_VERSION } from './version.js';
 
 export interface RunningApp {
   app: INestApplication;
@@ -30,8 +33,21 @@ export async function startApp(config: AppConfig): Promise<RunningApp> {
   // No hash of every JSON reply: the routes that revalidate (agent cards) set their own ETag.
   app.set('etag', false);
   app.set('trust proxy', config.trustProxy);
-  // Security headers that apply to an API (nosniff, no framing, no referrer, HSTS for TLS deployments …).
-  app.use(helmet());
+  // Security headers that apply to an API (nosniff, no framing, no referrer, HSTS for TLS deployments …). The docs
+  // page (Swagger UI, served from this origin) also needs its inline styles and the data: images of its theme.
+  const api = helmet();
+  const docs = helmet({
+    contentSecurityPolicy: {
+      directives: {
+        'style-src': ["'self'", "'unsafe-inline'"],
+        'img-src': ["'self'", 'data:'],
+        'upgrade-insecure-requests': null,
+      },
+    },
+  });
+  app.use((req: Request, res: Response, next: NextFunction) =>
+    (req.path === '/docs' || req.path.startsWith('/docs/') ? docs : api)(req, res, next),
+  );
   const origins = config.corsOrigins ? config.corsOrigins.split(',') : [];
   if (origins.length > 0) {
     app.enableCors({
@@ -65,6 +81,7 @@ export async function startApp(config: AppConfig): Promise<RunningApp> {
   server.requestTimeout = config.requestTimeoutMs;
   server.keepAliveTimeout = config.keepAliveTimeoutMs;
   (server as Server & { connectionsCheckingInterval: number }).connectionsCheckingInterval = 1_000;
+  serveOpenApi(app, buildOpenApi(app, ARBITER_VERSION));
   await app.listen(config.port, config.bind);
   const addr = app.getHttpServer().address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Module, type DynamicModule } from '@nestjs/common';
-import { APP_FILTER, APP_INTERCEPTOR } from '@nestjs/core';
+import { APP_FILTER, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
+import { DtoValidationPipe } from './common/validation.pipe.js';
 import type { AppConfig } from './config/app-config.js';
 import { ConfigModule } from './config/config.module.js';
 import { HttpExceptionFilter } from './common/http-exception.filter.js';
@@ -50,6 +51,7 @@ export class AppModule {
         { provide: APP_FILTER, useClass: HttpExceptionFilter },
         // After the access guard: bodies of unauthenticated requests are never read.
         { provide: APP_INTERCEPTOR, useClass: BodyReader },
+        { provide: APP_PIPE, useClass: DtoValidationPipe },
       ],
     };
   }

@@ -5,10 +5,12 @@ import type { DataSource } from 'typeorm';
 import { Public } from '../common/auth.decorators.js';
 import { ReplicaChannel } from '../database/replica-channel.service.js';
 import { Lifecycle } from './lifecycle.service.js';
+import { ApiTags } from '@nestjs/swagger';
 
 const READY_TIMEOUT_MS = 2_000;
 
 @Public()
+@ApiTags('health')
 @Controller('v1/health')
 export class HealthController {
   constructor(

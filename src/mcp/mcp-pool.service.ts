@@ -1,3 +1,4 @@
+import { ARBITER_VERSION } from '../version.js';
 import type { ChildProcess } from 'node:child_process';
 import { Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -154,7 +155,7 @@ export class McpPool implements OnModuleDestroy {
     const existing = this.conns.get(key);
     if (existing && !existing.closed && existing.fingerprint === server.fingerprint) return existing;
     if (existing) void this.close(existing, 'the registry changed');
-    const client = new Client({ name: 'arbiter', version: '0.1.0' }, { capabilities: {} });
+    const client = new Client({ name: 'arbiter', version: ARBITER_VERSION }, { capabilities: {} });
     const transport =
       server.transport === 'stdio'
         ? new WatchedStdioTransport({

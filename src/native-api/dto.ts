@@ -1,3 +1,4 @@
+import { EmptyBodyAllowed } from '../common/validation.pipe.js';
 import { IsObject, IsOptional, IsString, Matches, MaxLength, MinLength } from 'class-validator';
 
 export const MAX_MESSAGE_CHARS = 200_000;
@@ -32,6 +33,7 @@ export class OrchestrateDto extends ChatDto {
   agent_def?: Record<string, unknown>;
 }
 
+@EmptyBodyAllowed()
 export class ConversationCreateDto {
   @IsOptional()
   @Matches(/^[A-Za-z0-9_-]{1,64}$/, { message: 'agent must match [A-Za-z0-9_-]{1,64}' })

@@ -1,8 +1,10 @@
 import { Controller, Get } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
 import { ModelRouter } from './providers/model-router.service.js';
+import { ApiTags } from '@nestjs/swagger';
 
 /** `GET /v1/models`: what this server can run. */
+@ApiTags('models')
 @Controller('v1/models')
 export class ModelsController {
   constructor(

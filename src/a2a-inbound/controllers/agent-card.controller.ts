@@ -6,6 +6,7 @@ import { AGENT_ID_PATTERN } from '../../registry/constitution.js';
 import { AgentCatalog } from '../../registry/services/agent-catalog.service.js';
 import { negotiateVersion } from '../version.js';
 import { AgentCardService } from '../services/agent-card.service.js';
+import { ApiTags } from '@nestjs/swagger';
 
 function send(req: Request, res: Response, card: unknown, cacheControl: string): void {
   const body = JSON.stringify(card);
@@ -21,6 +22,7 @@ function send(req: Request, res: Response, card: unknown, cacheControl: string):
   res.status(200).type('application/json').send(body);
 }
 
+@ApiTags('A2A cards')
 @Controller()
 export class AgentCardController {
   constructor(

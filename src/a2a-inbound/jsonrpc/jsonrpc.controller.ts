@@ -22,6 +22,7 @@ import { checkParamsJson, EnvelopeError, parseEnvelope, type RpcId } from './env
 import { JsonRpcBinding } from './jsonrpc-binding.js';
 import { toJsonRpcError, type JsonRpcErrorObject } from './jsonrpc-errors.js';
 import { JsonRpcGuardErrors } from './jsonrpc-guard-errors.filter.js';
+import { ApiBody, ApiExcludeEndpoint, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 
 const V1 = new V1Dialect();
 const V03 = new V03Dialect();
@@ -43,6 +44,7 @@ function dialectOf(method: string): WireDialect | undefined {
  * `0.3` version serves v0.3 methods only.
  */
 @UseFilters(JsonRpcGuardErrors)
+@ApiTags('A2A JSON-RPC')
 @Controller('v1/a2a/agents')
 export class JsonRpcController {
   private readonly logger = new Logger('A2A');
@@ -55,6 +57,12 @@ export class JsonRpcController {
     private readonly cards: AgentCardService,
   ) {}
 
+  @ApiOperation({
+    summary:
+      'A2A JSON-RPC 2.0 endpoint of the agent (v1.0 with A2A-Version: 1.0, else v0.3); streaming methods answer SSE',
+  })
+  @ApiBody({ schema: { $ref: '#/components/schemas/JsonRpcRequest' } })
+  @ApiOkResponse({ schema: { $ref: '#/components/schemas/JsonRpcResponse' } })
   @Post(':id')
   @HttpCode(200)
   @JsonTextBody()
@@ -136,6 +144,7 @@ export class JsonRpcController {
   }
 
   /** Any other HTTP method on the endpoint. */
+  @ApiExcludeEndpoint()
   @All(':id')
   wrongMethod(@Res() res: Response): void {
     res.setHeader('Allow', 'POST');

@@ -137,3 +137,18 @@ export function restParams(route: Extract<RouteMatch, { kind: 'route' }>, query:
     }
   }
 }
+
+/** The routes above as OpenAPI paths under an agent's URL (`{taskId}` a task id, `{configId}` a push config id). */
+export const REST_ROUTE_PATHS: readonly { path: string; method: 'GET' | 'POST' | 'DELETE'; op: Operation }[] = [
+  { path: 'message:send', method: 'POST', op: 'send' },
+  { path: 'message:stream', method: 'POST', op: 'stream' },
+  { path: 'tasks', method: 'GET', op: 'list' },
+  { path: 'tasks/{taskId}', method: 'GET', op: 'get' },
+  { path: 'tasks/{taskId}:cancel', method: 'POST', op: 'cancel' },
+  { path: 'tasks/{taskId}:subscribe', method: 'POST', op: 'subscribe' },
+  { path: 'tasks/{taskId}/pushNotificationConfigs', method: 'POST', op: 'push_set' },
+  { path: 'tasks/{taskId}/pushNotificationConfigs', method: 'GET', op: 'push_list' },
+  { path: 'tasks/{taskId}/pushNotificationConfigs/{configId}', method: 'GET', op: 'push_get' },
+  { path: 'tasks/{taskId}/pushNotificationConfigs/{configId}', method: 'DELETE', op: 'push_delete' },
+  { path: 'extendedAgentCard', method: 'GET', op: 'extended_card' },
+];

@@ -31,6 +31,7 @@ import { AgentCardService } from '../services/agent-card.service.js';
 import { negotiateVersion } from '../version.js';
 import { toRestError } from './rest-errors.js';
 import { matchRoute, restParams } from './rest-routes.js';
+import { ApiExcludeEndpoint } from '@nestjs/swagger';
 
 const V1 = new V1Dialect();
 const V03 = new V03Dialect();
@@ -88,6 +89,8 @@ export class RestController {
     private readonly cards: AgentCardService,
   ) {}
 
+  // Described from its route table in src/openapi/openapi.ts.
+  @ApiExcludeEndpoint()
   @All(':id/*path')
   async handle(
     @CurrentTenant() t: TenantPrincipal,

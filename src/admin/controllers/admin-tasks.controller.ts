@@ -6,9 +6,11 @@ import { TaskService } from '../../tasks/task.service.js';
 import { TaskError } from '../../tasks/task.errors.js';
 import { TenantsService } from '../../tenants/services/tenants.service.js';
 import { requestView } from '../../native-api/controllers/requests.controller.js';
+import { ApiTags } from '@nestjs/swagger';
 
 /** `/v1/admin/tasks`: the operator acting on any tenant's task. */
 @AdminOnly()
+@ApiTags('admin')
 @Controller('v1/admin/tasks')
 export class AdminTasksController {
   constructor(

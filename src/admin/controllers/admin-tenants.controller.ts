@@ -2,16 +2,18 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Req
 import type { Request } from 'express';
 import { AdminOnly } from '../../common/auth.decorators.js';
 import { requestIdOf } from '../../common/errors.js';
-import { validateAs } from '../../common/validation.js';
 import { DEFAULT_PAGE_SIZE, PageQueryDto } from '../../common/pagination.dto.js';
 import { TaskService } from '../../tasks/task.service.js';
 import { AuditQueryDto, CreateTenantDto, TenantLimitsDto, UpdateTenantDto } from '../../tenants/dto/tenant.dto.js';
 import { TenantsService } from '../../tenants/services/tenants.service.js';
+import { ApiTags } from '@nestjs/swagger';
+import { DocQuery } from '../../openapi/doc-decorators.js';
 
 const rid = (req: Request): string => requestIdOf(req);
 
 /** `/v1/admin/*`: tenant lifecycle and tokens, for the operator's admin token only. */
 @AdminOnly()
+@ApiTags('admin')
 @Controller('v1/admin')
 export class AdminTenantsController {
   constructor(
@@ -20,14 +22,13 @@ export class AdminTenantsController {
   ) {}
 
   @Post('tenants')
-  async create(@Body() body: unknown, @Req() req: Request) {
-    const dto = await validateAs(CreateTenantDto, body);
+  async create(@Body() dto: CreateTenantDto, @Req() req: Request) {
     return this.tenants.create(dto.name, rid(req));
   }
 
   @Get('tenants')
-  async list(@Query() query: unknown) {
-    const q = await validateAs(PageQueryDto, query);
+  @DocQuery(PageQueryDto)
+  async list(@Query() q: PageQueryDto) {
     return this.tenants.list(q.limit ?? DEFAULT_PAGE_SIZE, q.cursor);
   }
 
@@ -42,8 +43,7 @@ export class AdminTenantsController {
    * its unfinished tasks are canceled too ("tenant disabled").
    */
   @Patch('tenants/:id')
-  async update(@Param('id') id: string, @Body() body: unknown, @Req() req: Request) {
-    const dto = await validateAs(UpdateTenantDto, body);
+  async update(@Param('id') id: string, @Body() dto: UpdateTenantDto, @Req() req: Request) {
     const tenant = await this.tenants.setDisabled(id, dto.disabled, rid(req));
     if (!dto.disabled || !dto.cancel_running) return tenant;
     const canceled = await this.tasks.cancelAll(tenant.id, 'tenant disabled');
@@ -53,8 +53,7 @@ export class AdminTenantsController {
 
   /** Quota overrides: keys left out are unchanged, null restores the default, 0 is unlimited. */
   @Patch('tenants/:id/limits')
-  async limits(@Param('id') id: string, @Body() body: unknown, @Req() req: Request) {
-    const dto = await validateAs(TenantLimitsDto, body);
+  async limits(@Param('id') id: string, @Body() dto: TenantLimitsDto, @Req() req: Request) {
     return this.tenants.setLimits(id, dto, rid(req));
   }
 
@@ -82,8 +81,8 @@ export class AdminTenantsController {
   }
 
   @Get('audit')
-  async audit(@Query() query: unknown) {
-    const q = await validateAs(AuditQueryDto, query);
+  @DocQuery(AuditQueryDto)
+  async audit(@Query() q: AuditQueryDto) {
     return this.tenants.auditLog(q.limit ?? DEFAULT_PAGE_SIZE, q.cursor, q.tenant_id);
   }
 }

@@ -16,12 +16,14 @@ import { SendThrottleGuard } from '../../quotas/send-throttle.guard.js';
 import type { Request, Response } from 'express';
 import { CurrentTenant, type TenantPrincipal } from '../../common/auth.decorators.js';
 import { PageQueryDto } from '../../common/pagination.dto.js';
-import { validateAs } from '../../common/validation.js';
 import { ConversationService } from '../services/conversations.service.js';
 import { ConversationCreateDto, ConversationPatchDto, MessageDto } from '../dto.js';
 import { NativeRuns } from '../services/native-runs.service.js';
+import { ApiTags } from '@nestjs/swagger';
+import { DocQuery } from '../../openapi/doc-decorators.js';
 
 /** `/v1/conversations`: threads with one agent, whose earlier turns the model sees. */
+@ApiTags('native')
 @Controller('v1/conversations')
 export class ConversationsController {
   constructor(
@@ -30,14 +32,13 @@ export class ConversationsController {
   ) {}
 
   @Post()
-  async create(@CurrentTenant() t: TenantPrincipal, @Body() body: unknown) {
-    const dto = await validateAs(ConversationCreateDto, body ?? {});
+  async create(@CurrentTenant() t: TenantPrincipal, @Body() dto: ConversationCreateDto) {
     return this.conversations.create(t.tenantId, dto.agent, dto.title);
   }
 
   @Get()
-  async list(@CurrentTenant() t: TenantPrincipal, @Query() query: unknown) {
-    const q = await validateAs(PageQueryDto, query);
+  @DocQuery(PageQueryDto)
+  async list(@CurrentTenant() t: TenantPrincipal, @Query() q: PageQueryDto) {
     return this.conversations.list(t.tenantId, q.limit, q.cursor);
   }
 
@@ -47,8 +48,7 @@ export class ConversationsController {
   }
 
   @Patch(':id')
-  async rename(@CurrentTenant() t: TenantPrincipal, @Param('id') id: string, @Body() body: unknown) {
-    const dto = await validateAs(ConversationPatchDto, body);
+  async rename(@CurrentTenant() t: TenantPrincipal, @Param('id') id: string, @Body() dto: ConversationPatchDto) {
     return this.conversations.rename(t.tenantId, id, dto.title);
   }
 
@@ -69,11 +69,10 @@ export class ConversationsController {
   async send(
     @CurrentTenant() t: TenantPrincipal,
     @Param('id') id: string,
-    @Body() body: unknown,
+    @Body() dto: MessageDto,
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
-    const dto = await validateAs(MessageDto, body);
     await this.runs.serve(req, res, async () => {
       const { conversation, agent } = await this.conversations.forMessage(t.tenantId, id);
       return {

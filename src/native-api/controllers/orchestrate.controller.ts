@@ -3,17 +3,18 @@ import { SendThrottleGuard } from '../../quotas/send-throttle.guard.js';
 import type { Request, Response } from 'express';
 import { CurrentTenant, type TenantPrincipal } from '../../common/auth.decorators.js';
 import { DomainError } from '../../common/errors.js';
-import { validateAs } from '../../common/validation.js';
 import { MASTER_AGENT_ID } from '../../registry/constitution.js';
 import { AgentCatalog } from '../../registry/services/agent-catalog.service.js';
 import { ChatDto, OrchestrateDto } from '../dto.js';
 import { NativeRuns } from '../services/native-runs.service.js';
+import { ApiTags } from '@nestjs/swagger';
 
 /**
  * The native streaming API: a message in, Arbiter's event catalogue out
  * (SSE). `/v1/orchestrate` names the agent in the body (default `index`,
  * or an inline `agent_def`); `/v1/agents/:id/chat` in the path.
  */
+@ApiTags('native')
 @Controller()
 export class OrchestrateController {
   constructor(
@@ -25,11 +26,10 @@ export class OrchestrateController {
   @UseGuards(SendThrottleGuard)
   async orchestrate(
     @CurrentTenant() t: TenantPrincipal,
-    @Body() body: unknown,
+    @Body() dto: OrchestrateDto,
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
-    const dto = await validateAs(OrchestrateDto, body);
     if (dto.agent !== undefined && dto.agent_def !== undefined) {
       throw DomainError.validation([{ field: 'agent_def', messages: ['give agent or agent_def, not both'] }]);
     }
@@ -53,11 +53,10 @@ export class OrchestrateController {
   async chat(
     @CurrentTenant() t: TenantPrincipal,
     @Param('id') id: string,
-    @Body() body: unknown,
+    @Body() dto: ChatDto,
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
-    const dto = await validateAs(ChatDto, body);
     await this.runs.serve(req, res, async () => {
       const agent = await this.catalog.resolve(t.tenantId, id);
       if (!agent) throw DomainError.notFound(`agent '${id}'`);

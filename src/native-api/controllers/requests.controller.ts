@@ -8,12 +8,13 @@ import { CURSOR_FIELDS, decodeCursor, encodeCursor } from '../../common/cursor.j
 import { PageQueryDto, DEFAULT_PAGE_SIZE } from '../../common/pagination.dto.js';
 import { detachSse, releaseOnClose, type SseFrame } from '../../common/sse.js';
 import { QuotaService } from '../../quotas/quota.service.js';
-import { validateAs } from '../../common/validation.js';
 import { TaskService } from '../../tasks/task.service.js';
 import type { TaskSnapshot } from '../../tasks/task-snapshot.js';
 import { TASK_STATES, type TaskStateName } from '../../tasks/task-state.js';
 import { OpenStreams } from '../../tenants/services/open-streams.service.js';
 import { NativeTail, streamError } from '../services/native-tail.service.js';
+import { ApiTags } from '@nestjs/swagger';
+import { DocQuery } from '../../openapi/doc-decorators.js';
 
 const toNative = (s: TaskStateName): string => s.replace('TASK_STATE_', '').toLowerCase().replace('_', '-');
 const NATIVE_STATES = TASK_STATES.map(toNative);
@@ -68,6 +69,7 @@ export function requestView(t: TaskSnapshot) {
 }
 
 /** `/v1/requests`: the native view of the same tasks and event log the A2A endpoints use. */
+@ApiTags('native')
 @Controller('v1/requests')
 export class RequestsController {
   constructor(
@@ -79,8 +81,8 @@ export class RequestsController {
   ) {}
 
   @Get()
-  async list(@CurrentTenant() t: TenantPrincipal, @Query() query: unknown) {
-    const q = await validateAs(RequestListQuery, query);
+  @DocQuery(RequestListQuery)
+  async list(@CurrentTenant() t: TenantPrincipal, @Query() q: RequestListQuery) {
     const c = decodeCursor(q.cursor, ['u', 't'] as const, { u: CURSOR_FIELDS.timestamp, t: CURSOR_FIELDS.taskId });
     const limit = q.limit ?? DEFAULT_PAGE_SIZE;
     const { tasks, more } = await this.tasks.list({
@@ -111,14 +113,14 @@ export class RequestsController {
 
   /** SSE: the stored events after `since_seq` (or `Last-Event-ID`), then live ones until the end. */
   @Get(':id/events')
+  @DocQuery(EventsQuery)
   async events(
     @CurrentTenant() t: TenantPrincipal,
     @Param('id') id: string,
-    @Query() query: unknown,
+    @Query() q: EventsQuery,
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
-    const q = await validateAs(EventsQuery, query);
     const lastEventId = req.headers['last-event-id'];
     const resume = typeof lastEventId === 'string' && /^\d{1,9}$/.test(lastEventId) ? Number(lastEventId) : undefined;
     const since = q.since_seq ?? resume ?? 0;

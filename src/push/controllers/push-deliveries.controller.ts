@@ -2,6 +2,7 @@ import { Controller, Get, Param } from '@nestjs/common';
 import { CurrentTenant, type TenantPrincipal } from '../../common/auth.decorators.js';
 import type { PushDeliveryView } from '../push-config.js';
 import { PushService } from '../services/push.service.js';
+import { ApiTags } from '@nestjs/swagger';
 
 /** The native view of one config's delivery (snake_case, like the rest of `/v1`); no secrets. */
 function deliveryView(d: PushDeliveryView) {
@@ -30,6 +31,7 @@ function deliveryView(d: PushDeliveryView) {
  * stands — cursor, failures in a row, next retry, dead-letter — for the
  * operator of the tenant. (A task id is its request id.)
  */
+@ApiTags('native')
 @Controller('v1/requests')
 export class PushDeliveriesController {
   constructor(private readonly push: PushService) {}

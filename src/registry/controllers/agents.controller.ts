@@ -2,9 +2,22 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Req
 import type { Request } from 'express';
 import { CurrentTenant, type TenantPrincipal } from '../../common/auth.decorators.js';
 import { DEFAULT_PAGE_SIZE, PageQueryDto } from '../../common/pagination.dto.js';
-import { validateAs } from '../../common/validation.js';
 import { requestIdOf } from '../../common/errors.js';
 import { AgentCatalog, type AgentActor } from '../services/agent-catalog.service.js';
+import { ApiTags } from '@nestjs/swagger';
+import { DocBody, DocQuery, schemaOf } from '../../openapi/doc-decorators.js';
+import { ConstitutionDto } from '../constitution.js';
+
+/** An agent: its constitution's fields beside `id`, or `{id, agent_def: {…}}`; validated by the catalog. */
+const AGENT_BODY = {
+  type: 'object',
+  description: 'the constitution flat beside `id`, or `{"id": …, "agent_def": {…}}`',
+  properties: {
+    id: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$' },
+    ...schemaOf(ConstitutionDto).properties,
+    agent_def: { $ref: '#/components/schemas/ConstitutionDto' },
+  },
+};
 
 const actor = (t: TenantPrincipal, req: Request): AgentActor => ({
   tokenId: t.tokenId,
@@ -13,18 +26,20 @@ const actor = (t: TenantPrincipal, req: Request): AgentActor => ({
 });
 
 /** `/v1/agents`: the tenant's agent catalog. */
+@ApiTags('agents')
 @Controller('v1/agents')
 export class AgentsController {
   constructor(private readonly catalog: AgentCatalog) {}
 
   @Post()
+  @DocBody({ ...AGENT_BODY, required: ['id'] })
   create(@CurrentTenant() t: TenantPrincipal, @Body() body: unknown, @Req() req: Request) {
     return this.catalog.create(t.tenantId, body, actor(t, req));
   }
 
   @Get()
-  async list(@CurrentTenant() t: TenantPrincipal, @Query() query: unknown) {
-    const q = await validateAs(PageQueryDto, query);
+  @DocQuery(PageQueryDto)
+  async list(@CurrentTenant() t: TenantPrincipal, @Query() q: PageQueryDto) {
     return this.catalog.list(t.tenantId, q.limit ?? DEFAULT_PAGE_SIZE, q.cursor);
   }
 
@@ -34,6 +49,7 @@ export class AgentsController {
   }
 
   @Patch(':id')
+  @DocBody(AGENT_BODY, 'the fields to change; null resets one to its default')
   update(@CurrentTenant() t: TenantPrincipal, @Param('id') id: string, @Body() body: unknown, @Req() req: Request) {
     return this.catalog.update(t.tenantId, id, body, actor(t, req));
   }

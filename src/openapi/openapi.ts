@@ -1,0 +1,139 @@
+import type { INestApplication } from '@nestjs/common';
+import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
+import { validationMetadatasToSchemas } from 'class-validator-jsonschema';
+import { REST_ROUTE_PATHS } from '../a2a-inbound/rest/rest-routes.js';
+import type { Operation } from '../a2a-wire/dialects/dialect.js';
+import { A2A_SCHEMAS } from './a2a-schemas.js';
+import { SCHEMA_OPTIONS } from './doc-decorators.js';
+
+type OperationObject = Record<string, unknown>;
+/** Paths served without a token (`@Public()` routes). */
+const PUBLIC = /^\/v1\/health|^\/\.well-known\//;
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: object) => ({ 'application/json': { schema }, 'application/a2a+json': { schema } });
+const sse = (description: string) => ({
+  description,
+  content: {
+    'text/event-stream': { schema: { type: 'string', description: 'SSE frames; each data: is an A2aStreamResponse' } },
+  },
+});
+
+/** What each HTTP+JSON operation takes and answers (spec §11.3). */
+const REST_OPS: Record<Operation, { summary: string; body?: string; ok: object; query?: string[] }> = {
+  send: { summary: 'SendMessage', body: 'A2aSendMessageRequest', ok: { content: json(ref('A2aSendMessageResponse')) } },
+  stream: {
+    summary: 'SendStreamingMessage (SSE)',
+    body: 'A2aSendMessageRequest',
+    ok: sse('the task, then its updates'),
+  },
+  get: { summary: 'GetTask', ok: { content: json(ref('A2aTask')) }, query: ['historyLength', 'history_length'] },
+  list: {
+    summary: 'ListTasks',
+    ok: { content: json(ref('A2aListTasksResponse')) },
+    query: [
+      'contextId',
+      'status',
+      'pageSize',
+      'pageToken',
+      'historyLength',
+      'statusTimestampAfter',
+      'includeArtifacts',
+    ],
+  },
+  cancel: { summary: 'CancelTask', ok: { content: json(ref('A2aTask')) } },
+  subscribe: { summary: 'SubscribeToTask (SSE)', ok: sse('the task, then its updates until it ends') },
+  push_set: {
+    summary: 'CreateTaskPushNotificationConfig',
+    body: 'A2aTaskPushNotificationConfig',
+    ok: { content: json(ref('A2aTaskPushNotificationConfig')) },
+  },
+  push_get: { summary: 'GetTaskPushNotificationConfig', ok: { content: json(ref('A2aTaskPushNotificationConfig')) } },
+  push_list: {
+    summary: 'ListTaskPushNotificationConfigs',
+    ok: { content: json(ref('A2aListPushConfigsResponse')) },
+    query: ['pageSize', 'pageToken'],
+  },
+  push_delete: { summary: 'DeleteTaskPushNotificationConfig', ok: { description: 'deleted' } },
+  extended_card: { summary: 'GetExtendedAgentCard', ok: { content: json(ref('A2aAgentCard')) } },
+};
+
+const param = (name: string, where: 'path' | 'query' | 'header', description?: string) => ({
+  name,
+  in: where,
+  required: where === 'path',
+  schema: { type: 'string' },
+  ...(description ? { description } : {}),
+});
+
+function restOperation(path: string, op: Operation): OperationObject {
+  const spec = REST_OPS[op];
+  const parameters = [
+    param('agentId', 'path', 'the agent'),
+    ...(path.includes('{taskId}') ? [param('taskId', 'path')] : []),
+    ...(path.includes('{configId}') ? [param('configId', 'path')] : []),
+    ...(spec.query ?? []).map((q) => param(q, 'query')),
+    param('A2A-Version', 'header', '1.0 (or ?A2A-Version=); absent means 0.3'),
+  ];
+  return {
+    tags: ['A2A HTTP+JSON'],
+    summary: spec.summary,
+    operationId: `a2aRest_${op}`,
+    parameters,
+    ...(spec.body ? { requestBody: { required: true, content: json(ref(spec.body)) } } : {}),
+    responses: {
+      200: { description: 'OK', ...spec.ok },
+      default: { description: 'an error (spec §11.6)', content: json(ref('A2aError')) },
+    },
+  };
+}
+
+/**
+ * The OpenAPI 3.1 document: the Nest routes as `@nestjs/swagger` reads them
+ * (request schemas from the DTOs' class-validator decorators, the same ones
+ * the global ValidationPipe enforces), plus the A2A HTTP+JSON routes — served
+ * by one catch-all handler, so described here from its route table.
+ */
+export function buildOpenApi(app: INestApplication, version: string): OpenAPIObject {
+  const config = new DocumentBuilder()
+    .setOpenAPIVersion('3.1.0')
+    .setTitle('Arbiter')
+    .setDescription(
+      'Multi-tenant A2A gateway and agent runtime. Tenant routes take a tenant token (atr_…), /v1/admin the admin ' +
+        'token (adm_…), as `Authorization: Bearer`. The A2A bindings (JSON-RPC, HTTP+JSON) follow the A2A ' +
+        'specification; their shapes here are a guide, the specification is normative.',
+    )
+    .setVersion(version)
+    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'atr_… (tenant) or adm_… (admin)' }, 'bearer')
+    .addSecurityRequirements('bearer')
+    .build();
+  const doc = SwaggerModule.createDocument(app, config, {
+    operationIdFactory: (controller, method) => `${controller.replace(/Controller$/, '')}_${method}`,
+  });
+  const dtoSchemas = validationMetadatasToSchemas(SCHEMA_OPTIONS) as Record<string, object>;
+  delete dtoSchemas.AppConfig; // validated too, but environment, not a request
+  doc.components = {
+    ...doc.components,
+    schemas: { ...doc.components?.schemas, ...dtoSchemas, ...A2A_SCHEMAS },
+  };
+  // Open routes (health, agent cards) need no token.
+  for (const [path, item] of Object.entries(doc.paths)) {
+    if (!PUBLIC.test(path)) continue;
+    for (const op of Object.values(item as Record<string, { security?: unknown[] }>)) op.security = [];
+  }
+  for (const r of REST_ROUTE_PATHS) {
+    const path = `/v1/a2a/agents/{agentId}/${r.path}`;
+    const item = (doc.paths[path] ??= {}) as Record<string, unknown>;
+    item[r.method.toLowerCase()] = restOperation(r.path, r.op);
+  }
+  return doc;
+}
+
+/** `GET /openapi.json` (and `/openapi.yaml`) and the docs page at `/docs`, for anyone (the document holds no secret). */
+export function serveOpenApi(app: INestApplication, doc: OpenAPIObject): void {
+  SwaggerModule.setup('docs', app, doc, {
+    jsonDocumentUrl: 'openapi.json',
+    yamlDocumentUrl: 'openapi.yaml',
+    customSiteTitle: 'Arbiter API',
+    swaggerOptions: { persistAuthorization: false },
+  });
+}
