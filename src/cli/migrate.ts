@@ -1,5 +1,8 @@
 import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
+import { pino } from 'pino';
 import { DataSource } from 'typeorm';
+import { NestPino, rootLogger } from '../common/logging.js';
 import { ENTITIES } from '../entities.js';
 import { ConfigError, loadConfig } from '../config/app-config.js';
 import { dataSourceOptions } from '../database/data-source-options.js';
@@ -10,14 +13,21 @@ import { runMigrations } from '../database/migrate.js';
  * does this at start; this entry point is for release jobs and init
  * containers that migrate before any replica starts.
  */
+/** Before the configuration is read (a bad variable): the same JSON lines as the server's. */
+const early = pino({ level: 'info' });
+
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
+  const log = rootLogger(config.logLevel);
+  // TypeORM's lines (through Nest's Logger) and ours go through the server's JSON logger.
+  Logger.overrideLogger(new NestPino(log));
   const ds = new DataSource(dataSourceOptions(config, ENTITIES));
   await ds.initialize();
   try {
     const applied = await runMigrations(ds, config.usesEmbeddedDatabase);
-    process.stdout.write(
-      applied.length ? `applied: ${applied.map((m) => m.name).join(', ')}\n` : 'schema up to date\n',
+    log.info(
+      { applied: applied.map((m) => m.name) },
+      applied.length ? `applied ${applied.length} migration(s)` : 'schema up to date',
     );
   } finally {
     await ds.destroy();
@@ -25,6 +35,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`arbiter migrate: ${err instanceof ConfigError ? err.message : String(err)}\n`);
+  if (err instanceof ConfigError) early.fatal({ problems: err.problems }, `arbiter migrate: ${err.message}`);
+  else early.fatal({ err }, 'arbiter migrate failed');
+  // pino writes synchronously to stdout: the line is out before the exit.
   process.exit(err instanceof ConfigError ? 2 : 1);
 });

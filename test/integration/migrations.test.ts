@@ -10,6 +10,7 @@ import { runMigrations } from '../../src/database/migrate.js';
 import { MIGRATIONS } from '../../src/database/migrations/index.js';
 import { freshDatabase, REAL_POSTGRES, type TestDatabase } from '../helpers/database.js';
 import { tempHome } from '../helpers/server.js';
+import { spawnSync } from 'node:child_process';
 
 const TABLES = [
   'a2a_tasks',
@@ -19,6 +20,8 @@ const TABLES = [
   'memory_entries',
   'migrations',
   'push_configs',
+  'rate_windows',
+  'replica_usage',
   'task_events',
   'tenant_tokens',
   'tenants',
@@ -112,5 +115,25 @@ describe(`migrations (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
     assert.deepEqual(await tables(), ['migrations']);
     await runMigrations(ds, !REAL_POSTGRES);
     assert.deepEqual(await tables(), TABLES);
+  });
+
+  it('npm run migrate (dist/src/cli/migrate.js) logs JSON lines like the server, and exits 2 on bad settings', () => {
+    const cli = (env: Record<string, string>) =>
+      spawnSync(process.execPath, ['dist/src/cli/migrate.js'], {
+        env: { PATH: process.env.PATH ?? '', ARBITER_HOME: tempHome(), ...env },
+        encoding: 'utf8',
+      });
+    const ok = cli(db.url ? { DATABASE_URL: db.url } : {});
+    assert.equal(ok.status, 0, ok.stderr);
+    const lines = ok.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { msg: string; applied?: string[] });
+    assert.match(lines.at(-1)!.msg, /^(schema up to date|applied \d+ migration\(s\))$/);
+    const bad = cli({ PORT: 'abc' });
+    assert.equal(bad.status, 2);
+    const line = JSON.parse(bad.stdout.trim()) as { level: number; msg: string };
+    assert.equal(line.level, 60);
+    assert.match(line.msg, /PORT must be an integer/);
   });
 });

@@ -1,6 +1,11 @@
-import { Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
+import { Check, Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
 
 @Entity({ name: 'tenants' })
+@Check(
+  'ck_tenants_limits',
+  `coalesce("sends_per_minute", 0) >= 0 AND coalesce("max_running_tasks", 0) >= 0
+          AND coalesce("max_open_streams", 0) >= 0`,
+)
 export class TenantEntity {
   @PrimaryColumn({ type: 'uuid' })
   id: string;
