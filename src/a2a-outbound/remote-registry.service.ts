@@ -1,6 +1,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
+import { jsonSyntaxProblem } from '../common/json-guard.js';
 
 /** One remote A2A agent as the operator configured it. */
 export interface RemoteAgent {
@@ -52,7 +53,7 @@ export function parseRegistry(
   try {
     doc = JSON.parse(text);
   } catch (err) {
-    throw new RegistryError(`not valid JSON (${(err as Error).message})`);
+    throw new RegistryError(jsonSyntaxProblem(err));
   }
   const isObj = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
   if (!isObj(doc)) throw new RegistryError('the top level must be an object with "agents"');

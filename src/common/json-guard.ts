@@ -37,3 +37,13 @@ export function findJsonProblem(value: unknown, maxDepth = MAX_JSON_DEPTH, root 
   }
   return undefined;
 }
+
+/**
+ * Why a text is not JSON, without quoting it: V8's `SyntaxError` message
+ * repeats the text around the fault (a registry file's secret, say), so only
+ * the position is kept.
+ */
+export function jsonSyntaxProblem(err: unknown): string {
+  const at = /position (\d+)/.exec(err instanceof Error ? err.message : '')?.[1];
+  return at ? `not valid JSON (near position ${at})` : 'not valid JSON';
+}

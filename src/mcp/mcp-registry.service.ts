@@ -3,6 +3,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
 import { MCP_SERVER_NAME } from '../registry/tools.js';
+import { jsonSyntaxProblem } from '../common/json-guard.js';
 
 interface Common {
   name: string;
@@ -98,9 +99,7 @@ export function parseMcpRegistry(
   try {
     doc = JSON.parse(text);
   } catch (err) {
-    // Only the position: newer V8 messages quote the text around it, which may hold a secret.
-    const at = /position (\d+)/.exec((err as Error).message)?.[1];
-    throw new McpRegistryError(`not valid JSON${at ? ` (near position ${at})` : ''}`);
+    throw new McpRegistryError(jsonSyntaxProblem(err));
   }
   if (!isObj(doc)) throw new McpRegistryError('the top level must be an object with "mcpServers"');
   for (const k of Object.keys(doc)) if (k !== 'mcpServers') throw new McpRegistryError(`unknown field "${k}"`);

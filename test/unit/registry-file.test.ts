@@ -45,6 +45,12 @@ describe('a2a_agents.json', () => {
         String(re),
       );
     bad('{ nope', /not valid JSON/);
+    // The parser's own message quotes the text around the fault; a secret there never reaches the error.
+    const secret = 'atr_SECRET_in_a_broken_file_0001';
+    assert.throws(
+      () => parseRegistry(`{"agents": {"x": {"url": "https://x.example", "token": "${secret}" oops}}}`, {}),
+      (e: unknown) => e instanceof RegistryError && /^not valid JSON/.test(e.message) && !e.message.includes('SECRET'),
+    );
     bad([], /top level must be an object/);
     bad({}, /"agents" is required/);
     bad({ agents: {}, extra: 1 }, /unknown field "extra"/);

@@ -10,6 +10,7 @@ import {
   MASTER_AGENT_ID,
   type Constitution,
 } from '../constitution.js';
+import { jsonSyntaxProblem } from '../../common/json-guard.js';
 
 export interface FileAgent {
   id: string;
@@ -56,7 +57,7 @@ export function loadFileAgents(dir: string): { agents: FileAgent[]; problems: Fi
       try {
         parsed = JSON.parse(readFileSync(file, 'utf8'));
       } catch (err) {
-        throw new Error(`invalid JSON: ${(err as Error).message}`);
+        throw new Error(`invalid JSON: ${jsonSyntaxProblem(err)}`);
       }
       if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
         throw new Error('must hold a JSON object');
