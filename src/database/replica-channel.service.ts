@@ -1,9 +1,16 @@
 import { Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap } from '@nestjs/common';
+import { createHash, randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { AppConfig } from '../config/app-config.js';
 import { safeError } from '../common/safe-error.js';
 
 type NoticeHandler = (payload: string) => void;
+
+/** Where replicas confirm that they applied a change notice (see `appliedEverywhere`). */
+const ACK_CHANNEL = 'arbiter_ack';
+const LISTENER_NAME = 'arbiter-listen';
+const digest = (channel: string, payload: string): string =>
+  createHash('sha256').update(`${channel}\u0000${payload}`).digest('base64url').slice(0, 22);
 
 /**
  * The one LISTEN connection a replica holds to PostgreSQL, shared by every
@@ -19,7 +26,10 @@ export class ReplicaChannel implements OnApplicationBootstrap, BeforeApplication
   private readonly logger = new Logger('ReplicaChannel');
   private readonly handlers = new Map<string, Set<NoticeHandler>>();
   private readonly reconnectHandlers = new Set<() => void>();
-  private readonly echoes = new Set<{ channel: string; payload: string; heard: () => void }>();
+  /** Channels whose notices each replica confirms once its handlers ran. */
+  private readonly acked = new Set<string>();
+  private readonly acks = new Map<string, { from: Set<string>; expected: number; done: () => void }>();
+  private readonly instance = randomBytes(6).toString('hex');
   private client: pg.Client | undefined;
   private stopped = false;
   private retryMs = 100;
@@ -48,29 +58,65 @@ export class ReplicaChannel implements OnApplicationBootstrap, BeforeApplication
   }
 
   /**
-   * Resolves once this replica's own connection has heard `payload` on
-   * `channel` (a notice sent in a transaction that just committed), or after
-   * `timeoutMs`. PostgreSQL hands a notice to every listening session at
-   * commit, so when it is back here the other replicas have it too: a change
-   * announced this way is in force everywhere before the caller answers.
+   * Like `listen`, and each replica confirms every notice on `channel` after
+   * its handlers ran — so `appliedEverywhere` can wait for all of them.
    */
-  heard(channel: string, payload: string, timeoutMs = 2_000): { done: Promise<void> } {
-    if (!this.enabled || !this.connected) return { done: Promise.resolve() };
+  listenApplied(channel: string, handler: NoticeHandler): void {
+    this.acked.add(channel);
+    this.listen(channel, handler);
+    if (!this.handlers.has(ACK_CHANNEL)) this.listen(ACK_CHANNEL, (p) => this.onAck(p));
+  }
+
+  /**
+   * Resolves once every replica listening now (this one included) has
+   * applied `payload` on `channel` — a change sent in a transaction that is
+   * about to commit — or after `timeoutMs`. Hearing one's own notice back is
+   * not enough: PostgreSQL queues a notice for every listening session at
+   * commit, but another replica may read it from its socket a moment later
+   * than a request sent to it right after this one answered. A replica that
+   * does not confirm in time is one whose notice connection is failing; it
+   * serves nothing from its caches until that connection is back, and then
+   * starts them empty.
+   */
+  appliedEverywhere(channel: string, payload: string, timeoutMs = 2_000): { done: Promise<void> } {
+    if (!this.enabled || !this.connected || !this.client) return { done: Promise.resolve() };
+    const key = digest(channel, payload);
     let finish!: () => void;
     const done = new Promise<void>((resolve) => (finish = resolve));
-    const timer = setTimeout(() => w.heard(), timeoutMs);
+    const timer = setTimeout(() => entry.done(), timeoutMs);
     timer.unref();
-    const w = {
-      channel,
-      payload,
-      heard: () => {
+    const entry = {
+      from: new Set<string>(),
+      expected: Number.POSITIVE_INFINITY,
+      done: () => {
         clearTimeout(timer);
-        this.echoes.delete(w);
+        if (this.acks.get(key) === entry) this.acks.delete(key);
         finish();
       },
     };
-    this.echoes.add(w);
+    this.acks.set(key, entry);
+    // How many replicas listen (counted before the change commits: one that starts later reads fresh anyway).
+    this.client
+      .query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1`,
+        [LISTENER_NAME],
+      )
+      .then(
+        (r) => {
+          entry.expected = Math.max(1, r.rows[0]?.n ?? 1);
+          if (entry.from.size >= entry.expected) entry.done();
+        },
+        () => entry.done(),
+      );
     return { done };
+  }
+
+  private onAck(payload: string): void {
+    const [key, from] = payload.split('|');
+    const entry = key ? this.acks.get(key) : undefined;
+    if (!entry || !from) return;
+    entry.from.add(from);
+    if (entry.from.size >= entry.expected) entry.done();
   }
 
   /** Runs after the connection came back: whatever was sent meanwhile must be read from the database. */
@@ -96,13 +142,16 @@ export class ReplicaChannel implements OnApplicationBootstrap, BeforeApplication
     if (this.stopped) return;
     const client = new pg.Client({
       connectionString: this.config.databaseUrl,
-      application_name: 'arbiter-listen',
+      application_name: LISTENER_NAME,
       connectionTimeoutMillis: 5_000,
       keepAlive: true,
     });
     client.on('notification', (n) => {
       for (const h of this.handlers.get(n.channel) ?? []) h(n.payload ?? '');
-      for (const w of [...this.echoes]) if (w.channel === n.channel && w.payload === n.payload) w.heard();
+      if (this.acked.has(n.channel)) {
+        const ack = `${digest(n.channel, n.payload ?? '')}|${this.instance}`;
+        client.query(`SELECT pg_notify($1, $2)`, [ACK_CHANNEL, ack]).catch(() => undefined);
+      }
     });
     client.on('error', (err) => {
       this.logger.warn({ err: safeError(err) }, 'notice connection failed');

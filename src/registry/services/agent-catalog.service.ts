@@ -177,7 +177,7 @@ export class AgentCatalog implements OnModuleInit {
 
   onModuleInit(): void {
     this.reloadFileAgents();
-    this.channel.listen(AGENTS_CHANNEL, (key) => this.stored.delete(key));
+    this.channel.listenApplied(AGENTS_CHANNEL, (key) => this.stored.delete(key));
   }
 
   /** The audit row of an agent change, committed with the change itself (nothing when no actor is named). */
@@ -204,7 +204,7 @@ export class AgentCatalog implements OnModuleInit {
     const key = `${tenantId}|${id}`;
     this.stored.delete(key);
     if (!this.channel.enabled) return;
-    const echo = this.channel.heard(AGENTS_CHANNEL, key);
+    const echo = this.channel.appliedEverywhere(AGENTS_CHANNEL, key);
     await this.ds.query(`SELECT pg_notify($1, $2)`, [AGENTS_CHANNEL, key]);
     await echo.done;
   }

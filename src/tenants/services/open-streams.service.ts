@@ -46,7 +46,7 @@ export class OpenStreams implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.channel.listen(ACCESS_CHANNEL, (payload) => {
+    this.channel.listenApplied(ACCESS_CHANNEL, (payload) => {
       const [kind, id] = payload.split('|');
       if (!id) return;
       if (kind === 'tenant_disabled') this.apply({ kind, tenantId: id });
@@ -64,14 +64,14 @@ export class OpenStreams implements OnModuleInit {
 
   /**
    * Announces changes to the other replicas when the transaction `em`
-   * commits. The returned promise resolves once this replica has heard its
-   * own notices back after the commit (every replica has them then).
+   * commits. The returned promise resolves once every listening replica
+   * has applied them after the commit (see `ReplicaChannel.appliedEverywhere`).
    */
   async announce(em: EntityManager, changes: AccessChange[]): Promise<{ heard: Promise<unknown> }> {
     const heard: Promise<void>[] = [];
     for (const c of changes) {
       const payload = `${c.kind}|${c.kind === 'token_revoked' ? c.tokenId : c.tenantId}`;
-      heard.push(this.channel.heard(ACCESS_CHANNEL, payload).done);
+      heard.push(this.channel.appliedEverywhere(ACCESS_CHANNEL, payload).done);
       await em.query(`SELECT pg_notify($1, $2)`, [ACCESS_CHANNEL, payload]);
     }
     return { heard: Promise.all(heard) };

@@ -25,7 +25,7 @@ interface Verified {
  * in memory (by hash), and every access change — a revocation, a rotation,
  * a disabled tenant — drops them on every replica: the change is announced
  * over the replica channel in the transaction that makes it, and the admin
- * request answers only once its own replica has heard the notice back. Only
+ * request answers only once every replica has applied the notice. Only
  * good tokens are kept; a refused one is looked up every time.
  */
 @Injectable()
@@ -41,7 +41,7 @@ export class TenantAuthService implements OnModuleInit {
   }
 
   onModuleInit(): void {
-    this.channel.listen(ACCESS_CHANNEL, () => this.forget());
+    this.channel.listenApplied(ACCESS_CHANNEL, () => this.forget());
   }
 
   /** Drops every verified token (an access change was committed here or announced by another replica). */
