@@ -10,6 +10,8 @@ import { NestPino, requestLogger, rootLogger } from './common/logging.js';
 import type { AppConfig } from './config/app-config.js';
 import { Lifecycle } from './health/lifecycle.service.js';
 import { buildOpenApi, serveOpenApi } from './openapi/openapi.js';
+import { httpMetrics } from './metrics/http-metrics.js';
+import { Metrics } from './metrics/metrics.service.js';
 import { ARBITER_VERSION } from './version.js';
 
 export interface RunningApp {
@@ -66,6 +68,7 @@ export async function startApp(config: AppConfig): Promise<RunningApp> {
       maxAge: 600,
     });
   }
+  app.use(httpMetrics(app.get(Metrics)));
   // Runs before Nest's own middleware, so even a rejected body gets a request id and a log line.
   app.use(
     requestLogger(logger, {

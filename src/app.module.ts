@@ -5,6 +5,7 @@ import { APP_FILTER, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import { DtoValidationPipe } from './common/validation.pipe.js';
 import type { AppConfig } from './config/app-config.js';
 import { ConfigModule } from './config/config.module.js';
+import { MetricsModule } from './metrics/metrics.module.js';
 import { HttpExceptionFilter } from './common/http-exception.filter.js';
 import { BodyReader } from './common/body-reader.interceptor.js';
 import { DatabaseModule } from './database/database.module.js';
@@ -37,6 +38,7 @@ export class AppModule {
       module: AppModule,
       imports: [
         ConfigModule.forRoot(config),
+        MetricsModule,
         DatabaseModule.forRoot(ENTITIES),
         HealthModule,
         TenantsModule,

@@ -15,6 +15,9 @@ export interface SseFrame {
  * so the producer can stop). When the server aborts the stream with a
  * `DomainError` (its access was revoked), `onError` gives the last frame.
  */
+/** SSE responses open in this process (for the metrics). */
+export const sseStreams = { open: 0 };
+
 export async function writeSse(
   res: Response,
   frames: AsyncIterable<SseFrame>,
@@ -28,6 +31,7 @@ export async function writeSse(
   res.flushHeaders();
   res.socket?.setNoDelay(true);
 
+  sseStreams.open++;
   let closed = false;
   const onClose = (): void => {
     closed = true;
@@ -71,6 +75,7 @@ export async function writeSse(
     const last = opts.onError?.(err);
     if (last && !closed) await write(last);
   } finally {
+    sseStreams.open--;
     clearInterval(heartbeat);
     res.off('close', onClose);
     if (!closed) res.end();

@@ -35,6 +35,7 @@ export const CONFIG_ENV = {
   shutdownGraceMs: 'ARBITER_SHUTDOWN_GRACE_MS',
   trustProxy: 'ARBITER_TRUST_PROXY',
   corsOrigins: 'ARBITER_CORS_ORIGINS',
+  metricsToken: 'ARBITER_METRICS_TOKEN',
   echoChunks: 'ARBITER_ECHO_CHUNKS',
   echoDelayMs: 'ARBITER_ECHO_DELAY_MS',
   sseHeartbeatMs: 'ARBITER_SSE_HEARTBEAT_MS',
@@ -212,6 +213,12 @@ export class AppConfig {
     message: 'must be * or comma-separated origins like https://console.example.com',
   })
   corsOrigins = '';
+
+  /** A bearer token for Prometheus scrapes of `/metrics` (the admin token works too); unset: admin token only. */
+  @IsOptional()
+  @IsString()
+  @Matches(/^[\x21-\x7e]{16,256}$/, { message: 'must be 16-256 printable characters without spaces' })
+  metricsToken?: string;
 
   @Transform(toBool)
   @IsBoolean({ message: 'must be true or false' })
@@ -583,6 +590,7 @@ export class AppConfig {
       },
       search: this.activeSearchProvider ?? null,
       mcpServersFile: this.mcpRegistryPath,
+      metricsToken: Boolean(this.metricsToken),
     };
   }
 }
@@ -595,6 +603,7 @@ const SECRET_KEYS: ConfigKey[] = [
   'openrouterApiKey',
   'braveApiKey',
   'tavilyApiKey',
+  'metricsToken',
 ];
 
 export class ConfigError extends Error {

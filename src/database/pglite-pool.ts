@@ -167,6 +167,17 @@ export class PGlitePool extends EventEmitter {
     this.db.catch(() => undefined);
   }
 
+  /** `pg.Pool`'s gauges (one session: total 1; idle when nobody holds it). */
+  get totalCount(): number {
+    return 1;
+  }
+  get idleCount(): number {
+    return this.busy ? 0 : 1;
+  }
+  get waitingCount(): number {
+    return this.waiters.length;
+  }
+
   connect(): Promise<PGliteClient>;
   connect(cb: (err: Error | null, client?: PGliteClient, release?: (err?: unknown) => void) => void): void;
   connect(

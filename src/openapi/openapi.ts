@@ -4,7 +4,7 @@ import { validationMetadatasToSchemas } from 'class-validator-jsonschema';
 import { REST_ROUTE_PATHS } from '../a2a-inbound/rest/rest-routes.js';
 import type { Operation } from '../a2a-wire/dialects/dialect.js';
 import { A2A_SCHEMAS } from './a2a-schemas.js';
-import { SCHEMA_OPTIONS } from './doc-decorators.js';
+import { SCHEMA_OPTIONS } from '../common/api-docs.js';
 
 type OperationObject = Record<string, unknown>;
 /** Paths served without a token (`@Public()` routes). */

@@ -4,6 +4,7 @@ import { DomainError } from '../common/errors.js';
 import { AppConfig } from '../config/app-config.js';
 import { PgThrottlerStorage } from './pg-throttler.storage.js';
 import { UsageService } from './usage.service.js';
+import { Metrics } from '../metrics/metrics.service.js';
 
 /** The send quota's window. */
 export const SEND_WINDOW_MS = 60_000;
@@ -23,6 +24,7 @@ export class QuotaService {
     private readonly storage: PgThrottlerStorage,
     private readonly usage: UsageService,
     private readonly config: AppConfig,
+    private readonly metrics: Metrics,
   ) {}
 
   sendsPerMinute(p: TenantPrincipal): number {
@@ -35,6 +37,7 @@ export class QuotaService {
     if (!limit) return;
     const r = await this.storage.increment(sendKey(p.tenantId), SEND_WINDOW_MS, limit);
     if (r.isBlocked) {
+      this.metrics.quotaRefusals.inc({ kind: 'sends' });
       throw DomainError.rateLimited(
         `send quota reached: ${limit} messages per minute for this tenant; retry in ${r.timeToBlockExpire} s`,
         r.timeToBlockExpire,
@@ -50,6 +53,7 @@ export class QuotaService {
   async admitRun<T>(p: TenantPrincipal, create: () => Promise<T>): Promise<T> {
     const cap = p.limits?.maxRunningTasks ?? this.config.tenantMaxRunningTasks;
     if (cap && this.usage.of(p.tenantId).running >= cap) {
+      this.metrics.quotaRefusals.inc({ kind: 'running' });
       throw DomainError.rateLimited(
         `running-task cap reached: this tenant may run ${cap} tasks at once; retry when one has finished`,
         1,
@@ -67,6 +71,7 @@ export class QuotaService {
   openStream(p: TenantPrincipal): () => void {
     const cap = p.limits?.maxOpenStreams ?? this.config.tenantMaxOpenStreams;
     if (cap && this.usage.of(p.tenantId).streams >= cap) {
+      this.metrics.quotaRefusals.inc({ kind: 'streams' });
       throw DomainError.rateLimited(
         `open-stream cap reached: this tenant may hold ${cap} streams open at once; close one or retry later`,
         1,

@@ -7,6 +7,7 @@ import { DomainError } from '../common/errors.js';
 import { AppConfig } from '../config/app-config.js';
 import { PgThrottlerStorage } from './pg-throttler.storage.js';
 import { SEND_WINDOW_MS, sendKey } from './quota.service.js';
+import { Metrics } from '../metrics/metrics.service.js';
 
 const principalOf = (ctx: ExecutionContext): TenantPrincipal | undefined =>
   ctx.switchToHttp().getRequest<Request & { user?: TenantPrincipal }>().user;
@@ -24,6 +25,7 @@ export class SendThrottleGuard extends ThrottlerGuard {
     @Inject(PgThrottlerStorage) storage: PgThrottlerStorage,
     @Inject(Reflector) reflector: Reflector,
     @Inject(AppConfig) config: AppConfig,
+    @Inject(Metrics) private readonly metrics: Metrics,
   ) {
     const limitOf = (ctx: ExecutionContext): number =>
       principalOf(ctx)?.limits?.sendsPerMinute ?? config.tenantSendsPerMinute;
@@ -43,6 +45,7 @@ export class SendThrottleGuard extends ThrottlerGuard {
     _ctx: ExecutionContext,
     detail: { limit: number; timeToBlockExpire: number },
   ): Promise<void> {
+    this.metrics.quotaRefusals.inc({ kind: 'sends' });
     throw DomainError.rateLimited(
       `send quota reached: ${detail.limit} messages per minute for this tenant; retry in ${detail.timeToBlockExpire} s`,
       detail.timeToBlockExpire,

@@ -22,6 +22,6 @@ import { TenantsService } from './services/tenants.service.js';
     AdminGuard,
     { provide: APP_GUARD, useClass: AccessGuard },
   ],
-  exports: [TenantsService, TenantAuthService, OpenStreams, AuditRepository],
+  exports: [TenantsService, TenantAuthService, OpenStreams, AuditRepository, AdminTokenService],
 })
 export class TenantsModule {}

@@ -4,6 +4,7 @@ import { newTenant, type TestTenant } from '../helpers/factories.js';
 import { freshDatabase, REAL_POSTGRES, type TestDatabase } from '../helpers/database.js';
 import { rpc, waitFor } from '../helpers/a2a.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startOfQuotaWindow } from '../helpers/quota-window.js';
 
 const V1 = { 'a2a-version': '1.0' };
 const sendBody = (text: string, extra: Record<string, unknown> = {}) => ({
@@ -36,6 +37,7 @@ describe('quotas: sends per minute, running tasks, open streams (per tenant, con
   });
 
   it('the send quota refuses on every surface (429 + Retry-After; JSON-RPC retryable); reads, cancels and health go on', async () => {
+    await startOfQuotaWindow();
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
       const res = await send(server, t);
@@ -181,6 +183,7 @@ describe(
 
     it('one send budget and one running cap for the tenant, whichever replica takes the request', async () => {
       const t = await newTenant(a, 'shared');
+      await startOfQuotaWindow();
       for (const s of [a, a, b, b]) {
         assert.ok(((await (await send(s, t)).json()) as any).result);
         await sleep(250); // past a sync interval: each replica has shared what it counted

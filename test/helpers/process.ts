@@ -38,7 +38,11 @@ export async function startServerProcess(env: Record<string, string>, args: stri
   let err = '';
   child.stderr.on('data', (d: Buffer) => (err += d.toString()));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}\n${err}`)), 30_000);
+    const timer = setTimeout(() => {
+      // Not left running: a server that starts later would hold the test file open.
+      child.kill('SIGKILL');
+      reject(new Error(`server did not start:\n${out}\n${err}`));
+    }, 30_000);
     child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /listening on (http:\/\/[^\s]+)/.exec(out);

@@ -9,6 +9,7 @@ import { runMigrations } from '../../src/database/migrate.js';
 import { InstanceIdentity } from '../../src/tasks/runs/instance-identity.js';
 import { TaskRepository } from '../../src/tasks/repositories/task.repository.js';
 import { TaskEventRepository } from '../../src/tasks/repositories/task-event.repository.js';
+import { Metrics } from '../../src/metrics/metrics.service.js';
 import { TaskWrites } from '../../src/tasks/repositories/task-writes.js';
 import { Sql } from '../../src/database/sql.service.js';
 import { foldArtifacts } from '../../src/tasks/task-events.js';
@@ -38,7 +39,7 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
     const identity = new InstanceIdentity();
     tasks = new TaskRepository(ds, identity);
     repo = new TaskEventRepository(ds, identity);
-    writes = new TaskWrites(new Sql(ds), identity);
+    writes = new TaskWrites(new Sql(ds), identity, new Metrics());
   });
   after(async () => {
     await ds.destroy();

@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/app-config.js';
 import { MODEL_PROVIDERS, routeModel } from '../../src/config/model-routes.js';
 import { ModelRouter } from '../../src/orchestrator/providers/model-router.service.js';
+import { Metrics } from '../../src/metrics/metrics.service.js';
 import {
   ProviderError,
   type CompletionEvent,
@@ -44,6 +45,7 @@ const router = () =>
       OPENROUTER_API_KEY: 'sk-or-unit',
       OPENROUTER_BASE_URL: 'http://127.0.0.1:9/api/v1',
     }),
+    new Metrics(),
   );
 
 describe('model routing: one table for the config check and the router', () => {
@@ -78,7 +80,7 @@ describe('model routing: one table for the config check and the router', () => {
         e.code === 'model_unavailable' &&
         /^unknown model 'foo\/bar'; use echo, /.test(e.message),
     );
-    const bareConfig = new ModelRouter(loadConfig({}));
+    const bareConfig = new ModelRouter(loadConfig({}), new Metrics());
     assert.throws(
       () => bareConfig.resolve('anthropic/claude-x'),
       /needs the anthropic provider, which is not configured; configured: echo, ollama/,

@@ -20,7 +20,8 @@ import { AGENT_ID_PATTERN } from '../../registry/constitution.js';
 import { AgentCatalog } from '../../registry/services/agent-catalog.service.js';
 import { OpenStreams } from '../../tenants/services/open-streams.service.js';
 import { A2aError } from '../../a2a-wire/a2a-errors.js';
-import type { WireDialect } from '../../a2a-wire/dialects/dialect.js';
+import type { Operation, WireDialect } from '../../a2a-wire/dialects/dialect.js';
+import { requestLog } from '../../common/logging.js';
 import { V03Dialect } from '../../a2a-wire/dialects/v03.dialect.js';
 import { V1Dialect } from '../../a2a-wire/dialects/v1.dialect.js';
 import type { A2aStream } from '../handler/a2a-request-handler.js';
@@ -42,11 +43,19 @@ const contentType = (d: WireDialect): string =>
   d.version === '1.0' ? 'application/a2a+json; charset=utf-8' : 'application/json; charset=utf-8';
 
 /** Writes an error in §11.6's shape, unless the response has already begun. */
+/** The proto's method name of each operation: one `a2a_method` vocabulary for every binding in logs and metrics. */
+const V1_METHOD_OF = Object.fromEntries(Object.entries(V1.methods).map(([name, op]) => [op, name])) as Record<
+  Operation,
+  string
+>;
+
 function sendError(req: Request, res: Response, err: unknown, dialect: WireDialect = V1): void {
   if (res.headersSent || res.writableEnded || res.destroyed) return;
   const { status, body, headers } = toRestError(err, (e) =>
     logger.error({ err: safeError(e), request_id: requestIdOf(req) }, 'HTTP+JSON request failed'),
   );
+  const reason = (body.error.details.find((d) => 'reason' in d) as { reason?: string } | undefined)?.reason;
+  requestLog(res).rest_error = reason ?? body.error.status;
   // Refused before its body was read (unauthenticated …): close rather than read what the client still sends.
   if (!req.complete) res.setHeader('Connection', 'close');
   for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
@@ -123,6 +132,11 @@ export class RestController {
         );
       }
       dialect = negotiated === '1.0' ? V1 : V03;
+      const line = requestLog(res);
+      line.tenant_id = t.tenantId;
+      line.agent_id = agentId;
+      line.a2a_method = V1_METHOD_OF[route.op];
+      line.dialect = dialect.version;
       const params = restParams(route, req.query, req.body);
       checkParamsJson(params);
       const call = dialect.parse(route.op, params);

@@ -7,7 +7,7 @@ import { TaskService } from '../../tasks/task.service.js';
 import { AuditQueryDto, CreateTenantDto, TenantLimitsDto, UpdateTenantDto } from '../../tenants/dto/tenant.dto.js';
 import { TenantsService } from '../../tenants/services/tenants.service.js';
 import { ApiTags } from '@nestjs/swagger';
-import { DocQuery } from '../../openapi/doc-decorators.js';
+import { DocQuery } from '../../common/api-docs.js';
 
 const rid = (req: Request): string => requestIdOf(req);
 

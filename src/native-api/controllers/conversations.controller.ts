@@ -20,7 +20,7 @@ import { ConversationService } from '../services/conversations.service.js';
 import { ConversationCreateDto, ConversationPatchDto, MessageDto } from '../dto.js';
 import { NativeRuns } from '../services/native-runs.service.js';
 import { ApiTags } from '@nestjs/swagger';
-import { DocQuery } from '../../openapi/doc-decorators.js';
+import { DocQuery } from '../../common/api-docs.js';
 
 /** `/v1/conversations`: threads with one agent, whose earlier turns the model sees. */
 @ApiTags('native')

@@ -14,7 +14,7 @@ import { TASK_STATES, type TaskStateName } from '../../tasks/task-state.js';
 import { OpenStreams } from '../../tenants/services/open-streams.service.js';
 import { NativeTail, streamError } from '../services/native-tail.service.js';
 import { ApiTags } from '@nestjs/swagger';
-import { DocQuery } from '../../openapi/doc-decorators.js';
+import { DocQuery } from '../../common/api-docs.js';
 
 const toNative = (s: TaskStateName): string => s.replace('TASK_STATE_', '').toLowerCase().replace('_', '-');
 const NATIVE_STATES = TASK_STATES.map(toNative);

@@ -6,6 +6,8 @@ import { AnthropicProvider } from './anthropic.provider.js';
 import { OpenAiCompatibleProvider } from './openai.provider.js';
 import { ProviderBreakers } from './provider-breakers.js';
 import { ProviderError, type CompletionEvent, type CompletionRequest, type Provider } from './provider.js';
+import { Metrics } from '../../metrics/metrics.service.js';
+import { CircuitState } from 'cockatiel';
 
 export type ModelTarget = { kind: 'echo' } | { kind: 'provider'; provider: Provider; model: string };
 
@@ -28,7 +30,21 @@ export class ModelRouter {
   private readonly providers = new Map<ModelProviderName, Provider>();
   private readonly breakers = new ProviderBreakers();
 
-  constructor(private readonly config: AppConfig) {
+  constructor(
+    private readonly config: AppConfig,
+    private readonly metrics: Metrics,
+  ) {
+    metrics.onCollect(metrics.breakerState, (g) => {
+      for (const b of this.breakers.states()) {
+        const value =
+          b.state === CircuitState.Open || b.state === CircuitState.Isolated
+            ? 1
+            : b.state === CircuitState.HalfOpen
+              ? 0.5
+              : 0;
+        g.set({ provider: b.provider, model: metrics.model(b.model) }, value);
+      }
+    });
     const t = config.providerTimeoutMs;
     if (config.anthropicApiKey) {
       this.providers.set('anthropic', new AnthropicProvider(config.anthropicBaseUrl, config.anthropicApiKey, t));
@@ -86,15 +102,27 @@ export class ModelRouter {
    * up to `MAX_RETRY_AFTER_MS`; cancellation ends any wait at once.
    */
   async *stream(provider: Provider, req: CompletionRequest, signal: AbortSignal): AsyncGenerator<CompletionEvent> {
+    const model = this.metrics.model(req.model);
     for (let attempt = 1; ; attempt++) {
       let streamed = false;
+      const started = performance.now();
+      const done = (outcome: string): void => {
+        this.metrics.modelCalls.inc({ provider: provider.name, model, outcome });
+        this.metrics.modelLatency.observe({ provider: provider.name, outcome }, (performance.now() - started) / 1000);
+      };
       try {
         for await (const ev of this.breakers.call(provider, req, signal)) {
           if (ev.type === 'text') streamed = true;
+          if (ev.type === 'usage') {
+            this.metrics.modelTokens.inc({ provider: provider.name, model, direction: 'input' }, ev.inputTokens);
+            this.metrics.modelTokens.inc({ provider: provider.name, model, direction: 'output' }, ev.outputTokens);
+          }
           yield ev;
         }
+        done('ok');
         return;
       } catch (err) {
+        done(err instanceof ProviderError ? err.code : signal.aborted ? 'cancelled' : 'provider_error');
         const e =
           signal.aborted || (err instanceof ProviderError && err.code === 'cancelled')
             ? new ProviderError('cancelled', 'the run was cancelled')

@@ -61,6 +61,14 @@ export class ProviderBreakers {
     return this.breakers.get(keyOf(provider, model))?.state ?? CircuitState.Closed;
   }
 
+  /** Every breaker kept: provider name, model and state (for the metrics). */
+  *states(): Generator<{ provider: string; model: string; state: CircuitState }> {
+    for (const [key, b] of this.breakers) {
+      const [provider, , model] = JSON.parse(key) as [string, string, string];
+      yield { provider, model, state: b.state };
+    }
+  }
+
   /**
    * One attempt of a streamed completion under the model's breaker. The
    * breaker sees the whole stream's outcome: a stream that fails after some

@@ -7,6 +7,7 @@ import { EventLog } from '../../tasks/event-log/event-log.service.js';
 import { InstanceIdentity } from '../../tasks/runs/instance-identity.js';
 import { PushDeliveryRepository, type ClaimedConfig } from '../repositories/push-delivery.repository.js';
 import { backoffMs, pushHeaders, pushPayload } from './push-payload.js';
+import { Metrics } from '../../metrics/metrics.service.js';
 
 /** Configs one pass claims; a full pass is followed by another at once. */
 const CLAIM_BATCH = 16;
@@ -48,6 +49,7 @@ export class PushWorker implements OnApplicationBootstrap, BeforeApplicationShut
     private readonly config: AppConfig,
     private readonly log: EventLog,
     private readonly identity: InstanceIdentity,
+    private readonly metrics: Metrics,
   ) {
     this.policy = { allowPrivate: false, allowHosts: parseHostList(config.pushAllowlist) };
   }
@@ -131,6 +133,7 @@ export class PushWorker implements OnApplicationBootstrap, BeforeApplicationShut
             continue;
           }
           const failure = await this.send(c, e.seq, body);
+          this.metrics.pushDeliveries.inc({ outcome: failure === null ? 'delivered' : 'failed' });
           if (failure !== null) {
             if (this.stopped) return await this.repo.release(c.id, owner);
             if (skipTo > cursor) await this.repo.advance(c.id, owner, skipTo, false, lease);
@@ -183,8 +186,10 @@ export class PushWorker implements OnApplicationBootstrap, BeforeApplicationShut
       maxAgeMs: this.config.pushMaxAgeMs,
     });
     const where = { config: c.id, task_id: c.taskId, origin: originOf(c.url), failures, failure };
-    if (dead) this.logger.warn(where, 'push: webhook dead-lettered after repeated failures');
-    else this.logger.log(where, 'push: delivery failed; will retry');
+    if (dead) {
+      this.metrics.pushDeadLetters.inc();
+      this.logger.warn(where, 'push: webhook dead-lettered after repeated failures');
+    } else this.logger.log(where, 'push: delivery failed; will retry');
   }
 }
 

@@ -5,7 +5,7 @@ import { DEFAULT_PAGE_SIZE, PageQueryDto } from '../../common/pagination.dto.js'
 import { requestIdOf } from '../../common/errors.js';
 import { AgentCatalog, type AgentActor } from '../services/agent-catalog.service.js';
 import { ApiTags } from '@nestjs/swagger';
-import { DocBody, DocQuery, schemaOf } from '../../openapi/doc-decorators.js';
+import { DocBody, DocQuery, schemaOf } from '../../common/api-docs.js';
 import { ConstitutionDto } from '../constitution.js';
 
 /** An agent: its constitution's fields beside `id`, or `{id, agent_def: {…}}`; validated by the catalog. */

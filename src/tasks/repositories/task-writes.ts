@@ -3,10 +3,11 @@ import { GroupCommit } from '../../database/group-commit.js';
 import { Sql, type Statement } from '../../database/sql.service.js';
 import { InstanceIdentity } from '../runs/instance-identity.js';
 import type { StoredTaskEvent, TaskEventBody } from '../task-events.js';
-import { allowedFrom, NON_TERMINAL_STATES, type TaskStateName } from '../task-state.js';
+import { allowedFrom, isSettled, NON_TERMINAL_STATES, type TaskStateName } from '../task-state.js';
 import { statusTimestamp, TASK_EVENTS_CHANNEL, type Lease } from './sql.js';
 import type { TaskRowChange } from './task-event.repository.js';
 import type { NewTask, TaskRow } from './task.repository.js';
+import { Metrics } from '../../metrics/metrics.service.js';
 
 /** What an append committed: its events, and the task row after it when the append changed the state. */
 export interface Appended {
@@ -125,10 +126,12 @@ export class TaskWrites {
   constructor(
     private readonly sql: Sql,
     private readonly identity: InstanceIdentity,
+    private readonly metrics: Metrics,
   ) {
     const onBatch = (size: number): void => {
       this.batches.statements++;
       this.batches.writes += size;
+      metrics.writeBatch.observe(size);
     };
     const options = { maxBatch: MAX_BATCH, maxInFlight: IN_FLIGHT, onBatch };
     this.appends = new GroupCommit((items) => this.appendMany(items), { ...options, keyOf: (i) => i.taskId });
@@ -185,6 +188,9 @@ export class TaskWrites {
       const createdAt = at.toISOString();
       const events = item.events.map((e, k) => ({ ...e, taskId: item.taskId, seq: first + k + 1, createdAt }));
       out[r.i] = item.change.state ? { events: events, row } : { events: events };
+      if (item.change.state && isSettled(item.change.state)) {
+        this.metrics.tasksEnded.inc({ state: item.change.state, agent: this.metrics.agent(row.agentId) });
+      }
     }
     return out;
   }

@@ -6,6 +6,7 @@ import type { Lease } from '../repositories/sql.js';
 import { InstanceIdentity } from './instance-identity.js';
 import { RunEnd } from './run-end.js';
 import { RunRegistry } from './run-registry.js';
+import { Metrics } from '../../metrics/metrics.service.js';
 
 /**
  * No task stays running forever. A run holds a lease on its task, renewed
@@ -39,6 +40,7 @@ export class LeaseService implements OnApplicationBootstrap, BeforeApplicationSh
     private readonly ends: RunEnd,
     private readonly identity: InstanceIdentity,
     private readonly config: AppConfig,
+    private readonly metrics: Metrics,
   ) {}
 
   lease(): Lease {
@@ -102,7 +104,9 @@ export class LeaseService implements OnApplicationBootstrap, BeforeApplicationSh
       }
       this.lastContact = now;
       if (now < this.quietUntil) return 0;
+      this.metrics.leaseSweeps.inc();
       const ended = await this.endOrphans();
+      this.metrics.orphansEnded.inc(ended);
       this.lastContact = Date.now();
       return ended;
     } finally {

@@ -13,6 +13,7 @@ import { foldArtifacts, type StoredTaskEvent, type TaskEventBody } from '../task
 import { toSnapshot } from '../task-snapshot.js';
 import type { HeldRun } from './run-registry.js';
 import type { RunWriter } from './run-writer.js';
+import { Metrics } from '../../metrics/metrics.service.js';
 
 /** How a run ends: answered, asking, failed, or canceled (by a client, the operator, a shutdown). */
 export type RunEnding =
@@ -88,6 +89,7 @@ export class RunEnd {
   constructor(
     private readonly events: TaskEventRepository,
     private readonly log: EventLog,
+    private readonly metrics: Metrics,
   ) {}
 
   /**
@@ -146,6 +148,7 @@ export class RunEnd {
       if (scope.kind !== 'tenant' || pass >= 250 || !(await this.events.anyLeft(scope))) break;
       await new Promise((r) => setTimeout(r, 20));
     }
+    if (ended.length) this.metrics.tasksEnded.inc({ state: ending.state, agent: '*' }, ended.length);
     return ended;
   }
 

@@ -17,6 +17,7 @@ import { RunEnd, type RunEnding, type RunState } from './run-end.js';
 import { RunEventMapper, turnsIn } from './run-event-mapper.js';
 import { RunRegistry, type HeldRun, type QueuedInput } from './run-registry.js';
 import { RunWriter } from './run-writer.js';
+import { Metrics } from '../../metrics/metrics.service.js';
 
 export interface RunStart {
   ctx: RunContext;
@@ -51,19 +52,27 @@ export class TaskRunner {
     private readonly registry: RunRegistry,
     private readonly ends: RunEnd,
     @Inject(ORCHESTRATOR) private readonly orchestrator: Orchestrator,
-  ) {}
+    private readonly metrics: Metrics,
+  ) {
+    metrics.onCollect(metrics.runsInFlight, (g) => g.set(registry.size));
+  }
 
   /** Registers the run and starts it in the background; returns at once. */
   start(start: RunStart): HeldRun {
     const run = this.registry.hold(start.ctx.tenantId, start.ctx.taskId, start.first, start.cursor);
     if (start.catchUp) this.registry.nudge(run);
-    this.execute(start, run)
+    const started = performance.now();
+    this.execute(start, run, started)
       .catch((err: unknown) => this.logger.error({ err: safeError(err), taskId: start.ctx.taskId }, 'run crashed'))
-      .finally(() => this.registry.release(run));
+      .finally(() => {
+        this.registry.release(run);
+        this.metrics.runDuration.observe((performance.now() - started) / 1000);
+      });
     return run;
   }
 
-  private async execute(start: RunStart, run: HeldRun): Promise<void> {
+  private async execute(start: RunStart, run: HeldRun, started: number): Promise<void> {
+    let first = true;
     const { ctx } = start;
     const writer = new RunWriter(ctx.taskId, this.log);
     const mapper = new RunEventMapper(ctx, turnsIn(ctx.taskId, start.artifacts), start.tokens);
@@ -93,8 +102,15 @@ export class TaskRunner {
             end = ev;
             break;
           }
+          if (ev.type === 'tool_call') {
+            this.metrics.toolCalls.inc({ tool: this.metrics.tool(ev.tool), outcome: ev.ok ? 'ok' : 'error' });
+          }
           const event = mapper.map(ev);
           if (event) {
+            if (first) {
+              first = false;
+              this.metrics.timeToFirstEvent.observe((performance.now() - started) / 1000);
+            }
             artifacts = foldArtifacts(artifacts, [event]);
             writer.enqueue(event);
           }

@@ -1,0 +1,180 @@
+import { Injectable } from '@nestjs/common';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/**
+ * Label values from sets the operator or tenants define (agent ids, model
+ * ids): the first `max` distinct values get their own series, later ones
+ * share `other` — so a tenant creating agents cannot grow the scrape without
+ * bound.
+ */
+export class BoundedLabel {
+  private readonly seen = new Set<string>();
+  constructor(private readonly max: number) {}
+  of(value: string): string {
+    if (this.seen.has(value)) return value;
+    if (this.seen.size >= this.max) return 'other';
+    this.seen.add(value);
+    return value;
+  }
+}
+
+const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+/**
+ * The application's Prometheus instruments, one registry per application
+ * (tests run several in one process). Everything is a counter, gauge or
+ * histogram updated where the work happens, or a gauge read at scrape time
+ * (`collect`), so a scrape costs the hot path nothing. No label carries a
+ * task id, a token or a tenant id.
+ */
+@Injectable()
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly agents = new BoundedLabel(200);
+  private readonly models = new BoundedLabel(50);
+  private readonly tools = new BoundedLabel(50);
+
+  readonly httpRequests = new Counter({
+    name: 'arbiter_http_requests_total',
+    help: 'HTTP requests by method, route template and status',
+    labelNames: ['method', 'route', 'status'],
+    registers: [this.registry],
+  });
+  readonly httpDuration = new Histogram({
+    name: 'arbiter_http_request_duration_seconds',
+    help: 'HTTP request time to the end of the response (streams: their whole life), by route template',
+    labelNames: ['method', 'route'],
+    buckets: SECONDS,
+    registers: [this.registry],
+  });
+  readonly a2aCalls = new Counter({
+    name: 'arbiter_a2a_requests_total',
+    help: 'A2A calls by binding (jsonrpc, rest), method, dialect (1.0, 0.3) and error code ("" when it succeeded)',
+    labelNames: ['binding', 'method', 'dialect', 'error'],
+    registers: [this.registry],
+  });
+  readonly tasksEnded = new Counter({
+    name: 'arbiter_tasks_settled_total',
+    help: 'Tasks reaching a terminal or interrupted state, by state and agent (agents past 200 distinct ids: "other"; bulk ends: "*")',
+    labelNames: ['state', 'agent'],
+    registers: [this.registry],
+  });
+  readonly runsInFlight = new Gauge({
+    name: 'arbiter_runs_in_flight',
+    help: 'Runs this replica holds',
+    registers: [this.registry],
+  });
+  readonly timeToFirstEvent = new Histogram({
+    name: 'arbiter_run_first_event_seconds',
+    help: 'From a run start to its first event written (streamed text, a tool call …)',
+    buckets: SECONDS,
+    registers: [this.registry],
+  });
+  readonly runDuration = new Histogram({
+    name: 'arbiter_run_duration_seconds',
+    help: 'From a run start to its end (settled, failed or canceled)',
+    buckets: SECONDS,
+    registers: [this.registry],
+  });
+  readonly modelCalls = new Counter({
+    name: 'arbiter_model_calls_total',
+    help: 'Model calls by provider, model and outcome (ok or the provider error code), retries included',
+    labelNames: ['provider', 'model', 'outcome'],
+    registers: [this.registry],
+  });
+  readonly modelLatency = new Histogram({
+    name: 'arbiter_model_call_duration_seconds',
+    help: 'Model call time, request to end of stream, by provider and outcome',
+    labelNames: ['provider', 'outcome'],
+    buckets: SECONDS,
+    registers: [this.registry],
+  });
+  readonly modelTokens = new Counter({
+    name: 'arbiter_model_tokens_total',
+    help: 'Tokens reported by providers, by provider, model and direction (input, output)',
+    labelNames: ['provider', 'model', 'direction'],
+    registers: [this.registry],
+  });
+  readonly breakerState = new Gauge({
+    name: 'arbiter_provider_breaker_open',
+    help: 'Circuit breakers by provider: 1 open, 0.5 half-open, 0 closed (one series per provider and model)',
+    labelNames: ['provider', 'model'],
+    registers: [this.registry],
+  });
+  readonly toolCalls = new Counter({
+    name: 'arbiter_tool_calls_total',
+    help: 'Tool calls of the turn loop (/a2a, /mcp, /fetch, /search, /mem, /agent …) by tool and outcome',
+    labelNames: ['tool', 'outcome'],
+    registers: [this.registry],
+  });
+  readonly sseSubscribers = new Gauge({
+    name: 'arbiter_sse_streams_open',
+    help: 'SSE streams open in this process (A2A and native)',
+    registers: [this.registry],
+  });
+  readonly dbPool = new Gauge({
+    name: 'arbiter_db_pool_connections',
+    help: 'Database pool connections by state (total, idle, waiting clients)',
+    labelNames: ['state'],
+    registers: [this.registry],
+  });
+  readonly writeBatch = new Histogram({
+    name: 'arbiter_write_batch_size',
+    help: 'Writes per group-commit statement (task creates and event appends)',
+    buckets: [1, 2, 4, 8, 16, 32, 64],
+    registers: [this.registry],
+  });
+  readonly leaseSweeps = new Counter({
+    name: 'arbiter_lease_sweeps_total',
+    help: 'Sweeps for tasks whose owner stopped renewing their lease',
+    registers: [this.registry],
+  });
+  readonly orphansEnded = new Counter({
+    name: 'arbiter_lease_orphans_ended_total',
+    help: 'Tasks ended "owner lost" by a sweep',
+    registers: [this.registry],
+  });
+  readonly pushDeliveries = new Counter({
+    name: 'arbiter_push_deliveries_total',
+    help: 'Webhook POSTs by outcome (delivered, failed)',
+    labelNames: ['outcome'],
+    registers: [this.registry],
+  });
+  readonly pushDeadLetters = new Counter({
+    name: 'arbiter_push_dead_letters_total',
+    help: 'Push configs dead-lettered after repeated failures',
+    registers: [this.registry],
+  });
+  readonly quotaRefusals = new Counter({
+    name: 'arbiter_quota_refusals_total',
+    help: 'Requests refused by a tenant quota, by kind (sends, running, streams)',
+    labelNames: ['kind'],
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: 'arbiter_' });
+  }
+
+  agent(id: string): string {
+    return this.agents.of(id);
+  }
+
+  model(id: string): string {
+    return this.models.of(id);
+  }
+
+  tool(name: string): string {
+    return this.tools.of(name);
+  }
+
+  /** Adds a gauge reading done at scrape time. */
+  onCollect(gauge: Gauge, read: (g: Gauge) => void): void {
+    const g = gauge as Gauge & { collect?: () => void };
+    const previous = g.collect;
+    g.collect = function (this: Gauge) {
+      previous?.call(this);
+      read(this);
+    };
+  }
+}
