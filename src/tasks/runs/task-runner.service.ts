@@ -93,6 +93,13 @@ export class TaskRunner {
             end = ev;
             break;
           }
+          if (ev.type === 'file') {
+            // The file's bytes and the artifact that refers to them are written together, in order.
+            const { event, file } = mapper.file(ev);
+            artifacts = foldArtifacts(artifacts, [event]);
+            if ((await writer.write([event], { files: [file] })) === null) return; // the task ended elsewhere
+            continue;
+          }
           const event = mapper.map(ev);
           if (event) {
             artifacts = foldArtifacts(artifacts, [event]);
