@@ -5,6 +5,7 @@ import { MemoryEntryEntity } from './orchestrator/entities/memory-entry.entity.j
 import { AgentEntity } from './registry/entities/agent.entity.js';
 import { TaskEventEntity } from './tasks/entities/task-event.entity.js';
 import { TaskEntity } from './tasks/entities/task.entity.js';
+import { TaskFileEntity } from './tasks/entities/task-file.entity.js';
 import { AuditEntryEntity } from './tenants/entities/audit-entry.entity.js';
 import { TenantTokenEntity } from './tenants/entities/tenant-token.entity.js';
 import { TenantEntity } from './tenants/entities/tenant.entity.js';
@@ -21,6 +22,7 @@ export const ENTITIES: EntityList = [
   AgentEntity,
   TaskEntity,
   TaskEventEntity,
+  TaskFileEntity,
   MemoryEntryEntity,
   ConversationEntity,
   PushConfigEntity,

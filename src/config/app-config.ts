@@ -41,6 +41,8 @@ export const CONFIG_ENV = {
   sseHeartbeatMs: 'ARBITER_SSE_HEARTBEAT_MS',
   sseBufferEvents: 'ARBITER_SSE_BUFFER_EVENTS',
   maxTextFileBytes: 'ARBITER_MAX_TEXT_FILE_BYTES',
+  maxFileBytes: 'ARBITER_MAX_FILE_BYTES',
+  maxMessageFileBytes: 'ARBITER_MAX_MESSAGE_FILE_BYTES',
   leaseMs: 'ARBITER_LEASE_MS',
   tenantSendsPerMinute: 'ARBITER_TENANT_SENDS_PER_MINUTE',
   tenantMaxRunningTasks: 'ARBITER_TENANT_MAX_RUNNING_TASKS',
@@ -259,6 +261,28 @@ export class AppConfig {
   @Min(0, { message: 'must be an integer between 0 and 16777216' })
   @Max(16 * 1024 * 1024, { message: 'must be an integer between 0 and 16777216' })
   maxTextFileBytes = 256 * 1024;
+
+  /** The largest file part (raw bytes, decoded) a message may carry; stored with its task. */
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 1 and 67108864' })
+  @Min(1, { message: 'must be an integer between 1 and 67108864' })
+  @Max(64 * 1024 * 1024, { message: 'must be an integer between 1 and 67108864' })
+  maxFileBytes = 5 * 1024 * 1024;
+
+  /** The most file bytes (decoded, all file parts together) one message may carry. */
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 1 and 67108864' })
+  @Min(1, { message: 'must be an integer between 1 and 67108864' })
+  @Max(64 * 1024 * 1024, { message: 'must be an integer between 1 and 67108864' })
+  maxMessageFileBytes = 10 * 1024 * 1024;
+
+  /**
+   * The body limit of the A2A routes that take messages: `ARBITER_MAX_BODY_BYTES` for the JSON around
+   * the files, plus the base64 size of the most file bytes a message may carry.
+   */
+  get a2aBodyBytes(): number {
+    return this.maxBodyBytes + Math.ceil(this.maxMessageFileBytes / 3) * 4;
+  }
 
   @Transform(toInt)
   @IsInt({ message: 'must be an integer between 500 and 600000' })
@@ -581,6 +605,8 @@ export class AppConfig {
       publicBaseUrl: this.publicBaseUrl ?? null,
       logLevel: this.logLevel,
       maxBodyBytes: this.maxBodyBytes,
+      maxFileBytes: this.maxFileBytes,
+      maxMessageFileBytes: this.maxMessageFileBytes,
       adminToken: this.adminToken ? 'from ARBITER_ADMIN_TOKEN' : `from ${this.adminTokenFile}`,
       defaultModel: this.defaultModel,
       providers: {
@@ -678,6 +704,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, argv: string[] 
   if (config.headersTimeoutMs > config.requestTimeoutMs) {
     throw new ConfigError([
       `${CONFIG_ENV.headersTimeoutMs} must not be greater than ${CONFIG_ENV.requestTimeoutMs} (got ${config.headersTimeoutMs} > ${config.requestTimeoutMs})`,
+    ]);
+  }
+  if (config.maxFileBytes > config.maxMessageFileBytes) {
+    throw new ConfigError([
+      `${CONFIG_ENV.maxFileBytes} must not be greater than ${CONFIG_ENV.maxMessageFileBytes} (got ${config.maxFileBytes} > ${config.maxMessageFileBytes})`,
     ]);
   }
   if (config.pushLeaseMs <= config.pushTimeoutMs) {

@@ -47,6 +47,20 @@ export function errorCode(error: string, state: TaskStateName): { code: string; 
   return { code: slug || 'failed', message: error || 'failed' };
 }
 
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** A file's `content`: its text when it is UTF-8 without NUL, else base64 (`encoding` says which). */
+function fileContent(bytes: Buffer): { content: string; encoding: 'utf8' | 'base64' } {
+  if (!bytes.includes(0)) {
+    try {
+      return { content: utf8.decode(bytes), encoding: 'utf8' };
+    } catch {
+      // not text: base64 below
+    }
+  }
+  return { content: bytes.toString('base64'), encoding: 'base64' };
+}
+
 const textOf = (parts: PartJson[] | undefined): string => (parts ?? []).map((p) => p.text ?? '').join('');
 
 /** The frames one log event yields. `tokens` are the task's final counts, for `done`. */
@@ -92,7 +106,7 @@ export function nativeFrames(
               path: d.path,
               media_type: d.mediaType,
               size: d.bytes.length,
-              content: d.bytes.toString('utf8'),
+              ...fileContent(d.bytes),
               depth: d.depth,
               agent: d.agent,
             }),

@@ -39,8 +39,8 @@ export type RunEvent =
       /** Tool-specific facts for the client, e.g. `remote_task_id` of an `/a2a call`. */
       detail?: Record<string, string>;
     }
-  /** A file written with `/write` for the client. */
-  | { type: 'file'; path: string; content: string; mediaType: string; depth: number; agent: string }
+  /** A file written with `/write` for the client (text, or bytes from `/write --base64`). */
+  | { type: 'file'; path: string; bytes: Buffer; mediaType: string; depth: number; agent: string }
   /** A delegated agent's whole reply, at the end of its turn. */
   | { type: 'sub_agent_response'; agent: string; depth: number; content: string }
   /** Token counts so far for this turn. */

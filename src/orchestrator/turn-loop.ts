@@ -22,6 +22,7 @@ export const RESULT_CAP = 16 * 1024;
 export const STEP_BUDGET = 32 * 1024;
 export const MAX_PARALLEL = 16;
 const MAX_FILES_PER_RUN = 32;
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 export interface TurnDeps {
   config: AppConfig;
@@ -274,18 +275,28 @@ export class TurnLoop {
     return reply;
   }
 
+  /** `/write <path>` (the lines are the file's text) or `/write --base64 <path>` (the lines are its bytes, base64). */
   private write(agent: ResolvedAgent, w: Writ, depth: number): string {
-    const p = sanitizePath(w.args);
+    const b64 = /^--base64(?:\s+|$)/.exec(w.args);
+    const p = sanitizePath(b64 ? w.args.slice(b64[0].length) : w.args);
     if ('error' in p) return `ERR: ${p.error}`;
-    const content = w.body ?? '';
-    const size = Buffer.byteLength(content);
-    if (size > this.deps.config.maxWriteBytes) {
-      return `ERR: ${p.path} is ${size} bytes; a file may be at most ${this.deps.config.maxWriteBytes} bytes`;
+    const body = w.body ?? '';
+    let bytes: Buffer;
+    if (b64) {
+      const compact = body.replace(/\s+/g, '');
+      if (!BASE64.test(compact)) return `ERR: the lines of /write --base64 ${p.path} are not padded base64`;
+      bytes = Buffer.from(compact, 'base64');
+    } else {
+      bytes = Buffer.from(body, 'utf8');
+    }
+    if (bytes.length > this.deps.config.maxWriteBytes) {
+      return `ERR: ${p.path} is ${bytes.length} bytes; a file may be at most ${this.deps.config.maxWriteBytes} bytes`;
     }
     if (this.files >= MAX_FILES_PER_RUN) return `ERR: at most ${MAX_FILES_PER_RUN} files per request`;
     this.files++;
-    this.emit({ type: 'file', path: p.path, content, mediaType: mediaTypeFor(p.path), depth, agent: agent.id });
-    return `wrote ${p.path} (${size} bytes); the user receives it as a file`;
+    const mediaType = mediaTypeFor(p.path, b64 ? 'application/octet-stream' : 'text/plain');
+    this.emit({ type: 'file', path: p.path, bytes, mediaType, depth, agent: agent.id });
+    return `wrote ${p.path} (${mediaType}, ${bytes.length} bytes); the user receives it as a file`;
   }
 
   private async mem(args: string): Promise<string> {
@@ -350,7 +361,8 @@ export class TurnLoop {
 const TOOL_HELP: Record<string, string> = {
   '/agent': '/agent <id> <task> — delegate a task to another agent; its reply comes back to you',
   '/parallel': '/parallel … /endparallel — run the command lines between them at the same time (at most 16)',
-  '/write': '/write <path> … /endwrite — give the user a file holding the lines between them',
+  '/write':
+    '/write <path> … /endwrite — give the user a file holding the lines between them (/write --base64 <path>: the lines are base64 of a binary file)',
   '/mem':
     '/mem add <text> | /mem get <id> | /mem list | /mem search <query> | /mem delete <id> — the team memory, shared by its agents',
   '/fetch': '/fetch <url> — read a public web page as text',

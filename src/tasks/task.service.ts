@@ -17,6 +17,8 @@ import type { MessageJson } from '../common/a2a-json.js';
 import { foldArtifacts, type StoredTaskEvent, type TaskEventBody } from './task-events.js';
 import { isSettled, isTerminal } from './task-state.js';
 import { abortable } from '../common/abortable.js';
+import { AppConfig } from '../config/app-config.js';
+import { storeFiles } from './task-files.js';
 
 export interface SendInput {
   tenantId: string;
@@ -65,6 +67,7 @@ export class TaskService {
     private readonly registry: RunRegistry,
     private readonly ends: RunEnd,
     private readonly leases: LeaseService,
+    private readonly config: AppConfig,
   ) {}
 
   /** Creates a task for a new message and starts its run. A resent messageId gets the task it created. */
@@ -73,7 +76,8 @@ export class TaskService {
   ): Promise<{ taskId: string; snapshot: TaskSnapshot; duplicate?: boolean; run?: HeldRun }> {
     const taskId = randomUUID();
     const contextId = input.message.contextId || randomUUID();
-    const message: MessageJson = { ...input.message, taskId, contextId };
+    const { message: withRefs, files } = storeFiles(input.message, this.config.maxTextFileBytes);
+    const message: MessageJson = { ...withRefs, taskId, contextId };
     const at = now();
     // submitted → working is written with the task itself: one statement instead of two.
     const first: TaskEventBody[] = [
@@ -91,7 +95,7 @@ export class TaskService {
     };
     let stored: StoredTaskEvent[];
     try {
-      stored = await this.writes.create(task, first, 'TASK_STATE_WORKING', this.leases.lease());
+      stored = await this.writes.create(task, first, 'TASK_STATE_WORKING', this.leases.lease(), files);
     } catch (err) {
       // The same messageId again (a client retry, or the same request on two replicas at once): the
       // unique index decides, and the resend gets the task the first one created instead of a second run.
@@ -143,9 +147,10 @@ export class TaskService {
     if (input.message.contextId && input.message.contextId !== row.contextId) {
       throw TaskError.invalidParams('message.contextId', 'does not match the context of the task');
     }
-    const message: MessageJson = { ...input.message, taskId: row.taskId, contextId: row.contextId };
+    const { message: withRefs, files } = storeFiles(input.message, this.config.maxTextFileBytes);
+    const message: MessageJson = { ...withRefs, taskId: row.taskId, contextId: row.contextId };
     const working: TaskEventBody = { kind: 'status', payload: { state: 'TASK_STATE_WORKING', timestamp: now() } };
-    const r = await this.tasks.continueWith(input.tenantId, row.taskId, message, working, this.leases.lease());
+    const r = await this.tasks.continueWith(input.tenantId, row.taskId, message, working, this.leases.lease(), files);
     if (!r) {
       const state = (await this.tasks.stateOf(input.tenantId, row.taskId))?.state ?? 'a terminal state';
       throw TaskError.terminal(row.taskId, state);

@@ -13,11 +13,14 @@ import { RunRegistry } from './runs/run-registry.js';
 import { RunShutdown } from './runs/shutdown.service.js';
 import { TaskRunner } from './runs/task-runner.service.js';
 import { TaskService } from './task.service.js';
+import { TaskFiles } from './task-files.service.js';
+import { TaskFileRepository } from './repositories/task-file.repository.js';
 
 /**
  * The task engine: task rows and their event log (`event-log/`), the runs
  * that write it (`runs/`), and `TaskService`, the one way in. Surfaces (A2A,
- * the native API) use `TaskService` and `EventLog.tail`.
+ * the native API) use `TaskService` and `EventLog.tail`, and `TaskFiles` to put stored
+ * files' bytes back into what they render.
  */
 @Module({
   imports: [OrchestratorModule],
@@ -35,7 +38,9 @@ import { TaskService } from './task.service.js';
     LeaseService,
     RunShutdown,
     TaskService,
+    TaskFileRepository,
+    TaskFiles,
   ],
-  exports: [TaskService, EventLog, InstanceIdentity, RunRegistry],
+  exports: [TaskService, EventLog, InstanceIdentity, RunRegistry, TaskFiles],
 })
 export class TasksModule {}

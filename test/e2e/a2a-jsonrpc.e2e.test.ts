@@ -189,12 +189,21 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
       );
       const bad = await call(send('SendMessage', 'x', { parts: [{ raw: 'a', mediaType: 'text/plain' }] }));
       assert.equal(bad.error?.code, -32602);
+      // A "text" file holding a NUL byte is not shown to the model as text: it is stored as a file.
       const nulFile = await call(
         send('SendMessage', 'x', {
           parts: [{ raw: Buffer.from('a\u0000b').toString('base64'), mediaType: 'text/plain' }],
         }),
       );
-      assert.equal(nulFile.error?.code, -32005);
+      assert.equal(nulFile.result.task.artifacts[0].parts[0].text, '[file: unnamed, text/plain, 3 bytes]');
+      assert.equal(
+        (await call(send('SendMessage', 'x', { parts: [{ raw: 'AAAA', mediaType: 'not a type' }] }))).error?.code,
+        -32602,
+      );
+      assert.equal(
+        (await call(send('SendMessage', 'x', { parts: [{ url: 'file:///etc/passwd' }] }))).error?.code,
+        -32602,
+      );
       const surrogate = await rpc(
         url,
         t.token,
@@ -239,25 +248,12 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
       assert.equal((await call(withPush)).error?.code, -32602);
     });
 
-    it('-32005 for non-text files, URL files, large text files and unmet output modes; text files and data are accepted', async () => {
+    it('files of any type, by bytes or URL, are accepted (the model sees a line for each); -32005 only for unmet output modes', async () => {
       const file = (mediaType: string, body: string) => ({
         raw: Buffer.from(body).toString('base64'),
         mediaType,
         filename: 'f',
       });
-      assert.equal((await call(send('SendMessage', 'x', { parts: [file('image/png', 'png')] }))).error?.code, -32005);
-      assert.equal(
-        (
-          await call(
-            send('SendMessage', 'x', { parts: [{ url: 'https://example.com/a.txt', mediaType: 'text/plain' }] }),
-          )
-        ).error?.code,
-        -32005,
-      );
-      assert.equal(
-        (await call(send('SendMessage', 'x', { parts: [file('text/plain', 'x'.repeat(65))] }))).error?.code,
-        -32005,
-      );
       const modes = send('SendMessage', 'x');
       (modes.params as any).configuration = { acceptedOutputModes: ['image/png'] };
       assert.equal((await call(modes)).error?.code, -32005);
@@ -265,16 +261,38 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
       assert.ok((await call(modes)).result);
 
       const ok = await call(
-        send('SendMessage', 'x', { parts: [{ text: 'see:' }, file('text/markdown', '# hi'), { data: { k: [1, 2] } }] }),
+        send('SendMessage', 'x', {
+          parts: [
+            { text: 'see:' },
+            file('text/markdown', '# hi'),
+            { data: { k: [1, 2] } },
+            file('image/png', 'png'),
+            { url: 'https://example.com/a.txt', mediaType: 'text/plain' },
+            // Over ARBITER_MAX_TEXT_FILE_BYTES (64 here): stored and described, not inlined.
+            file('text/plain', 'x'.repeat(65)),
+          ],
+        }),
       );
       const reply = ok.result.task.artifacts[0].parts[0].text as string;
-      assert.equal(reply, 'see:\n[file f (text/markdown)]\n# hi\n{"k":[1,2]}');
+      assert.equal(
+        reply,
+        [
+          'see:',
+          '[file f (text/markdown)]',
+          '# hi',
+          '{"k":[1,2]}',
+          '[file: f, image/png, 3 bytes]',
+          '[file: unnamed, text/plain, at https://example.com/a.txt (not fetched)]',
+          '[file: f, text/plain, 65 bytes]',
+        ].join('\n'),
+      );
       const v03 = await call(
         send('message/send', 'x', {
           parts: [{ kind: 'file', file: { bytes: Buffer.from('q').toString('base64'), mimeType: 'application/pdf' } }],
         }),
       );
-      assert.equal(v03.error?.code, -32005);
+      assert.equal(v03.result.kind, 'task');
+      assert.equal(v03.result.history[0].parts[0].file.bytes, Buffer.from('q').toString('base64'));
     });
 
     it('-32002 canceling a terminal task; -32004 sending to one', async () => {

@@ -351,6 +351,25 @@ describe('push notifications (spec §3.1.7–3.1.10, §4.3)', () => {
       assert.equal(view.delivered_seq, view.last_seq);
     });
 
+    it('a file a tool wrote reaches the webhook with its bytes (the log holds only a reference)', async () => {
+      const bytes = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2, 0xff, 0xfe]);
+      // The offline echo model echoes the command, so /write --base64 runs as if a model had written it.
+      const sent = await call(
+        server,
+        a.token,
+        'SendMessage',
+        message(`here\n/write --base64 img/dot.png\n${bytes.toString('base64')}\n/endwrite`, {
+          taskPushNotificationConfig: { url: receiver.url },
+        }),
+      );
+      const taskId = sent.result.task.id as string;
+      await receivedAll(server, a.token, taskId, receiver);
+      const file = receiver.accepted
+        .filter((d) => bodyTask(d) === taskId && d.body.artifactUpdate?.artifact?.name === 'img/dot.png')
+        .map((d) => d.body.artifactUpdate.artifact.parts[0])[0];
+      assert.deepEqual(file, { raw: bytes.toString('base64'), mediaType: 'image/png', filename: 'img/dot.png' });
+    });
+
     it('v0.3: message/send with pushNotificationConfig pushes v0.3 events, the last one final', async () => {
       const sent = await call(
         server,

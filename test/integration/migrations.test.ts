@@ -23,6 +23,7 @@ const TABLES = [
   'rate_windows',
   'replica_usage',
   'task_events',
+  'task_files',
   'tenant_tokens',
   'tenants',
 ];

@@ -4,6 +4,7 @@ import { decodeArtifact } from '../../src/native-api/native-events.js';
 import { messageText, RunEventMapper, storable, turnsIn } from '../../src/tasks/runs/run-event-mapper.js';
 import type { ArtifactJson } from '../../src/common/a2a-json.js';
 import type { TaskEventBody } from '../../src/tasks/task-events.js';
+import { artifactWithBytes, fileRefOf, storeFiles } from '../../src/tasks/task-files.js';
 
 const artifactOf = (e: TaskEventBody | undefined): ArtifactJson => {
   assert.equal(e?.kind, 'artifact');
@@ -68,15 +69,24 @@ describe('run-event mapper', () => {
       depth: 1,
       agent: 'helper',
     });
-    const file = decodeArtifact(
-      't1',
-      'index',
-      artifactOf(
-        m.map({ type: 'file', path: 'a.md', content: 'hi ✓', mediaType: 'text/markdown', depth: 0, agent: 'index' }),
-      ),
-    );
+    // A written file: the log's part refers to the stored file; reads put its bytes back.
+    const written = m.file({
+      type: 'file',
+      path: 'a.bin',
+      bytes: Buffer.from([0, 1, 2, 255]),
+      mediaType: 'application/octet-stream',
+      depth: 0,
+      agent: 'index',
+    });
+    const stored = artifactOf(written.event);
+    assert.equal(stored.parts[0]?.raw, undefined, 'no bytes in the log');
+    assert.deepEqual(fileRefOf(stored.parts[0] ?? {}), { id: written.file.id, size: 4 });
+    assert.equal(written.file.b64, Buffer.from([0, 1, 2, 255]).toString('base64'));
+    const back = artifactWithBytes(stored, new Map([[written.file.id, Buffer.from([0, 1, 2, 255])]]));
+    assert.deepEqual(back.parts, [{ raw: 'AAEC/w==', filename: 'a.bin', mediaType: 'application/octet-stream' }]);
+    const file = decodeArtifact('t1', 'index', back);
     assert.equal(file.kind, 'file');
-    assert.equal(file.kind === 'file' && file.bytes.toString('utf8'), 'hi ✓');
+    assert.deepEqual(file.kind === 'file' && [...file.bytes], [0, 1, 2, 255]);
     const sub = decodeArtifact(
       't1',
       'index',
@@ -121,5 +131,47 @@ describe('run-event mapper', () => {
       ],
     });
     assert.equal(text, 'look:\n{"a":1}\n[file n.txt (text/plain)]\nfile body');
+  });
+
+  it('stored files: bytes leave the message, the model sees name, type and size; small text stays inline', () => {
+    const pdf = Buffer.from('%PDF-1.7\n\u0000\u00ff binary');
+    const { message, files } = storeFiles(
+      {
+        messageId: 'm',
+        role: 'ROLE_USER',
+        parts: [
+          { text: 'see', metadata: { 'x-arbiter.file_ref': { id: '00000000-0000-4000-8000-000000000000', size: 1 } } },
+          { raw: pdf.toString('base64'), filename: 'report.pdf', mediaType: 'application/pdf', metadata: { k: 1 } },
+          { raw: Buffer.from('small text').toString('base64'), filename: 'n.txt', mediaType: 'text/plain' },
+          { raw: Buffer.from('a\u0000b').toString('base64'), filename: 'nul.txt', mediaType: 'text/plain' },
+          { url: 'https://example.com/x.png', filename: 'x.png', mediaType: 'image/png' },
+        ],
+      },
+      1024,
+    );
+    assert.equal(files.length, 2, 'the PDF and the text file with a NUL byte are stored');
+    assert.deepEqual(message.parts[0], { text: 'see' }, "a client's reference key is dropped");
+    assert.equal(message.parts[1]?.raw, undefined);
+    assert.equal(files[0]?.size, pdf.length);
+    assert.equal(files[0]?.mediaType, 'application/pdf');
+    assert.equal(
+      messageText(message),
+      [
+        'see',
+        `[file: report.pdf, application/pdf, ${pdf.length} bytes]`,
+        '[file n.txt (text/plain)]\nsmall text',
+        '[file: nul.txt, text/plain, 3 bytes]',
+        '[file: x.png, image/png, at https://example.com/x.png (not fetched)]',
+      ].join('\n'),
+    );
+    assert.ok(!messageText(message).includes('PDF-1.7'), 'never the bytes');
+    const bytes = new Map(files.map((f) => [f.id, Buffer.from(f.b64, 'base64')]));
+    const back = artifactWithBytes({ artifactId: 'a', parts: message.parts }, bytes).parts;
+    assert.deepEqual(back[1], {
+      raw: pdf.toString('base64'),
+      filename: 'report.pdf',
+      mediaType: 'application/pdf',
+      metadata: { k: 1 },
+    });
   });
 });

@@ -7,6 +7,7 @@ import { Lifecycle } from '../../health/lifecycle.service.js';
 import type { ResolvedAgent } from '../../registry/services/agent-catalog.service.js';
 import { EventLog } from '../../tasks/event-log/event-log.service.js';
 import { TaskService } from '../../tasks/task.service.js';
+import { TaskFiles } from '../../tasks/task-files.service.js';
 import type { HeldRun } from '../../tasks/runs/run-registry.js';
 import type { TaskSnapshot } from '../../tasks/task-snapshot.js';
 import { isSettled, isTerminal } from '../../tasks/task-state.js';
@@ -20,7 +21,9 @@ import type {
   ListResult,
   SendParams,
   StreamItem,
+  TaskView,
 } from '../../a2a-wire/dialects/dialect.js';
+import { trimHistory } from '../../a2a-wire/dialects/dialect.js';
 import { checkParts } from '../../a2a-wire/dialects/message-input.js';
 import type {
   PushDeleteParams,
@@ -63,13 +66,16 @@ export class A2aRequestHandler {
     private readonly cards: AgentCardService,
     private readonly push: PushService,
     private readonly quotas: QuotaService,
+    private readonly files: TaskFiles,
   ) {}
 
   /** §3.1.1: runs the message; blocking (the default) returns the task once it is terminal or interrupted. */
   async sendMessage(ctx: CallContext, p: SendParams): Promise<TaskSnapshot> {
     const { taskId, afterSeq, created, run } = await this.start(ctx, p);
-    if (!p.returnImmediately) return this.tasks.settled(ctx.principal.tenantId, taskId, afterSeq, ctx.signal, run);
-    return created ?? this.tasks.get(ctx.principal.tenantId, taskId);
+    const task = p.returnImmediately
+      ? (created ?? (await this.tasks.get(ctx.principal.tenantId, taskId)))
+      : await this.tasks.settled(ctx.principal.tenantId, taskId, afterSeq, ctx.signal, run);
+    return this.withFiles(ctx, task, { historyLength: p.historyLength });
   }
 
   /** §3.1.2: the task, then its events until it is terminal or interrupted after this message. */
@@ -87,8 +93,9 @@ export class A2aRequestHandler {
   }
 
   /** §3.1.3 */
-  getTask(ctx: CallContext, p: GetParams): Promise<TaskSnapshot> {
-    return this.tasks.get(ctx.principal.tenantId, p.id, ctx.agent.id);
+  async getTask(ctx: CallContext, p: GetParams): Promise<TaskSnapshot> {
+    const task = await this.tasks.get(ctx.principal.tenantId, p.id, ctx.agent.id);
+    return this.withFiles(ctx, task, { historyLength: p.historyLength });
   }
 
   /** §3.1.4: the agent's tasks, newest status first, by opaque page token. */
@@ -112,18 +119,27 @@ export class A2aRequestHandler {
       before,
     });
     const last = tasks[tasks.length - 1];
+    const view = { historyLength: p.historyLength, includeArtifacts: p.includeArtifacts };
     return {
-      tasks,
+      tasks: await this.files.tasks(
+        ctx.principal.tenantId,
+        tasks.map((t) => trimmed(t, view)),
+      ),
       nextPageToken: more && last ? encodeCursor({ u: last.timestamp, t: last.id }) : '',
       pageSize: p.pageSize,
       totalSize: total,
-      view: { historyLength: p.historyLength, includeArtifacts: p.includeArtifacts },
+      view,
     };
   }
 
   /** §3.1.5 */
-  cancelTask(ctx: CallContext, p: IdParams): Promise<TaskSnapshot> {
-    return this.tasks.cancel(ctx.principal.tenantId, p.id, { agentId: ctx.agent.id });
+  async cancelTask(ctx: CallContext, p: IdParams): Promise<TaskSnapshot> {
+    return this.withFiles(ctx, await this.tasks.cancel(ctx.principal.tenantId, p.id, { agentId: ctx.agent.id }), {});
+  }
+
+  /** The task as a client reads it: what the view shows, with stored files' bytes back in their parts. */
+  private withFiles(ctx: CallContext, task: TaskSnapshot, view: TaskView): Promise<TaskSnapshot> {
+    return this.files.task(ctx.principal.tenantId, trimmed(task, view));
   }
 
   /**
@@ -206,7 +222,7 @@ export class A2aRequestHandler {
       // Retryable: another replica (or this one, restarted) takes the message.
       throw new A2aError('internal', 'server is shutting down; retry the request', undefined, { retryable: 'true' });
     }
-    checkParts(p.message.parts, 'params.message.parts', this.config.maxTextFileBytes);
+    checkParts(p.message.parts, 'params.message.parts', this.config);
     await this.quotas.takeSend(ctx.principal);
     // A refused webhook refuses the message before any task exists.
     if (p.push) await this.push.checkWebhook(p.push.config.url, p.push.urlField);
@@ -233,22 +249,33 @@ export class A2aRequestHandler {
     afterSeq: number,
     view: { historyLength?: number },
   ): AsyncGenerator<StreamItem> {
-    yield { type: 'task', task: first, view };
+    yield { type: 'task', task: await this.withFiles(ctx, first, view), view };
     // Already there: terminal, or settled after this message (a continuation that ran fast).
     if (isTerminal(first.state) || (stopAt(first.state) && (afterSeq === 0 || first.lastSeq > afterSeq))) return;
     for await (const event of this.log.tail(ctx.principal.tenantId, first.id, first.lastSeq, ctx.signal)) {
       // A continuation's stream ends at a settled state written after its message, not at the one it continued.
       const final = event.kind === 'status' && event.seq > afterSeq && stopAt(event.payload.state);
-      yield { type: 'event', event, final };
+      yield { type: 'event', event: await this.files.event(ctx.principal.tenantId, event), final };
       if (final) return;
     }
   }
 
   private async *replay(ctx: CallContext, taskId: string): AsyncGenerator<StreamItem> {
     for await (const event of this.log.tail(ctx.principal.tenantId, taskId, 0, ctx.signal)) {
-      yield { type: 'event', event, final: event.kind === 'status' && isTerminal(event.payload.state) };
+      const final = event.kind === 'status' && isTerminal(event.payload.state);
+      yield { type: 'event', event: await this.files.event(ctx.principal.tenantId, event), final };
     }
   }
+}
+
+/**
+ * Only what a view shows (history trimmed per §3.2.4, artifacts only when
+ * asked for), so that no file is read for a part the client does not get.
+ */
+function trimmed(t: TaskSnapshot, view: TaskView): TaskSnapshot {
+  const history = trimHistory(t.history, view.historyLength) ?? [];
+  const artifacts = view.includeArtifacts === false ? [] : t.artifacts;
+  return history === t.history && artifacts === t.artifacts ? t : { ...t, history, artifacts };
 }
 
 async function* finalStatusOnly(task: TaskSnapshot): AsyncGenerator<StreamItem> {

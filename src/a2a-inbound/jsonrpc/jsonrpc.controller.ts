@@ -1,7 +1,7 @@
 import { All, Controller, HttpCode, Logger, Param, Post, Req, Res, UseFilters } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { CurrentTenant, type TenantPrincipal } from '../../common/auth.decorators.js';
-import { JsonTextBody } from '../../common/body-reader.interceptor.js';
+import { FileCarryingBody, JsonTextBody } from '../../common/body-reader.interceptor.js';
 import { DomainError, requestIdOf } from '../../common/errors.js';
 import { safeError } from '../../common/safe-error.js';
 import { requestLog } from '../../common/logging.js';
@@ -66,6 +66,7 @@ export class JsonRpcController {
   @Post(':id')
   @HttpCode(200)
   @JsonTextBody()
+  @FileCarryingBody()
   async rpc(
     @CurrentTenant() t: TenantPrincipal,
     @Param('id') agentId: string,

@@ -12,6 +12,7 @@ import {
 } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { CurrentTenant, type TenantPrincipal } from '../../common/auth.decorators.js';
+import { FileCarryingBody } from '../../common/body-reader.interceptor.js';
 import { DomainError, requestIdOf } from '../../common/errors.js';
 import { safeError } from '../../common/safe-error.js';
 import { writeSse } from '../../common/sse.js';
@@ -101,6 +102,7 @@ export class RestController {
   // Described from its route table in src/openapi/openapi.ts.
   @ApiExcludeEndpoint()
   @All(':id/*path')
+  @FileCarryingBody()
   async handle(
     @CurrentTenant() t: TenantPrincipal,
     @Param('id') agentId: string,

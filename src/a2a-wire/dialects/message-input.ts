@@ -1,5 +1,6 @@
 import { A2aError } from '../a2a-errors.js';
 import type { MessageJson, PartJson } from '../../common/a2a-json.js';
+import { base64Size } from '../../tasks/task-files.js';
 
 /** What Arbiter answers in (its cards' output modes). */
 export const OUTPUT_MODES = ['text/plain', 'application/json'];
@@ -27,42 +28,61 @@ export function checkAcceptedOutputModes(modes: string[] | undefined, field: str
 }
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+/** `type/subtype` with optional parameters (RFC 6838 names). */
+const MEDIA_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*(\s*;.*)?$/;
+
+export interface FileLimits {
+  /** Decoded bytes of one file part (`ARBITER_MAX_FILE_BYTES`). */
+  maxFileBytes: number;
+  /** Decoded bytes of all the message's file parts (`ARBITER_MAX_MESSAGE_FILE_BYTES`). */
+  maxMessageFileBytes: number;
+}
 
 /**
  * Checks a message's parts before the engine takes it: text and data as
- * they are, `text/*` files with inline bytes up to the limit, valid base64
- * and no NUL bytes (the engine shows the model their text). Anything else is
- * ContentTypeNotSupported.
+ * they are; files of any media type, with raw bytes (padded base64, within
+ * the per-part and per-message limits) or by an absolute http(s) URL, which
+ * is kept as given and never fetched by the server. A bad part is
+ * InvalidParams naming it.
  */
-export function checkParts(parts: PartJson[], field: string, maxFileBytes: number): void {
+export function checkParts(parts: PartJson[], field: string, limits: FileLimits): void {
+  let total = 0;
   parts.forEach((p, i) => {
     const at = `${field}[${i}]`;
     if (typeof p.text === 'string' || p.data !== undefined) return;
+    if (p.mediaType !== undefined && !MEDIA_TYPE.test(p.mediaType)) {
+      throw A2aError.invalidParams(`${at}.mediaType`, 'must be a media type such as application/pdf');
+    }
     if (typeof p.raw === 'string') {
-      // Malformed input first (InvalidParams), then whether Arbiter takes this kind of file.
       const b64 = p.raw.replace(/\s+/g, '');
       if (!BASE64.test(b64)) throw A2aError.invalidParams(`${at}.raw`, 'must be padded base64');
-      const media = (p.mediaType ?? '').toLowerCase();
-      if (!media.startsWith('text/')) {
-        throw new A2aError(
-          'content_type_not_supported',
-          `${at}: files of media type '${p.mediaType || 'unspecified'}' are not supported; only text/* files`,
+      const size = base64Size(b64);
+      if (size > limits.maxFileBytes) {
+        throw A2aError.invalidParams(
+          `${at}.raw`,
+          `is ${size} bytes; a file may be at most ${limits.maxFileBytes} bytes`,
         );
       }
-      const bytes = Buffer.from(b64, 'base64');
-      if (bytes.length > maxFileBytes) {
-        throw new A2aError('content_type_not_supported', `${at}: file is larger than ${maxFileBytes} bytes`);
-      }
-      if (bytes.includes(0)) {
-        throw new A2aError('content_type_not_supported', `${at}: the file holds NUL bytes, so it is not text`);
+      total += size;
+      if (total > limits.maxMessageFileBytes) {
+        throw A2aError.invalidParams(
+          `${at}.raw`,
+          `brings the message's files to ${total} bytes; a message may carry at most ${limits.maxMessageFileBytes} bytes of files`,
+        );
       }
       return;
     }
     if (typeof p.url === 'string') {
-      throw new A2aError(
-        'content_type_not_supported',
-        `${at}: file references by URL are not supported; send the bytes inline`,
-      );
+      let url: URL | undefined;
+      try {
+        url = new URL(p.url);
+      } catch {
+        url = undefined;
+      }
+      if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+        throw A2aError.invalidParams(`${at}.url`, 'must be an absolute http(s) URL');
+      }
+      return;
     }
     throw A2aError.invalidParams(at, 'must carry text, data, or a file');
   });

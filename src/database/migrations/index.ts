@@ -5,6 +5,7 @@ import { MemoryConversations1763800000000 } from './1763800000000-memory-convers
 import { TaskInputs1763810000000 } from './1763810000000-task-inputs.js';
 import { PushConfigs1763820000000 } from './1763820000000-push-configs.js';
 import { Quotas1763830000000 } from './1763830000000-quotas.js';
+import { TaskFiles1763840000000 } from './1763840000000-task-files.js';
 
 /** Every migration, oldest first. Never edit one that has been committed; add a new one. */
 export const MIGRATIONS = [
@@ -15,4 +16,5 @@ export const MIGRATIONS = [
   TaskInputs1763810000000,
   PushConfigs1763820000000,
   Quotas1763830000000,
+  TaskFiles1763840000000,
 ];

@@ -9,6 +9,7 @@ import { PageQueryDto, DEFAULT_PAGE_SIZE } from '../../common/pagination.dto.js'
 import { detachSse, releaseOnClose, type SseFrame } from '../../common/sse.js';
 import { QuotaService } from '../../quotas/quota.service.js';
 import { TaskService } from '../../tasks/task.service.js';
+import { TaskFiles } from '../../tasks/task-files.service.js';
 import type { TaskSnapshot } from '../../tasks/task-snapshot.js';
 import { TASK_STATES, type TaskStateName } from '../../tasks/task-state.js';
 import { OpenStreams } from '../../tenants/services/open-streams.service.js';
@@ -78,6 +79,7 @@ export class RequestsController {
     private readonly streams: OpenStreams,
     private readonly config: AppConfig,
     private readonly quotas: QuotaService,
+    private readonly files: TaskFiles,
   ) {}
 
   @Get()
@@ -95,20 +97,20 @@ export class RequestsController {
     });
     const last = tasks[tasks.length - 1];
     return {
-      items: tasks.map(requestView),
+      items: (await this.files.tasks(t.tenantId, tasks)).map(requestView),
       next_cursor: more && last ? encodeCursor({ u: last.timestamp, t: last.id }) : null,
     };
   }
 
   @Get(':id')
   async get(@CurrentTenant() t: TenantPrincipal, @Param('id') id: string) {
-    return requestView(await this.tasks.get(t.tenantId, id));
+    return requestView(await this.files.task(t.tenantId, await this.tasks.get(t.tenantId, id)));
   }
 
   @Post(':id/cancel')
   @HttpCode(200)
   async cancel(@CurrentTenant() t: TenantPrincipal, @Param('id') id: string) {
-    return requestView(await this.tasks.cancel(t.tenantId, id));
+    return requestView(await this.files.task(t.tenantId, await this.tasks.cancel(t.tenantId, id)));
   }
 
   /** SSE: the stored events after `since_seq` (or `Last-Event-ID`), then live ones until the end. */

@@ -3,6 +3,7 @@ import type { SseFrame } from '../../common/sse.js';
 import { EventLog } from '../../tasks/event-log/event-log.service.js';
 import { TaskError } from '../../tasks/task.errors.js';
 import { TaskService } from '../../tasks/task.service.js';
+import { TaskFiles } from '../../tasks/task-files.service.js';
 import { isTerminal } from '../../tasks/task-state.js';
 import { DomainError } from '../../common/errors.js';
 import { nativeFrames, type NativeFrame } from '../native-events.js';
@@ -17,6 +18,7 @@ export class NativeTail {
   constructor(
     private readonly tasks: TaskService,
     private readonly log: EventLog,
+    private readonly files: TaskFiles,
   ) {}
 
   /** The catalogue frames; checks the task first, so a missing one is a 404 before the stream starts. */
@@ -28,9 +30,10 @@ export class NativeTail {
   ): Promise<AsyncIterable<NativeFrame>> {
     const task = await this.tasks.get(tenantId, taskId);
     const info = { id: task.id, agentId: task.agentId, contextId: task.contextId };
-    const { tasks, log } = this;
+    const { tasks, log, files } = this;
     return (async function* () {
-      for await (const e of log.tail(tenantId, task.id, afterSeq, signal)) {
+      for await (const stored of log.tail(tenantId, task.id, afterSeq, signal)) {
+        const e = await files.event(tenantId, stored);
         let tokens: { input: number; output: number } | undefined;
         if (e.kind === 'status' && isTerminal(e.payload.state)) {
           const end = await tasks.get(tenantId, task.id);
@@ -49,9 +52,10 @@ export class NativeTail {
     signal: AbortSignal,
   ): Promise<AsyncIterable<SseFrame>> {
     const task = await this.tasks.get(tenantId, taskId);
-    const log = this.log;
+    const { log, files } = this;
     return (async function* () {
-      for await (const e of log.tail(tenantId, task.id, afterSeq, signal)) {
+      for await (const stored of log.tail(tenantId, task.id, afterSeq, signal)) {
+        const e = await files.event(tenantId, stored);
         yield { id: e.seq, event: e.kind, data: { seq: e.seq, kind: e.kind, created_at: e.createdAt, ...e.payload } };
       }
     })();

@@ -16,10 +16,23 @@ const MEDIA_TYPES: Record<string, string> = {
   '.sql': 'application/sql',
   '.css': 'text/css',
   '.sh': 'text/x-shellscript',
+  '.pdf': 'application/pdf',
+  '.png': 'image/png',
+  '.jpg': 'image/jpeg',
+  '.jpeg': 'image/jpeg',
+  '.gif': 'image/gif',
+  '.webp': 'image/webp',
+  '.svg': 'image/svg+xml',
+  '.zip': 'application/zip',
+  '.gz': 'application/gzip',
+  '.wav': 'audio/wav',
+  '.mp3': 'audio/mpeg',
+  '.bin': 'application/octet-stream',
 };
 
-export function mediaTypeFor(path: string): string {
-  return MEDIA_TYPES[extname(path).toLowerCase()] ?? 'text/plain';
+/** The media type of a `/write` path by its extension; `fallback` for an unknown one. */
+export function mediaTypeFor(path: string, fallback = 'text/plain'): string {
+  return MEDIA_TYPES[extname(path).toLowerCase()] ?? fallback;
 }
 
 /**

@@ -9,6 +9,7 @@ import type { PushDialect } from '../push-config.js';
 /** A config a replica holds the claim on, with what sending needs (secrets included: never log this). */
 export interface ClaimedConfig {
   id: string;
+  tenantId: string;
   taskId: string;
   contextId: string;
   dialect: PushDialect;
@@ -62,7 +63,7 @@ export class PushDeliveryRepository {
        )
        UPDATE push_configs c SET lease_owner = $1, lease_expires_at = now() + make_interval(secs => $2 / 1000.0)
          FROM due, a2a_tasks a WHERE c.id = due.id AND a.task_id = c.task_id
-       RETURNING c.id, c.task_id AS "taskId", a.context_id AS "contextId", c.dialect, c.url, c.token,
+       RETURNING c.id, c.tenant_id AS "tenantId", c.task_id AS "taskId", a.context_id AS "contextId", c.dialect, c.url, c.token,
                  c.auth_scheme AS "authScheme", c.credentials, c.delivered_seq AS "deliveredSeq", c.attempts`,
       [owner, leaseMs, limit],
     );

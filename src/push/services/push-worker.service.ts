@@ -8,6 +8,7 @@ import { InstanceIdentity } from '../../tasks/runs/instance-identity.js';
 import { PushDeliveryRepository, type ClaimedConfig } from '../repositories/push-delivery.repository.js';
 import { backoffMs, pushHeaders, pushPayload } from './push-payload.js';
 import { Metrics } from '../../metrics/metrics.service.js';
+import { TaskFiles } from '../../tasks/task-files.service.js';
 
 /** Configs one pass claims; a full pass is followed by another at once. */
 const CLAIM_BATCH = 16;
@@ -50,6 +51,7 @@ export class PushWorker implements OnApplicationBootstrap, BeforeApplicationShut
     private readonly log: EventLog,
     private readonly identity: InstanceIdentity,
     private readonly metrics: Metrics,
+    private readonly files: TaskFiles,
   ) {
     this.policy = { allowPrivate: false, allowHosts: parseHostList(config.pushAllowlist) };
   }
@@ -127,7 +129,11 @@ export class PushWorker implements OnApplicationBootstrap, BeforeApplicationShut
         /** Events up to here need no delivery (not pushed): the cursor may pass them. */
         let skipTo = cursor;
         for (const e of events) {
-          const body = pushPayload(c.dialect, e, { id: c.taskId, contextId: c.contextId });
+          // A file's bytes go to the webhook as they go to a stream (read only for events that carry a file).
+          const body = pushPayload(c.dialect, await this.files.event(c.tenantId, e), {
+            id: c.taskId,
+            contextId: c.contextId,
+          });
           if (body === undefined) {
             skipTo = e.seq;
             continue;

@@ -1,4 +1,5 @@
 import type { StoredTaskEvent, TaskEventBody } from '../task-events.js';
+import type { NewTaskFile } from '../task-files.js';
 
 /** The PostgreSQL channel of change notices: `<instance>|<task id>|<last seq>`, sent on commit. */
 export const TASK_EVENTS_CHANNEL = 'arbiter_task_events';
@@ -44,4 +45,9 @@ export function statusTimestamp(events: TaskEventBody[]): string | null {
   let at: string | null = null;
   for (const e of events) if (e.kind === 'status') at = e.payload.timestamp;
   return at;
+}
+
+/** A file as the statements' `jsonb_to_recordset` reads it (bytes as base64, decoded by SQL's `decode`). */
+export function fileRow(f: NewTaskFile): Record<string, unknown> {
+  return { id: f.id, media_type: f.mediaType, filename: f.filename, size: f.size, b64: f.b64 };
 }

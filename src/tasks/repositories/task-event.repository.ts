@@ -5,6 +5,7 @@ import { Params } from '../../database/sql-params.js';
 import { InstanceIdentity } from '../runs/instance-identity.js';
 import type { ArtifactJson, MessageJson } from '../../common/a2a-json.js';
 import type { StoredTaskEvent, TaskEventBody } from '../task-events.js';
+import type { NewTaskFile } from '../task-files.js';
 import { NON_TERMINAL_STATES, type TaskStateName } from '../task-state.js';
 import { EVENT_COLUMNS, TASK_EVENTS_CHANNEL, toStoredEvents, type EventRow, type Lease } from './sql.js';
 
@@ -20,6 +21,8 @@ export interface TaskRowChange {
   tokens?: { input: number; output: number };
   /** Write only if the task has no user message after this seq (a run settling after taking its input). */
   inputsUpTo?: number;
+  /** Files the events refer to (a tool wrote them), stored in the same statement. */
+  files?: NewTaskFile[];
 }
 
 /**

@@ -3,8 +3,9 @@ import { GroupCommit } from '../../database/group-commit.js';
 import { Sql, type Statement } from '../../database/sql.service.js';
 import { InstanceIdentity } from '../runs/instance-identity.js';
 import type { StoredTaskEvent, TaskEventBody } from '../task-events.js';
+import type { NewTaskFile } from '../task-files.js';
 import { allowedFrom, isSettled, NON_TERMINAL_STATES, type TaskStateName } from '../task-state.js';
-import { statusTimestamp, TASK_EVENTS_CHANNEL, type Lease } from './sql.js';
+import { fileRow, statusTimestamp, TASK_EVENTS_CHANNEL, type Lease } from './sql.js';
 import type { TaskRowChange } from './task-event.repository.js';
 import type { NewTask, TaskRow } from './task.repository.js';
 import { Metrics } from '../../metrics/metrics.service.js';
@@ -26,6 +27,7 @@ interface CreateItem {
   first: TaskEventBody[];
   state: TaskStateName;
   lease: Lease;
+  files: NewTaskFile[];
 }
 
 /** Most writes in one statement; a batch waits for nothing but the statement before it. */
@@ -54,7 +56,7 @@ const APPEND: Statement = {
     SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(i int, task_id varchar, events jsonb, n int, state varchar,
       set_status boolean, status_message jsonb, error_message text, history jsonb, artifacts jsonb,
       input_tokens int, output_tokens int, allowed text[], status_at timestamptz, set_lease boolean,
-      lease_owner varchar, lease_ms int, inputs_upto int)
+      lease_owner varchar, lease_ms int, inputs_upto int, files jsonb)
   ), t AS (
     UPDATE a2a_tasks a SET
       last_seq = a.last_seq + x.n,
@@ -73,7 +75,11 @@ const APPEND: Statement = {
     FROM x
     WHERE a.task_id = x.task_id AND a.state = ANY(x.allowed)
       AND (x.inputs_upto IS NULL OR a.last_input_seq <= x.inputs_upto)
-    RETURNING x.i, x.n, x.events, a.task_id, a.last_seq, ${ROW}
+    RETURNING x.i, x.n, x.events, x.files, a.task_id, a.last_seq, ${ROW}
+  ), f AS (
+    INSERT INTO task_files (id, tenant_id, task_id, media_type, filename, size, bytes)
+    SELECT ff.id, t."tenantId", t.task_id, ff.media_type, ff.filename, ff.size, decode(ff.b64, 'base64')
+      FROM t, jsonb_to_recordset(COALESCE(t.files, '[]'::jsonb)) AS ff(id uuid, media_type varchar, filename varchar, size int, b64 text)
   ), e AS (
     INSERT INTO task_events (task_id, seq, kind, payload)
     SELECT t.task_id, t.last_seq - t.n + ev.ord::int, ev.value->>'kind', ev.value->'payload'
@@ -94,7 +100,7 @@ const CREATE: Statement = {
   text: `WITH x AS (
     SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(i int, task_id varchar, tenant_id uuid, agent_id varchar,
       context_id varchar, state varchar, status_at timestamptz, history jsonb, metadata jsonb, n int, last_input int,
-      owner varchar, lease_ms int, message_id varchar, events jsonb)
+      owner varchar, lease_ms int, message_id varchar, events jsonb, files jsonb)
   ), t AS (
     INSERT INTO a2a_tasks (task_id, tenant_id, agent_id, context_id, state, updated_at, history, metadata, last_seq,
                            last_input_seq, owner_instance, lease_expires_at, message_id)
@@ -102,6 +108,10 @@ const CREATE: Statement = {
            history, metadata, n, last_input, owner, now() + make_interval(secs => lease_ms / 1000.0), message_id
       FROM x ORDER BY i
     RETURNING task_id
+  ), f AS (
+    INSERT INTO task_files (id, tenant_id, task_id, media_type, filename, size, bytes)
+    SELECT ff.id, x.tenant_id, x.task_id, ff.media_type, ff.filename, ff.size, decode(ff.b64, 'base64')
+      FROM t JOIN x ON x.task_id = t.task_id, jsonb_to_recordset(COALESCE(x.files, '[]'::jsonb)) AS ff(id uuid, media_type varchar, filename varchar, size int, b64 text)
   ), e AS (
     INSERT INTO task_events (task_id, seq, kind, payload)
     SELECT x.task_id, ev.ord::int, ev.value->>'kind', ev.value->'payload'
@@ -148,9 +158,18 @@ export class TaskWrites {
     return this.appends.submit({ taskId, events, change });
   }
 
-  /** Inserts a task and its first events: the row in `state`, `last_seq` = the number of events, leased. */
-  create(task: NewTask, first: TaskEventBody[], state: TaskStateName, lease: Lease): Promise<StoredTaskEvent[]> {
-    return this.creates.submit({ task, first, state, lease });
+  /**
+   * Inserts a task and its first events: the row in `state`, `last_seq` = the number of events, leased;
+   * `files` (the message's stored files) go in the same statement.
+   */
+  create(
+    task: NewTask,
+    first: TaskEventBody[],
+    state: TaskStateName,
+    lease: Lease,
+    files: NewTaskFile[] = [],
+  ): Promise<StoredTaskEvent[]> {
+    return this.creates.submit({ task, first, state, lease, files });
   }
 
   private async appendMany(items: AppendItem[]): Promise<(Appended | null)[]> {
@@ -174,6 +193,7 @@ export class TaskWrites {
       lease_owner: change.lease?.owner ?? null,
       lease_ms: change.lease?.ms ?? 0,
       inputs_upto: change.inputsUpTo ?? null,
+      files: change.files?.length ? change.files.map(fileRow) : null,
     }));
     const rows = await this.sql.query<TaskRow & { i: number; at: Date }>(APPEND, [
       JSON.stringify(input),
@@ -196,7 +216,7 @@ export class TaskWrites {
   }
 
   private async createMany(items: CreateItem[]): Promise<StoredTaskEvent[][]> {
-    const input = items.map(({ task, first, state, lease }, i) => ({
+    const input = items.map(({ task, first, state, lease, files }, i) => ({
       i,
       task_id: task.taskId,
       tenant_id: task.tenantId,
@@ -212,6 +232,7 @@ export class TaskWrites {
       lease_ms: lease.ms,
       message_id: task.messageId,
       events: first,
+      files: files.length ? files.map(fileRow) : null,
     }));
     const [r] = await this.sql.query<{ at: Date; n: number }>(CREATE, [JSON.stringify(input)]);
     if (!r || r.n !== items.length) throw new Error(`created ${r?.n ?? 0} of ${items.length} tasks`);

@@ -5,9 +5,11 @@ import { Params } from '../../database/sql-params.js';
 import { InstanceIdentity } from '../runs/instance-identity.js';
 import type { ArtifactJson, MessageJson } from '../../common/a2a-json.js';
 import type { StoredTaskEvent, TaskEventBody } from '../task-events.js';
+import type { NewTaskFile } from '../task-files.js';
 import type { TaskStateName } from '../task-state.js';
 import {
   EVENT_COLUMNS,
+  fileRow,
   INTERRUPTED_SQL,
   leaseExpiry,
   TASK_EVENTS_CHANNEL,
@@ -96,6 +98,7 @@ export class TaskRepository {
     message: MessageJson,
     working: TaskEventBody,
     lease: Lease,
+    files: NewTaskFile[] = [],
   ): Promise<{ events: StoredTaskEvent[]; started: boolean; row: ResumedRow } | null> {
     const at = working.kind === 'status' ? working.payload.timestamp : null;
     const resumes = `state IN ${INTERRUPTED_SQL}`;
@@ -112,7 +115,12 @@ export class TaskRepository {
            lease_expires_at = CASE WHEN ${resumes} THEN ${leaseExpiry('$7')} ELSE lease_expires_at END
          WHERE task_id = $1 AND tenant_id = $2 AND state NOT IN ${TERMINAL_SQL}
          RETURNING last_seq, last_input_seq, history, artifacts, input_tokens, output_tokens
-       ), n AS (SELECT pg_notify('${TASK_EVENTS_CHANNEL}', $8::text || '|' || $1 || '|' || t.last_seq) AS sent FROM t)
+       ), n AS (SELECT pg_notify('${TASK_EVENTS_CHANNEL}', $8::text || '|' || $1 || '|' || t.last_seq) AS sent FROM t),
+       f AS (
+         INSERT INTO task_files (id, tenant_id, task_id, media_type, filename, size, bytes)
+         SELECT ff.id, $2::uuid, $1, ff.media_type, ff.filename, ff.size, decode(ff.b64, 'base64')
+           FROM t, jsonb_to_recordset($10::jsonb) AS ff(id uuid, media_type varchar, filename varchar, size int, b64 text)
+       )
        INSERT INTO task_events (task_id, seq, kind, payload)
        SELECT $1, t.last_input_seq, 'message', jsonb_build_object('message', $9::jsonb) FROM t, n
        UNION ALL
@@ -130,6 +138,7 @@ export class TaskRepository {
         lease.ms,
         this.identity.id,
         JSON.stringify(message),
+        JSON.stringify(files.map(fileRow)),
       ],
     );
     if (rows.length === 0) return null;

@@ -1,6 +1,7 @@
 import type { RunContext, RunEvent, RunInput } from '../../orchestrator/run-event.js';
 import { ARBITER_ARTIFACT_META, type ArtifactJson, type MessageJson, type PartJson } from '../../common/a2a-json.js';
 import type { TaskEventBody } from '../task-events.js';
+import { describeStoredFile, fileRefOf, newFile, type NewTaskFile } from '../task-files.js';
 
 /**
  * The one place that knows how a run's events are written to the log and
@@ -11,10 +12,8 @@ import type { TaskEventBody } from '../task-events.js';
 const META = ARBITER_ARTIFACT_META;
 
 /** The run events that stream into the log as they happen (the rest end a turn). */
-export type StreamedRunEvent = Extract<
-  RunEvent,
-  { type: 'text' | 'tool_call' | 'file' | 'sub_agent_response' | 'usage' }
->;
+export type StreamedRunEvent = Extract<RunEvent, { type: 'text' | 'tool_call' | 'sub_agent_response' | 'usage' }>;
+export type FileRunEvent = Extract<RunEvent, { type: 'file' }>;
 
 /** The id of a turn's `response` artifact (its text chunks append to it). */
 export function responseArtifactId(taskId: string, turn: number): string {
@@ -32,18 +31,25 @@ export function storable(text: string): string {
 }
 
 /**
- * The text a model sees of a message: text as is, data as JSON, a file with
- * inline bytes as a header line and its text. The inbound surfaces validate
- * parts (media types, sizes, encoding) before a message reaches the engine.
+ * The text a model sees of a message: text as is, data as JSON, a small
+ * text file (kept inline) as a header line and its text, a stored file as
+ * one line with its name, media type and size (never its bytes), and a file
+ * by URL as its address, which Arbiter never fetches by itself (a tool such
+ * as `/fetch` may). The inbound surfaces validate parts before a message
+ * reaches the engine.
  */
 export function messageText(m: MessageJson): string {
   return m.parts
     .map((p) => {
       if (typeof p.text === 'string') return p.text;
       if (p.data !== undefined) return JSON.stringify(p.data);
+      const ref = fileRefOf(p);
+      if (ref) return describeStoredFile(p, ref);
       const name = `${p.filename || 'unnamed'} (${p.mediaType || 'unspecified'})`;
       if (typeof p.raw === 'string') return `[file ${name}]\n${Buffer.from(p.raw, 'base64').toString('utf8')}`;
-      if (typeof p.url === 'string') return `[file ${name} at ${p.url}]`;
+      if (typeof p.url === 'string') {
+        return `[file: ${p.filename || 'unnamed'}, ${p.mediaType || 'unspecified type'}, at ${p.url} (not fetched)]`;
+      }
       return '';
     })
     .join('\n');
@@ -115,13 +121,6 @@ export class RunEventMapper {
           [{ data: { tool: ev.tool, ok: ev.ok, args: storable(ev.args), ...ev.detail } }],
           { [META.toolCall]: true, [META.depth]: ev.depth, [META.agent]: ev.agent },
         );
-      case 'file':
-        return oneShot(
-          `${taskId}-file-${this.turn}-${++this.extras}`,
-          ev.path,
-          [{ raw: Buffer.from(ev.content, 'utf8').toString('base64'), filename: ev.path, mediaType: ev.mediaType }],
-          { [META.file]: true, [META.depth]: ev.depth, [META.agent]: ev.agent },
-        );
       case 'sub_agent_response':
         return oneShot(
           `${taskId}-sub-${this.turn}-${++this.extras}`,
@@ -138,6 +137,20 @@ export class RunEventMapper {
         return unreachable;
       }
     }
+  }
+
+  /**
+   * A file a tool wrote: an artifact of its own, named after the path, whose
+   * part refers to the file stored with the task in the same write.
+   */
+  file(ev: FileRunEvent): { event: TaskEventBody; file: NewTaskFile } {
+    const { file, part } = newFile(ev.bytes, ev.mediaType, ev.path);
+    const event = oneShot(`${this.ctx.taskId}-file-${this.turn}-${++this.extras}`, ev.path, [part], {
+      [META.file]: true,
+      [META.depth]: ev.depth,
+      [META.agent]: ev.agent,
+    });
+    return { event, file };
   }
 
   /** What closes the turn's response artifact (the last-chunk marker), if it has one. */

@@ -105,6 +105,13 @@ export class TaskRunner {
           if (ev.type === 'tool_call') {
             this.metrics.toolCalls.inc({ tool: this.metrics.tool(ev.tool), outcome: ev.ok ? 'ok' : 'error' });
           }
+          if (ev.type === 'file') {
+            // The file's bytes and the artifact that refers to them are written together, in order.
+            const { event, file } = mapper.file(ev);
+            artifacts = foldArtifacts(artifacts, [event]);
+            if ((await writer.write([event], { files: [file] })) === null) return; // the task ended elsewhere
+            continue;
+          }
           const event = mapper.map(ev);
           if (event) {
             if (first) {

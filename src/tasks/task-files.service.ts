@@ -1,0 +1,73 @@
+import { Injectable } from '@nestjs/common';
+import type { PartJson } from '../common/a2a-json.js';
+import { TaskFileRepository } from './repositories/task-file.repository.js';
+import type { StoredTaskEvent } from './task-events.js';
+import { artifactWithBytes, fileIdsIn, messagesWithBytes, messageWithBytes } from './task-files.js';
+import type { TaskSnapshot } from './task-snapshot.js';
+
+function* snapshotParts(t: TaskSnapshot): Generator<PartJson> {
+  for (const m of t.history) yield* m.parts;
+  for (const a of t.artifacts) yield* a.parts;
+  if (t.statusMessage) yield* t.statusMessage.parts;
+}
+
+function* eventParts(e: StoredTaskEvent): Generator<PartJson> {
+  if (e.kind === 'artifact') yield* e.payload.artifact.parts;
+  else if (e.kind === 'message') yield* e.payload.message.parts;
+  else if (e.kind === 'status' && e.payload.message) yield* e.payload.message.parts;
+}
+
+/**
+ * Puts stored files' bytes back into what a client reads: tasks and log
+ * events as the surfaces (A2A bindings, webhooks, the native API) render
+ * them. Nothing is read when no part refers to a stored file.
+ */
+@Injectable()
+export class TaskFiles {
+  constructor(private readonly files: TaskFileRepository) {}
+
+  async task(tenantId: string, t: TaskSnapshot): Promise<TaskSnapshot> {
+    return (await this.tasks(tenantId, [t]))[0] ?? t;
+  }
+
+  /** Tasks of one tenant, with one read for all their files. */
+  async tasks(tenantId: string, ts: TaskSnapshot[]): Promise<TaskSnapshot[]> {
+    const ids = ts.flatMap((t) => fileIdsIn(snapshotParts(t)));
+    if (ids.length === 0) return ts;
+    const bytes = await this.files.bytes(tenantId, ids);
+    return ts.map((t) => ({
+      ...t,
+      history: messagesWithBytes(t.history, bytes),
+      artifacts: t.artifacts.map((a) => artifactWithBytes(a, bytes)),
+      statusMessage: t.statusMessage ? messageWithBytes(t.statusMessage, bytes) : null,
+    }));
+  }
+
+  async event(tenantId: string, e: StoredTaskEvent): Promise<StoredTaskEvent> {
+    const ids = fileIdsIn(eventParts(e));
+    if (ids.length === 0) return e;
+    const bytes = await this.files.bytes(tenantId, ids);
+    switch (e.kind) {
+      case 'artifact':
+        return { ...e, payload: { ...e.payload, artifact: artifactWithBytes(e.payload.artifact, bytes) } };
+      case 'message':
+        return { ...e, payload: { message: messageWithBytes(e.payload.message, bytes) } };
+      case 'status':
+        return e.payload.message
+          ? { ...e, payload: { ...e.payload, message: messageWithBytes(e.payload.message, bytes) } }
+          : e;
+      case 'text':
+      case 'usage':
+        return e;
+      default: {
+        const unreachable: never = e;
+        return unreachable;
+      }
+    }
+  }
+
+  /** How many files a task has stored. */
+  count(tenantId: string, taskId: string): Promise<number> {
+    return this.files.count(tenantId, taskId);
+  }
+}
