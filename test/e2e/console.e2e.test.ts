@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { CONSOLE_DIR } from '../../src/console/console.module.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { TcpProxy } from '../helpers/tcp-proxy.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SHOTS = join(process.cwd(), 'test-artifacts', 'console');
@@ -300,6 +301,62 @@ describe('web console (/console) in Chromium', { skip: !existsSync(CHROMIUM) && 
     await tenant.getByLabel('Agent').selectOption('helper');
     await rowsBecome(tenant, 3);
     await shot(tenant, 'tenant-tasks');
+  });
+
+  it('task page: after the connection drops it resumes from the last seq (nothing lost, nothing repeated)', async () => {
+    // A third tab reaches the server through a proxy the test can cut.
+    const proxy = new TcpProxy('127.0.0.1', Number(new URL(server.url).port));
+    await proxy.start();
+    const origin = `http://127.0.0.1:${proxy.port}`;
+    const { ctx, page } = await openTab(browser, origin, offOrigin);
+    try {
+      const a2a = (body: unknown) =>
+        fetch(`${server.url}/v1/a2a/agents/helper/message:send`, {
+          method: 'POST',
+          headers: { Authorization: `Bearer ${tenantToken}`, 'A2A-Version': '1.0', 'Content-Type': 'application/json' },
+          body: JSON.stringify(body),
+        }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+      const held = await a2a({
+        message: { messageId: 'resume-1', role: 'ROLE_USER', parts: [{ text: 'hold' }] },
+        configuration: { returnImmediately: true },
+      });
+      assert.equal(held.status, 200, JSON.stringify(held.body));
+      const taskId: string = held.body.task.id;
+      await signIn(page, tenantToken, 'Agents');
+      await page.goto(`/console/tasks/${taskId}`);
+      await page.getByTestId('stream-state').getByText(/live/).waitFor();
+      await page.locator('[data-event="stream_start"]').waitFor();
+
+      await proxy.cut();
+      await page
+        .getByTestId('stream-state')
+        .getByText(/reconnecting/)
+        .waitFor();
+      // While the page is cut off, the task is continued and finishes.
+      const more = await a2a({
+        message: { messageId: 'resume-2', role: 'ROLE_USER', taskId, parts: [{ text: 'said while you were away' }] },
+      });
+      assert.equal(more.status, 200, JSON.stringify(more.body));
+      assert.equal(more.body.task.status.state, 'TASK_STATE_COMPLETED');
+      await proxy.restore();
+
+      await page.locator('[data-event="done"]').waitFor();
+      await page
+        .getByTestId('stream-state')
+        .getByText(/complete/)
+        .waitFor();
+      assert.equal(
+        await page.locator('[data-event="request_received"]').count(),
+        2,
+        'the first request once, then the continuation',
+      );
+      assert.equal(await page.locator('[data-event="done"]').count(), 1);
+      assert.equal(await page.locator('[data-event="text"] .ev-text-body').textContent(), 'said while you were away');
+      await page.getByTestId('task-state').getByText('completed').waitFor();
+    } finally {
+      await ctx.close();
+      await proxy.stop();
+    }
   });
 
   it('admin: rotating the tenant token signs the old one out; the new one works; the token stays in this tab only', async () => {
