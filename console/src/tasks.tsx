@@ -146,8 +146,14 @@ function describe(name: string, d: Record<string, unknown>): string {
       return `${s(d.agent)} started`;
     case 'stream_end':
       return `${s(d.agent)} finished streaming`;
-    case 'tool_call':
-      return `Tool ${s(d.tool)} ${d.ok ? 'ok' : 'failed'} — args ${s(d.args)}${d.result !== undefined ? ` → ${s(d.result)}` : ''}`;
+    case 'tool_call': {
+      // What the log keeps of a call: the tool, whether it worked, its arguments, and any detail (remote task id …).
+      const { tool, ok, args, depth: _depth, agent: _agent, seq: _seq, request_id: _rid, ...detail } = d;
+      const extra = Object.entries(detail)
+        .map(([k, v]) => `${k}: ${s(v)}`)
+        .join('; ');
+      return `Tool ${s(tool)} ${ok ? 'ok' : 'failed'}${args ? ` — ${s(args)}` : ''}${extra ? ` (${extra})` : ''}`;
+    }
     case 'sub_agent_response':
       return `Sub-agent ${s(d.agent)} (depth ${s(d.depth)}) replied: ${s(d.content)}`;
     case 'file':
