@@ -165,7 +165,25 @@ describe('web console (/console) in Chromium', { skip }, () => {
   });
 
   it('admin: signs in, creates a tenant (token shown once), sees the registries with their errors and the audit log', async () => {
-    await signIn(admin, server.adminToken, 'Tenants');
+    // Keyboard only: the page heading has the focus, Tab reaches the token field, Enter signs in.
+    await admin.goto('/console/');
+    await admin.getByRole('heading', { level: 1, name: 'Arbiter console' }).waitFor();
+    await admin.keyboard.press('Tab');
+    assert.equal(await admin.evaluate('document.activeElement.id'), 'token');
+    await admin.keyboard.type(server.adminToken);
+    await admin.keyboard.press('Enter');
+    await admin.getByRole('heading', { level: 1, name: 'Tenants' }).waitFor();
+    assert.equal(await admin.evaluate('document.activeElement.tagName'), 'H1', 'a new page focuses its heading');
+    // Tab moves on from the heading into the page (the skip link and navigation come before it); focused controls
+    // show a focus ring.
+    await admin.keyboard.press('Tab');
+    assert.equal(await admin.evaluate('document.activeElement.id'), 'tenant-name');
+    assert.equal(await admin.evaluate('getComputedStyle(document.activeElement).outlineStyle'), 'solid');
+    await admin.keyboard.press('Shift+Tab');
+    assert.equal(await admin.evaluate('document.activeElement.textContent'), 'Sign out');
+    await admin.keyboard.press('Shift+Tab');
+    assert.equal(await admin.evaluate('document.activeElement.textContent'), 'Registries');
+    assert.equal(await admin.evaluate('getComputedStyle(document.activeElement).outlineStyle'), 'solid');
     await admin.getByLabel('New tenant name').fill('acme');
     await admin.getByRole('button', { name: 'Create tenant' }).click();
     const token = (await admin.locator('.once pre code').textContent()) ?? '';
