@@ -1,4 +1,5 @@
 import { Controller, Get } from '@nestjs/common';
+import { ApiTags } from '@nestjs/swagger';
 import { AdminOnly } from '../../common/auth.decorators.js';
 import { RemoteRegistry } from '../../a2a-outbound/remote-registry.service.js';
 import { McpRegistry } from '../../mcp/mcp-registry.service.js';
@@ -19,6 +20,7 @@ function bareUrl(href: string): string {
  * environment value, command argument or URL query (any of them can hold a secret) — only which are missing.
  */
 @AdminOnly()
+@ApiTags('admin')
 @Controller('v1/admin/registries')
 export class AdminRegistriesController {
   constructor(
