@@ -18,6 +18,7 @@ import { PushModule } from './push/push.module.js';
 import { NativeApiModule } from './native-api/native-api.module.js';
 import { TenantsModule } from './tenants/tenants.module.js';
 import { AdminModule } from './admin/admin.module.js';
+import { ConsoleModule } from './console/console.module.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -48,6 +49,7 @@ export class AppModule {
         A2aInboundModule,
         NativeApiModule,
         AdminModule,
+        ConsoleModule,
       ],
       providers: [
         { provide: APP_FILTER, useClass: HttpExceptionFilter },

@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { pino } from 'pino';
 import { startApp } from './app.factory.js';
+import { CONSOLE_PATH } from './console/console.module.js';
 import { ConfigError, loadConfig, type AppConfig } from './config/app-config.js';
 import { checkDatabase, StartupError } from './database/preflight.js';
 
@@ -19,6 +20,14 @@ function reportStartFailure(err: unknown, port?: number): never {
     early.fatal({ err }, 'arbiter failed to start');
   }
   process.exit(1);
+}
+
+/** The console's URL for a browser: the public base URL, else the listening address (a wildcard bind → localhost). */
+function consoleUrlOf(config: AppConfig, listening: string): string {
+  if (config.publicBaseUrl) return `${config.publicBaseUrl.replace(/\/+$/, '')}${CONSOLE_PATH}/`;
+  const url = new URL(listening);
+  if (url.hostname === '0.0.0.0' || url.hostname === '[::]') url.hostname = 'localhost';
+  return `${url.origin}${CONSOLE_PATH}/`;
 }
 
 async function main(): Promise<void> {
@@ -44,6 +53,11 @@ async function main(): Promise<void> {
     { config: config.describe() },
     `listening on ${running.url} (started in ${Math.round(performance.now() - started)} ms)`,
   );
+  const consoleUrl = consoleUrlOf(config, running.url);
+  logger.log({ console: consoleUrl }, `web console at ${consoleUrl}`);
+  // Like the admin token on the first start: one plain line on the terminal, for the person who ran `npm start`.
+  if (process.stdout.isTTY)
+    process.stdout.write(`\nArbiter console: ${consoleUrl}  (sign in with the admin token)\n\n`);
 
   let stopping = false;
   const stop = (signal: string): void => {

@@ -5,6 +5,6 @@ import { RemoteRegistry } from './remote-registry.service.js';
 /** Outbound A2A: the remote-agent registry file and the SDK client behind `/a2a`. */
 @Module({
   providers: [RemoteRegistry, RemoteAgents],
-  exports: [RemoteAgents],
+  exports: [RemoteAgents, RemoteRegistry],
 })
 export class A2aOutboundModule {}

@@ -1,0 +1,401 @@
+import { useState } from 'preact/hooks';
+import { q, type Api, type AuditEntry, type Page, type Tenant, type TokenInfo } from './api';
+import { Copyable, ErrorBox, PageTitle, Pager, useLoad, usePager, When } from './ui';
+
+/** A token just issued: shown once, here, and nowhere else. */
+function ShownOnce(props: { token: string; label: string; onDone: () => void }) {
+  return (
+    <div class="once" role="status">
+      <p>
+        <strong>{props.label}</strong> Copy it now: it is shown only this once.
+      </p>
+      <Copyable label="Token" text={props.token} secret />
+      <button type="button" onClick={props.onDone}>
+        I have copied it
+      </button>
+    </div>
+  );
+}
+
+function Tokens(props: { api: Api; tenant: Tenant }) {
+  const { api, tenant } = props;
+  const base = `/v1/admin/tenants/${tenant.id}/tokens`;
+  const list = useLoad((signal) => api.get<{ items: TokenInfo[] }>(base, signal), [tenant.id]);
+  const [issued, setIssued] = useState<{ label: string; token: string } | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const act = async (fn: () => Promise<void>): Promise<void> => {
+    setError(null);
+    try {
+      await fn();
+    } catch (err) {
+      setError(err);
+    }
+    list.reload();
+  };
+  const rotate = () =>
+    act(async () => {
+      if (!confirm(`Rotate ${tenant.name}'s tokens? Every current token stops working at once.`)) return;
+      const r = await api.call<{ token: { token: string }; revoked: string[] }>('POST', `${base}/rotate`);
+      setIssued({ label: `New token for ${tenant.name}; ${r.revoked.length} revoked.`, token: r.token.token });
+    });
+  const add = () =>
+    act(async () => {
+      const r = await api.call<{ token: string }>('POST', base);
+      setIssued({ label: `Additional token for ${tenant.name}.`, token: r.token });
+    });
+  const revoke = (t: TokenInfo) =>
+    act(async () => {
+      if (!confirm(`Revoke token ${t.prefix}…?`)) return;
+      await api.call('DELETE', `${base}/${t.id}`);
+    });
+  return (
+    <div class="tokens" aria-label={`Tokens of ${tenant.name}`} role="region">
+      <h3>Tokens of {tenant.name}</h3>
+      {issued ? <ShownOnce {...issued} onDone={() => setIssued(null)} /> : null}
+      <ErrorBox error={error ?? list.error} />
+      <p class="actions">
+        <button type="button" onClick={() => void rotate()}>
+          Rotate (new token, revoke all others)
+        </button>
+        <button type="button" onClick={() => void add()}>
+          Add a token
+        </button>
+      </p>
+      {list.data ? (
+        <table>
+          <caption class="sr-only">Tokens</caption>
+          <thead>
+            <tr>
+              <th scope="col">Prefix</th>
+              <th scope="col">Created</th>
+              <th scope="col">Last used</th>
+              <th scope="col">Status</th>
+              <th scope="col">
+                <span class="sr-only">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.data.items.map((t) => (
+              <tr key={t.id}>
+                <td>
+                  <code>{t.prefix}…</code>
+                </td>
+                <td>
+                  <When at={t.created_at} />
+                </td>
+                <td>
+                  <When at={t.last_used_at} />
+                </td>
+                <td>{t.revoked_at ? 'revoked' : 'active'}</td>
+                <td>
+                  {t.revoked_at ? null : (
+                    <button type="button" class="small danger" onClick={() => void revoke(t)}>
+                      Revoke <span class="sr-only">token {t.prefix}</span>
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+    </div>
+  );
+}
+
+export function Tenants(props: { api: Api }) {
+  const { api } = props;
+  const pager = usePager('tenants');
+  const list = useLoad(
+    (signal) => api.get<Page<Tenant>>(`/v1/admin/tenants${q({ limit: 25, cursor: pager.cursor })}`, signal),
+    [pager.cursor],
+  );
+  const [name, setName] = useState('');
+  const [created, setCreated] = useState<{ label: string; token: string } | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [open, setOpen] = useState<string | null>(null);
+
+  const create = async (e: Event): Promise<void> => {
+    e.preventDefault();
+    setError(null);
+    try {
+      const r = await api.call<{ tenant: Tenant; token: { token: string } }>('POST', '/v1/admin/tenants', {
+        name: name.trim(),
+      });
+      setCreated({ label: `Tenant ${r.tenant.name} created.`, token: r.token.token });
+      setName('');
+      pager.first();
+      list.reload();
+    } catch (err) {
+      setError(err);
+    }
+  };
+  const toggle = async (t: Tenant, cancelRunning = false): Promise<void> => {
+    setError(null);
+    try {
+      await api.call('PATCH', `/v1/admin/tenants/${t.id}`, {
+        disabled: !t.disabled,
+        ...(cancelRunning ? { cancel_running: true } : {}),
+      });
+      list.reload();
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return (
+    <section>
+      <PageTitle>Tenants</PageTitle>
+      <form class="inline-form" onSubmit={(e) => void create(e)}>
+        <label for="tenant-name">New tenant name</label>
+        <input id="tenant-name" value={name} required maxLength={128} onInput={(e) => setName(e.currentTarget.value)} />
+        <button type="submit" class="primary" disabled={!name.trim()}>
+          Create tenant
+        </button>
+      </form>
+      {created ? <ShownOnce {...created} onDone={() => setCreated(null)} /> : null}
+      <ErrorBox error={error ?? list.error} />
+      {list.data ? (
+        <table>
+          <caption class="sr-only">Tenants, newest first</caption>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Id</th>
+              <th scope="col">Status</th>
+              <th scope="col">Created</th>
+              <th scope="col">
+                <span class="sr-only">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.data.items.map((t) => (
+              <tr key={t.id} data-tenant={t.name}>
+                <td>{t.name}</td>
+                <td>
+                  <code>{t.id}</code>
+                </td>
+                <td>{t.disabled ? 'disabled' : 'active'}</td>
+                <td>
+                  <When at={t.created_at} />
+                </td>
+                <td class="row-actions">
+                  <button
+                    type="button"
+                    class="small"
+                    aria-expanded={open === t.id}
+                    onClick={() => setOpen(open === t.id ? null : t.id)}
+                  >
+                    Tokens <span class="sr-only">of {t.name}</span>
+                  </button>
+                  <button type="button" class="small" onClick={() => void toggle(t)}>
+                    {t.disabled ? 'Enable' : 'Disable'} <span class="sr-only">{t.name}</span>
+                  </button>
+                  {!t.disabled ? (
+                    <button type="button" class="small danger" onClick={() => void toggle(t, true)}>
+                      Disable and cancel tasks <span class="sr-only">of {t.name}</span>
+                    </button>
+                  ) : null}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+      {list.data ? <Pager pager={pager} nextCursor={list.data.next_cursor} /> : null}
+      {open && list.data?.items.find((t) => t.id === open) ? (
+        <Tokens api={api} tenant={list.data.items.find((t) => t.id === open) as Tenant} key={open} />
+      ) : null}
+    </section>
+  );
+}
+
+export function Audit(props: { api: Api }) {
+  const { api } = props;
+  const [tenantId, setTenantId] = useState('');
+  const [applied, setApplied] = useState('');
+  const pager = usePager(applied);
+  const list = useLoad(
+    (signal) =>
+      api.get<Page<AuditEntry>>(`/v1/admin/audit${q({ tenant_id: applied, limit: 50, cursor: pager.cursor })}`, signal),
+    [applied, pager.cursor],
+  );
+  return (
+    <section>
+      <PageTitle>Audit log</PageTitle>
+      <form
+        class="inline-form"
+        role="search"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setApplied(tenantId.trim());
+        }}
+      >
+        <label for="audit-tenant">Tenant id</label>
+        <input id="audit-tenant" value={tenantId} onInput={(e) => setTenantId(e.currentTarget.value)} />
+        <button type="submit">Filter</button>
+      </form>
+      <ErrorBox error={list.error} />
+      {list.data ? (
+        <table>
+          <caption class="sr-only">Audit entries, newest first</caption>
+          <thead>
+            <tr>
+              <th scope="col">When</th>
+              <th scope="col">Actor</th>
+              <th scope="col">Action</th>
+              <th scope="col">Tenant</th>
+              <th scope="col">Detail</th>
+              <th scope="col">Request</th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.data.items.map((a) => (
+              <tr key={a.id}>
+                <td>
+                  <When at={a.created_at} />
+                </td>
+                <td>{a.actor}</td>
+                <td>{a.action}</td>
+                <td>
+                  <code>{a.tenant_id?.slice(0, 8) ?? '—'}</code>
+                </td>
+                <td>
+                  <code class="detail">{JSON.stringify(a.detail)}</code>
+                </td>
+                <td>
+                  <code>{a.request_id?.slice(0, 8) ?? ''}</code>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+      {list.data ? <Pager pager={pager} nextCursor={list.data.next_cursor} /> : null}
+    </section>
+  );
+}
+
+interface Registry<T> {
+  file: string;
+  error: string | null;
+  items: T[];
+}
+interface RemoteRow {
+  name: string;
+  url: string;
+  card_url: string | null;
+  auth: string;
+  missing_env: string[];
+}
+interface McpRow {
+  name: string;
+  transport: string;
+  description: string;
+  url?: string;
+  command?: string;
+  args_count?: number;
+  missing_env: string[];
+}
+
+function RegistryBlock<T extends { name: string; missing_env: string[] }>(props: {
+  title: string;
+  reg: ReturnType<typeof useLoad<Registry<T>>>;
+  columns: { label: string; cell: (row: T) => string }[];
+}) {
+  const { reg } = props;
+  return (
+    <div class="registry">
+      <h2>{props.title}</h2>
+      <ErrorBox error={reg.error} />
+      {reg.data ? (
+        <>
+          <p class="muted">
+            File <code>{reg.data.file}</code>
+          </p>
+          {reg.data.error ? (
+            <p class="error" role="alert">
+              Load error (the previous registry stays in force): {reg.data.error}
+            </p>
+          ) : null}
+          {reg.data.items.length === 0 ? (
+            <p>None configured.</p>
+          ) : (
+            <table>
+              <caption class="sr-only">{props.title}</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  {props.columns.map((c) => (
+                    <th scope="col" key={c.label}>
+                      {c.label}
+                    </th>
+                  ))}
+                  <th scope="col">Problems</th>
+                </tr>
+              </thead>
+              <tbody>
+                {reg.data.items.map((r) => (
+                  <tr key={r.name}>
+                    <td>{r.name}</td>
+                    {props.columns.map((c) => (
+                      <td key={c.label}>{c.cell(r)}</td>
+                    ))}
+                    <td class={r.missing_env.length ? 'error' : ''}>
+                      {r.missing_env.length ? `unset: ${r.missing_env.join(', ')}` : 'none'}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </>
+      ) : null}
+    </div>
+  );
+}
+
+export function Registries(props: { api: Api }) {
+  const { api } = props;
+  const remotes = useLoad((s) => api.get<Registry<RemoteRow>>('/v1/admin/registries/a2a-agents', s), []);
+  const mcp = useLoad((s) => api.get<Registry<McpRow>>('/v1/admin/registries/mcp-servers', s), []);
+  return (
+    <section>
+      <PageTitle>Registries</PageTitle>
+      <p class="muted">
+        As this server loaded them (read-only; edit the files, changes are picked up within seconds).{' '}
+        <button
+          type="button"
+          onClick={() => {
+            remotes.reload();
+            mcp.reload();
+          }}
+        >
+          Reload view
+        </button>
+      </p>
+      <RegistryBlock
+        title="Remote A2A agents"
+        reg={remotes}
+        columns={[
+          { label: 'URL', cell: (r) => r.url },
+          { label: 'Card URL', cell: (r) => r.card_url ?? '(looked up)' },
+          { label: 'Auth', cell: (r) => r.auth },
+        ]}
+      />
+      <RegistryBlock
+        title="MCP servers"
+        reg={mcp}
+        columns={[
+          { label: 'Transport', cell: (r) => r.transport },
+          {
+            label: 'Endpoint',
+            cell: (r) => r.url ?? `${r.command ?? ''}${r.args_count ? ` (+${r.args_count} args)` : ''}`,
+          },
+          { label: 'Description', cell: (r) => r.description },
+        ]}
+      />
+    </section>
+  );
+}

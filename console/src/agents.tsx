@@ -1,0 +1,413 @@
+import type { TargetedEvent } from 'preact';
+import { useState } from 'preact/hooks';
+import { ApiError, q, type Agent, type Api, type Constitution, type Page } from './api';
+import { navigate } from './router';
+import { Copyable, ErrorBox, Link, PageTitle, Pager, useLoad, usePager, When } from './ui';
+
+export function AgentList(props: { api: Api }) {
+  const pager = usePager('agents');
+  const { data, error, loading } = useLoad(
+    (signal) => props.api.get<Page<Agent>>(`/v1/agents${q({ limit: 50, cursor: pager.cursor })}`, signal),
+    [pager.cursor],
+  );
+  return (
+    <section>
+      <PageTitle>Agents</PageTitle>
+      <p>
+        <Link to="/agents/new" class="button primary">
+          New agent
+        </Link>
+      </p>
+      <ErrorBox error={error} />
+      {loading && !data ? <p aria-live="polite">Loading…</p> : null}
+      {data ? (
+        <table>
+          <caption class="sr-only">Agents of this tenant</caption>
+          <thead>
+            <tr>
+              <th scope="col">Id</th>
+              <th scope="col">Name</th>
+              <th scope="col">Role</th>
+              <th scope="col">Source</th>
+              <th scope="col">Updated</th>
+            </tr>
+          </thead>
+          <tbody>
+            {data.items.map((a) => (
+              <tr key={a.id}>
+                <td>
+                  <Link to={`/agents/${encodeURIComponent(a.id)}`}>{a.id}</Link>
+                </td>
+                <td>{a.agent_def.name ?? a.id}</td>
+                <td>{a.agent_def.role ?? ''}</td>
+                <td>{a.source}</td>
+                <td>
+                  <When at={a.updated_at} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+      {data ? <Pager pager={pager} nextCursor={data.next_cursor} /> : null}
+    </section>
+  );
+}
+
+type FormValues = Record<string, string>;
+
+const TEXT_FIELDS: { key: keyof Constitution; label: string; hint: string; long?: boolean }[] = [
+  { key: 'name', label: 'Name', hint: '1–128 characters; the id when empty' },
+  { key: 'role', label: 'Role', hint: 'up to 256 characters' },
+  { key: 'goal', label: 'Goal', hint: 'up to 4000 characters', long: true },
+  { key: 'personality', label: 'Personality', hint: 'up to 2000 characters', long: true },
+  { key: 'model', label: 'Model', hint: 'provider/model, e.g. openai/gpt-4o-mini; empty = the server default' },
+  { key: 'max_tokens', label: 'Max tokens', hint: 'integer 1–200000 (default 4096)' },
+  { key: 'temperature', label: 'Temperature', hint: 'number 0–2 (default 0.7)' },
+];
+
+function toValues(def: Constitution): FormValues {
+  const v: FormValues = {};
+  for (const [k, val] of Object.entries(def)) {
+    if (val === null || val === undefined) continue;
+    v[k] = Array.isArray(val) ? val.join('\n') : String(val);
+  }
+  return v;
+}
+
+/** The form's values as a constitution: numbers parsed where they look like numbers (the server checks the rest). */
+function toBody(v: FormValues, original: Constitution | undefined): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const num = (s: string): number | string => (/^-?\d+(\.\d+)?$/.test(s.trim()) ? Number(s) : s);
+  for (const f of ['name', 'role', 'goal', 'personality', 'model', 'brevity', 'mode'] as const) {
+    const s = v[f] ?? '';
+    if (s !== '') out[f] = s;
+    else if (original && original[f] !== undefined && original[f] !== '' && original[f] !== null) out[f] = null;
+  }
+  for (const f of ['max_tokens', 'temperature'] as const) {
+    const s = (v[f] ?? '').trim();
+    if (s !== '') out[f] = num(s);
+    else if (original && original[f] !== undefined) out[f] = null;
+  }
+  for (const f of ['rules', 'capabilities'] as const) {
+    const list = (v[f] ?? '')
+      .split('\n')
+      .map((s) => s.trim())
+      .filter(Boolean);
+    if (list.length > 0 || (original && (original[f]?.length ?? 0) > 0)) out[f] = list;
+  }
+  return out;
+}
+
+/** Server field names (`temperature`, `rules.3`, `agent_def.goal`) → the form field they belong to. */
+function fieldOf(field: string): string {
+  return field.replace(/^agent_def\./, '').split(/[.[]/)[0] ?? field;
+}
+
+export function AgentForm(props: { api: Api; agent?: Agent }) {
+  const editing = props.agent !== undefined;
+  const [values, setValues] = useState<FormValues>(() => (props.agent ? toValues(props.agent.agent_def) : {}));
+  const [id, setId] = useState(props.agent?.id ?? '');
+  const [errors, setErrors] = useState<Record<string, string[]>>({});
+  const [formError, setFormError] = useState<unknown>(null);
+  const [saved, setSaved] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const set = (k: string) => (e: TargetedEvent<HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement>) => {
+    const value = e.currentTarget.value;
+    setValues((v) => ({ ...v, [k]: value }));
+  };
+
+  const submit = async (e: Event): Promise<void> => {
+    e.preventDefault();
+    setBusy(true);
+    setErrors({});
+    setFormError(null);
+    setSaved(false);
+    try {
+      const body = toBody(values, props.agent?.agent_def);
+      if (editing) {
+        await props.api.call('PATCH', `/v1/agents/${encodeURIComponent(id)}`, body);
+        setSaved(true);
+      } else {
+        const created = await props.api.call<Agent>('POST', '/v1/agents', { id, ...body });
+        navigate(`/agents/${encodeURIComponent(created.id)}`);
+      }
+    } catch (err) {
+      if (err instanceof ApiError && err.details.length > 0) {
+        const byField: Record<string, string[]> = {};
+        const known = new Set(['id', 'brevity', 'mode', 'rules', 'capabilities', ...TEXT_FIELDS.map((f) => f.key)]);
+        const rest: string[] = [];
+        for (const d of err.details) {
+          const f = fieldOf(d.field);
+          if (known.has(f)) byField[f] = [...(byField[f] ?? []), ...d.messages];
+          else rest.push(`${d.field}: ${d.messages.join('; ')}`);
+        }
+        setErrors(byField);
+        setFormError(rest.length > 0 ? new Error(rest.join('\n')) : err);
+        // Focus the first field with a problem.
+        const first = Object.keys(byField)[0];
+        if (first) document.getElementById(`f-${first}`)?.focus();
+      } else setFormError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const fieldProps = (k: string) => ({
+    id: `f-${k}`,
+    name: k,
+    'aria-invalid': errors[k] ? true : undefined,
+    'aria-describedby': `f-${k}-hint${errors[k] ? ` f-${k}-err` : ''}`,
+  });
+  const hint = (k: string, text: string) => (
+    <>
+      <small id={`f-${k}-hint`} class="hint">
+        {text}
+      </small>
+      {errors[k] ? (
+        <ul id={`f-${k}-err`} class="field-error" data-field={k}>
+          {errors[k].map((m) => (
+            <li key={m}>{m}</li>
+          ))}
+        </ul>
+      ) : null}
+    </>
+  );
+
+  return (
+    <form onSubmit={(e) => void submit(e)} class="agent-form" noValidate>
+      <div class="field">
+        <label for="f-id">Id</label>
+        <input
+          {...fieldProps('id')}
+          value={id}
+          readOnly={editing}
+          required
+          onInput={(e) => setId(e.currentTarget.value)}
+        />
+        {hint('id', 'letters, digits, _ and -, up to 64; cannot change later')}
+      </div>
+      {TEXT_FIELDS.map((f) => (
+        <div class="field" key={f.key}>
+          <label for={`f-${f.key}`}>{f.label}</label>
+          {f.long ? (
+            <textarea {...fieldProps(f.key)} rows={3} value={values[f.key] ?? ''} onInput={set(f.key)} />
+          ) : (
+            <input {...fieldProps(f.key)} value={values[f.key] ?? ''} onInput={set(f.key)} />
+          )}
+          {hint(f.key, f.hint)}
+        </div>
+      ))}
+      <div class="field-row">
+        <div class="field">
+          <label for="f-brevity">Brevity</label>
+          <select {...fieldProps('brevity')} value={values.brevity ?? ''} onChange={set('brevity')}>
+            <option value="">default (lite)</option>
+            {['off', 'lite', 'full', 'ultra'].map((o) => (
+              <option key={o} value={o}>
+                {o}
+              </option>
+            ))}
+          </select>
+          {hint('brevity', 'how short the answers are')}
+        </div>
+        <div class="field">
+          <label for="f-mode">Mode</label>
+          <select {...fieldProps('mode')} value={values.mode ?? ''} onChange={set('mode')}>
+            <option value="">default (standard)</option>
+            {['standard', 'planner', 'writer'].map((o) => (
+              <option key={o} value={o}>
+                {o}
+              </option>
+            ))}
+          </select>
+          {hint('mode', 'standard, planner or writer')}
+        </div>
+      </div>
+      <div class="field">
+        <label for="f-rules">Rules</label>
+        <textarea {...fieldProps('rules')} rows={3} value={values.rules ?? ''} onInput={set('rules')} />
+        {hint('rules', 'one per line, up to 64')}
+      </div>
+      <div class="field">
+        <label for="f-capabilities">Capabilities</label>
+        <textarea
+          {...fieldProps('capabilities')}
+          rows={3}
+          value={values.capabilities ?? ''}
+          onInput={set('capabilities')}
+        />
+        {hint(
+          'capabilities',
+          'one per line; /agent, /parallel, /write, /mem, /fetch, /a2a grant tools, others are skills',
+        )}
+      </div>
+      <ErrorBox error={formError} />
+      {saved ? (
+        <p class="ok" role="status">
+          Saved.
+        </p>
+      ) : null}
+      <button type="submit" class="primary" disabled={busy}>
+        {editing ? 'Save changes' : 'Create agent'}
+      </button>
+    </form>
+  );
+}
+
+export function NewAgent(props: { api: Api }) {
+  return (
+    <section>
+      <PageTitle>New agent</PageTitle>
+      <AgentForm api={props.api} />
+    </section>
+  );
+}
+
+function snippets(base: string, id: string): { label: string; text: string }[] {
+  const url = `${base}/v1/a2a/agents/${id}`;
+  return [
+    {
+      label: 'curl: JSON-RPC SendMessage (v1.0)',
+      text: `curl -s ${url} -H "Authorization: Bearer $TOKEN" -H 'A2A-Version: 1.0' \\
+  -H 'Content-Type: application/json' \\
+  -d '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hello"}]}}}'`,
+    },
+    {
+      label: 'curl: REST message:stream (SSE)',
+      text: `curl -N ${url}/message:stream -H "Authorization: Bearer $TOKEN" -H 'A2A-Version: 1.0' \\
+  -H 'Content-Type: application/a2a+json' \\
+  -d '{"message":{"messageId":"m2","role":"ROLE_USER","parts":[{"text":"hello"}]}}'`,
+    },
+    {
+      label: 'TypeScript: @a2a-js/sdk',
+      text: `import { ClientFactory, JsonRpcTransportFactory, DefaultAgentCardResolver } from '@a2a-js/sdk/client';
+
+const fetchImpl: typeof fetch = (input, init) =>
+  fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), Authorization: \`Bearer \${process.env.TOKEN}\` } });
+const client = await new ClientFactory({
+  transports: [new JsonRpcTransportFactory({ fetchImpl })],
+  cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
+}).createFromUrl('${url}/');
+const reply = await client.sendMessage({
+  message: { kind: 'message', messageId: crypto.randomUUID(), role: 'user', parts: [{ kind: 'text', text: 'hello' }] },
+});`,
+    },
+  ];
+}
+
+interface Card {
+  name?: string;
+  description?: string;
+  supportedInterfaces?: { url: string; protocolBinding: string; protocolVersion: string }[];
+  skills?: { id: string; name: string; description?: string }[];
+}
+
+export function AgentDetail(props: { api: Api; id: string }) {
+  const { api, id } = props;
+  const enc = encodeURIComponent(id);
+  const agent = useLoad((signal) => api.get<Agent>(`/v1/agents/${enc}`, signal), [id]);
+  const card = useLoad(
+    async (signal) => {
+      const res = await fetch(`/v1/a2a/agents/${enc}/.well-known/agent-card.json`, {
+        headers: api.headers({ 'A2A-Version': '1.0' }),
+        signal,
+        credentials: 'omit',
+      });
+      if (!res.ok) throw new Error(`the card answered HTTP ${res.status}`);
+      return (await res.json()) as Card;
+    },
+    [id],
+  );
+  const [deleteError, setDeleteError] = useState<unknown>(null);
+  const remove = async (): Promise<void> => {
+    if (!confirm(`Delete agent ${id}? Its tasks stay in the log.`)) return;
+    try {
+      await api.call('DELETE', `/v1/agents/${enc}`);
+      navigate('/agents');
+    } catch (err) {
+      setDeleteError(err);
+    }
+  };
+  const a = agent.data;
+  return (
+    <section>
+      <PageTitle>Agent {id}</PageTitle>
+      <ErrorBox error={agent.error} />
+      {a ? (
+        <>
+          <p class="actions">
+            <Link to={`/agents/${enc}/chat`} class="button primary">
+              Try it
+            </Link>
+            <Link to={`/tasks?agent_id=${enc}`} class="button">
+              Its tasks
+            </Link>
+            {a.source === 'stored' ? (
+              <button type="button" class="danger" onClick={() => void remove()}>
+                Delete agent
+              </button>
+            ) : null}
+          </p>
+          <ErrorBox error={deleteError} />
+          <div class="columns">
+            <div>
+              <h2>Constitution</h2>
+              {a.source === 'stored' ? (
+                <AgentForm api={api} agent={a} key={a.id} />
+              ) : (
+                <>
+                  <p class="muted">
+                    {a.source === 'builtin' ? 'The built-in master agent' : 'A file-backed agent'}: read-only here.
+                  </p>
+                  <pre tabIndex={0}>{JSON.stringify(a.agent_def, null, 2)}</pre>
+                </>
+              )}
+            </div>
+            <div>
+              <h2>Endpoints</h2>
+              <ErrorBox error={card.error} />
+              {card.data?.supportedInterfaces ? (
+                <table>
+                  <caption class="sr-only">Endpoints per binding</caption>
+                  <thead>
+                    <tr>
+                      <th scope="col">Binding</th>
+                      <th scope="col">Version</th>
+                      <th scope="col">URL</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {card.data.supportedInterfaces.map((i) => (
+                      <tr key={`${i.protocolBinding}-${i.protocolVersion}`}>
+                        <td>{i.protocolBinding}</td>
+                        <td>{i.protocolVersion}</td>
+                        <td>
+                          <code>{i.url}</code>
+                        </td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              ) : null}
+              <Copyable
+                label="Agent card URL"
+                text={`${location.origin}/v1/a2a/agents/${enc}/.well-known/agent-card.json`}
+              />
+              {snippets(location.origin, enc).map((s) => (
+                <Copyable key={s.label} label={s.label} text={s.text} />
+              ))}
+              <h2>Agent card</h2>
+              <p class="muted">As A2A clients see it (A2A-Version 1.0).</p>
+              {card.data ? (
+                <pre tabIndex={0} class="card-json">
+                  {JSON.stringify(card.data, null, 2)}
+                </pre>
+              ) : null}
+            </div>
+          </div>
+        </>
+      ) : null}
+    </section>
+  );
+}

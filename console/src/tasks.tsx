@@ -1,0 +1,336 @@
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { q, TASK_STATES, TERMINAL, type Agent, type Api, type Page, type RequestView } from './api';
+import { navigate } from './router';
+import { ErrorBox, errorText, Link, PageTitle, Pager, StateBadge, useLoad, usePager, When } from './ui';
+
+export function TaskList(props: { api: Api; search: URLSearchParams }) {
+  const { api, search } = props;
+  const agentId = search.get('agent_id') ?? '';
+  const state = search.get('state') ?? '';
+  const context = search.get('context_id') ?? '';
+  const [contextDraft, setContextDraft] = useState(context);
+  const filterKey = `${agentId}|${state}|${context}`;
+  const pager = usePager(filterKey);
+  const agents = useLoad((signal) => api.get<Page<Agent>>('/v1/agents?limit=200', signal), []);
+  const tasks = useLoad(
+    (signal) =>
+      api.get<Page<RequestView>>(
+        `/v1/requests${q({ agent_id: agentId, state, context_id: context, limit: 25, cursor: pager.cursor })}`,
+        signal,
+      ),
+    [filterKey, pager.cursor],
+  );
+  const setFilter = (k: string, v: string): void => {
+    const s = new URLSearchParams(search);
+    if (v) s.set(k, v);
+    else s.delete(k);
+    const str = s.toString();
+    navigate(`/tasks${str ? `?${str}` : ''}`, true);
+  };
+  return (
+    <section>
+      <PageTitle>Tasks</PageTitle>
+      <form
+        class="filters"
+        role="search"
+        aria-label="Filter tasks"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setFilter('context_id', contextDraft.trim());
+        }}
+      >
+        <div class="field">
+          <label for="flt-agent">Agent</label>
+          <select id="flt-agent" value={agentId} onChange={(e) => setFilter('agent_id', e.currentTarget.value)}>
+            <option value="">all agents</option>
+            {agents.data?.items.map((a) => (
+              <option key={a.id} value={a.id}>
+                {a.id}
+              </option>
+            ))}
+            {agentId && agents.data && !agents.data.items.some((a) => a.id === agentId) ? (
+              <option value={agentId}>{agentId}</option>
+            ) : null}
+          </select>
+        </div>
+        <div class="field">
+          <label for="flt-state">State</label>
+          <select id="flt-state" value={state} onChange={(e) => setFilter('state', e.currentTarget.value)}>
+            <option value="">any state</option>
+            {TASK_STATES.map((s) => (
+              <option key={s} value={s}>
+                {s}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div class="field">
+          <label for="flt-context">Context id</label>
+          <input id="flt-context" value={contextDraft} onInput={(e) => setContextDraft(e.currentTarget.value)} />
+        </div>
+        <button type="submit">Apply</button>
+        <button type="button" onClick={() => tasks.reload()}>
+          Refresh
+        </button>
+      </form>
+      <ErrorBox error={tasks.error} />
+      {tasks.data ? (
+        tasks.data.items.length === 0 ? (
+          <p>No tasks match.</p>
+        ) : (
+          <table>
+            <caption class="sr-only">Tasks, newest first</caption>
+            <thead>
+              <tr>
+                <th scope="col">Task</th>
+                <th scope="col">Agent</th>
+                <th scope="col">State</th>
+                <th scope="col">Context</th>
+                <th scope="col">Updated</th>
+                <th scope="col">Tokens in/out</th>
+              </tr>
+            </thead>
+            <tbody>
+              {tasks.data.items.map((t) => (
+                <tr key={t.id}>
+                  <td>
+                    <Link to={`/tasks/${t.id}`}>
+                      <code>{t.id.slice(0, 8)}</code>
+                    </Link>
+                  </td>
+                  <td>{t.agent_id}</td>
+                  <td>
+                    <StateBadge state={t.state} />
+                  </td>
+                  <td>
+                    <Link to={`/tasks?context_id=${encodeURIComponent(t.context_id)}`}>
+                      <code>{t.context_id.slice(0, 8)}</code>
+                    </Link>
+                  </td>
+                  <td>
+                    <When at={t.updated_at} />
+                  </td>
+                  <td>
+                    {t.input_tokens}/{t.output_tokens}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )
+      ) : null}
+      {tasks.data ? <Pager pager={pager} nextCursor={tasks.data.next_cursor} /> : null}
+    </section>
+  );
+}
+
+/** One entry of the timeline: consecutive text from one agent at one depth is one entry that grows. */
+type Entry =
+  | { kind: 'text'; seq: number; agent: string; depth: number; content: string }
+  | { kind: 'event'; seq: number; name: string; data: Record<string, unknown> };
+
+interface NativeFrame {
+  seq?: number;
+  agent?: string;
+  depth?: number;
+  content?: string;
+  [k: string]: unknown;
+}
+
+function describe(name: string, d: Record<string, unknown>): string {
+  const s = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v));
+  switch (name) {
+    case 'request_received':
+      return `${d.continuation ? 'Continuation' : 'Request'} for ${s(d.agent)}: ${s(d.message)}`;
+    case 'stream_start':
+      return `${s(d.agent)} started`;
+    case 'stream_end':
+      return `${s(d.agent)} finished streaming`;
+    case 'tool_call': {
+      // What the log keeps of a call: the tool, whether it worked, its arguments, and any detail (remote task id …).
+      const { tool, ok, args, depth: _depth, agent: _agent, seq: _seq, request_id: _rid, ...detail } = d;
+      const extra = Object.entries(detail)
+        .map(([k, v]) => `${k}: ${s(v)}`)
+        .join('; ');
+      return `Tool ${s(tool)} ${ok ? 'ok' : 'failed'}${args ? ` — ${s(args)}` : ''}${extra ? ` (${extra})` : ''}`;
+    }
+    case 'sub_agent_response':
+      return `Sub-agent ${s(d.agent)} (depth ${s(d.depth)}) replied: ${s(d.content)}`;
+    case 'file':
+      return `File ${s(d.path)} (${s(d.media_type)}, ${s(d.size)} bytes)`;
+    case 'token_usage':
+      return `Usage: ${s(d.input_tokens)} in / ${s(d.output_tokens)} out`;
+    case 'input_required':
+      return `Input required: ${s(d.content)}`;
+    case 'error':
+      return `Error ${s(d.error_code)}: ${s(d.message)}`;
+    case 'done':
+      return d.ok
+        ? `Done (${s(d.input_tokens)} in / ${s(d.output_tokens)} out)`
+        : `Ended: ${s(d.error_code)} — ${s(d.error)}`;
+    default:
+      return JSON.stringify(d);
+  }
+}
+
+/**
+ * The live timeline of one task, from `/v1/requests/:id/events`: the stored events, then live ones. When the
+ * stream drops before the task ends it reconnects with `since_seq` = the last seq seen (backing off to 5 s).
+ */
+export function TaskPage(props: { api: Api; id: string }) {
+  const { api, id } = props;
+  const [task, setTask] = useState<RequestView | null>(null);
+  const [entries, setEntries] = useState<Entry[]>([]);
+  const [conn, setConn] = useState<'connecting' | 'live' | 'reconnecting' | 'ended'>('connecting');
+  const [error, setError] = useState<unknown>(null);
+  const [cancelError, setCancelError] = useState<unknown>(null);
+  const lastSeq = useRef(0);
+
+  useEffect(() => {
+    const ctl = new AbortController();
+    lastSeq.current = 0;
+    setEntries([]);
+    const add = (name: string, f: NativeFrame): void => {
+      setEntries((list) => {
+        const seq = f.seq ?? 0;
+        if (name === 'text') {
+          const last = list[list.length - 1];
+          const agent = f.agent ?? '';
+          const depth = f.depth ?? 0;
+          if (last && last.kind === 'text' && last.agent === agent && last.depth === depth) {
+            return [...list.slice(0, -1), { ...last, seq, content: last.content + (f.content ?? '') }];
+          }
+          return [...list, { kind: 'text', seq, agent, depth, content: f.content ?? '' }];
+        }
+        return [...list, { kind: 'event', seq, name, data: f }];
+      });
+    };
+    void (async () => {
+      let delay = 250;
+      while (!ctl.signal.aborted) {
+        let t: RequestView;
+        try {
+          t = await api.get<RequestView>(`/v1/requests/${encodeURIComponent(id)}`, ctl.signal);
+          setTask(t);
+          setError(null);
+        } catch (err) {
+          if (ctl.signal.aborted) return;
+          setError(err);
+          setConn('reconnecting');
+          await new Promise((r) => setTimeout(r, delay));
+          delay = Math.min(delay * 2, 5_000);
+          continue;
+        }
+        if ((TERMINAL.has(t.state) || t.state === 'input-required') && lastSeq.current >= t.last_seq) {
+          setConn('ended');
+          return;
+        }
+        try {
+          setConn(lastSeq.current > 0 ? 'reconnecting' : 'connecting');
+          await api.stream(
+            `/v1/requests/${encodeURIComponent(id)}/events${q({ since_seq: lastSeq.current })}`,
+            { signal: ctl.signal },
+            (frame) => {
+              setConn('live');
+              delay = 250;
+              const seq = Number(frame.id);
+              if (Number.isInteger(seq) && seq > lastSeq.current) lastSeq.current = seq;
+              let data: NativeFrame = {};
+              try {
+                data = JSON.parse(frame.data) as NativeFrame;
+              } catch {
+                return;
+              }
+              add(frame.event, data);
+            },
+          );
+        } catch (err) {
+          if (ctl.signal.aborted) return;
+          setError(err);
+        }
+        if (ctl.signal.aborted) return;
+        // The stream ended: the task is over (the next read says so) or the connection dropped (resume).
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, 5_000);
+      }
+    })();
+    return () => ctl.abort();
+  }, [api, id]);
+
+  const cancel = async (): Promise<void> => {
+    setCancelError(null);
+    try {
+      setTask(await api.call<RequestView>('POST', `/v1/requests/${encodeURIComponent(id)}/cancel`));
+    } catch (err) {
+      setCancelError(err);
+    }
+  };
+
+  const running = task && !TERMINAL.has(task.state);
+  return (
+    <section>
+      <PageTitle>Task {id.slice(0, 8)}</PageTitle>
+      <ErrorBox error={error} />
+      {task ? (
+        <dl class="facts">
+          <dt>State</dt>
+          <dd data-testid="task-state">
+            <StateBadge state={task.state} />
+          </dd>
+          <dt>Agent</dt>
+          <dd>
+            <Link to={`/agents/${encodeURIComponent(task.agent_id)}`}>{task.agent_id}</Link>
+          </dd>
+          <dt>Context</dt>
+          <dd>
+            <Link to={`/tasks?context_id=${encodeURIComponent(task.context_id)}`}>
+              <code>{task.context_id}</code>
+            </Link>
+          </dd>
+          <dt>Task id</dt>
+          <dd>
+            <code>{task.id}</code>
+          </dd>
+          <dt>Timeline</dt>
+          <dd aria-live="polite" data-testid="stream-state">
+            {conn === 'live' ? 'live' : conn === 'ended' ? 'complete' : conn}
+            {lastSeq.current > 0 ? ` (seq ${lastSeq.current})` : ''}
+          </dd>
+        </dl>
+      ) : null}
+      {running ? (
+        <p>
+          <button type="button" class="danger" onClick={() => void cancel()}>
+            Cancel task
+          </button>
+        </p>
+      ) : null}
+      <ErrorBox error={cancelError} />
+      <h2>Timeline</h2>
+      <ol class="timeline" aria-label="Events">
+        {entries.map((e, i) =>
+          e.kind === 'text' ? (
+            <li key={i} class={`ev ev-text depth-${Math.min(e.depth, 3)}`} data-event="text">
+              <span class="ev-name">
+                {e.agent}
+                {e.depth > 0 ? ` (depth ${e.depth})` : ''}
+              </span>
+              <div class="ev-text-body">{e.content}</div>
+            </li>
+          ) : (
+            <li key={i} class={`ev ev-${e.name}`} data-event={e.name}>
+              <span class="ev-name">{e.name}</span> <span>{describe(e.name, e.data)}</span>
+              {e.name === 'file' && typeof e.data.content === 'string' ? (
+                <details>
+                  <summary>Content</summary>
+                  <pre tabIndex={0}>{e.data.content}</pre>
+                </details>
+              ) : null}
+            </li>
+          ),
+        )}
+      </ol>
+      {task?.error ? <p class="error">{errorText(new Error(task.error))}</p> : null}
+    </section>
+  );
+}

@@ -1,0 +1,139 @@
+import type { ComponentChildren, TargetedMouseEvent } from 'preact';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { ApiError } from './api';
+import { BASE, navigate } from './router';
+
+/** An in-console link: a real `<a href>` (open in a new tab works), navigated on the client. */
+export function Link(props: { to: string; children: ComponentChildren; class?: string; current?: boolean }) {
+  const onClick = (e: TargetedMouseEvent<HTMLAnchorElement>): void => {
+    if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+    e.preventDefault();
+    navigate(props.to);
+  };
+  return (
+    <a
+      href={`${BASE}${props.to}`}
+      onClick={onClick}
+      class={props.class}
+      aria-current={props.current ? 'page' : undefined}
+    >
+      {props.children}
+    </a>
+  );
+}
+
+/** The page heading; focused on mount so a route change is announced and keyboard focus starts at the page. */
+export function PageTitle(props: { children: ComponentChildren }) {
+  const ref = useRef<HTMLHeadingElement>(null);
+  useEffect(() => {
+    ref.current?.focus();
+  }, []);
+  return (
+    <h1 tabIndex={-1} ref={ref}>
+      {props.children}
+    </h1>
+  );
+}
+
+export function errorText(err: unknown): string {
+  if (err instanceof ApiError) return `${err.message}${err.status ? ` (HTTP ${err.status})` : ''}`;
+  if (err instanceof Error) return err.message;
+  return String(err);
+}
+
+export function ErrorBox(props: { error: unknown }) {
+  if (!props.error) return null;
+  return (
+    <p class="error" role="alert">
+      {errorText(props.error)}
+    </p>
+  );
+}
+
+/** Loads once per `deps` change; `reload()` loads again. */
+export function useLoad<T>(
+  load: (signal: AbortSignal) => Promise<T>,
+  deps: unknown[],
+): { data: T | undefined; error: unknown; loading: boolean; reload: () => void } {
+  const [state, setState] = useState<{ data?: T; error?: unknown; loading: boolean }>({ loading: true });
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    const ctl = new AbortController();
+    setState((s) => ({ ...s, loading: true }));
+    load(ctl.signal).then(
+      (data) => !ctl.signal.aborted && setState({ data, loading: false }),
+      (error: unknown) => !ctl.signal.aborted && setState({ error, loading: false }),
+    );
+    return () => ctl.abort();
+  }, [...deps, tick]);
+  return { data: state.data, error: state.error, loading: state.loading, reload: () => setTick((n) => n + 1) };
+}
+
+/** A block of text with a Copy button (clipboard where the browser allows it; the text is selectable anyway). */
+export function Copyable(props: { label: string; text: string; secret?: boolean }) {
+  const [copied, setCopied] = useState(false);
+  const copy = (): void => {
+    navigator.clipboard?.writeText(props.text).then(
+      () => {
+        setCopied(true);
+        setTimeout(() => setCopied(false), 1500);
+      },
+      () => setCopied(false),
+    );
+  };
+  return (
+    <div class={props.secret ? 'copyable secret' : 'copyable'}>
+      <div class="copyable-head">
+        <span>{props.label}</span>
+        <button type="button" class="small" onClick={copy} aria-label={`Copy ${props.label}`}>
+          {copied ? 'Copied' : 'Copy'}
+        </button>
+      </div>
+      <pre tabIndex={0} aria-label={props.label}>
+        <code>{props.text}</code>
+      </pre>
+    </div>
+  );
+}
+
+export function StateBadge(props: { state: string }) {
+  return <span class={`badge state-${props.state}`}>{props.state}</span>;
+}
+
+export function When(props: { at: string | null | undefined }) {
+  if (!props.at) return <span class="muted">—</span>;
+  const d = new Date(props.at);
+  return <time dateTime={props.at}>{d.toLocaleString()}</time>;
+}
+
+/** Cursor paging: a stack of the cursors that led to each page, so Previous works without a server-side back link. */
+export function usePager(resetKey: string) {
+  const [stack, setStack] = useState<string[]>([]);
+  useEffect(() => setStack([]), [resetKey]);
+  const cursor = stack[stack.length - 1];
+  return {
+    cursor,
+    page: stack.length + 1,
+    next: (c: string) => setStack((s) => [...s, c]),
+    prev: () => setStack((s) => s.slice(0, -1)),
+    first: () => setStack([]),
+  };
+}
+
+export function Pager(props: { pager: ReturnType<typeof usePager>; nextCursor: string | null | undefined }) {
+  const { pager, nextCursor } = props;
+  return (
+    <nav class="pager" aria-label="Pages">
+      <button type="button" onClick={pager.first} disabled={pager.page === 1}>
+        First
+      </button>
+      <button type="button" onClick={pager.prev} disabled={pager.page === 1}>
+        Previous
+      </button>
+      <span aria-live="polite">Page {pager.page}</span>
+      <button type="button" onClick={() => nextCursor && pager.next(nextCursor)} disabled={!nextCursor}>
+        Next
+      </button>
+    </nav>
+  );
+}

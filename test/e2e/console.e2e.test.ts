@@ -1,0 +1,477 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { CONSOLE_DIR } from '../../src/console/console.module.js';
+import { FakeProvider } from '../helpers/fake-provider.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { TcpProxy } from '../helpers/tcp-proxy.js';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const SHOTS = join(process.cwd(), 'test-artifacts', 'console');
+
+/** The newest modification time under `dir` (the console's sources). */
+function newest(dir: string): number {
+  return Math.max(
+    ...readdirSync(dir).map((n) => {
+      const p = join(dir, n);
+      const st = statSync(p);
+      return st.isDirectory() ? newest(p) : st.mtimeMs;
+    }),
+  );
+}
+
+/** `npm test` compiles the server only: build the console when it is missing or older than its sources. */
+function ensureConsoleBuilt(): void {
+  const index = join(CONSOLE_DIR, 'index.html');
+  if (existsSync(index) && statSync(index).mtimeMs >= newest(join(process.cwd(), 'console', 'src'))) return;
+  const r = spawnSync(
+    process.execPath,
+    ['node_modules/vite/bin/vite.js', 'build', '--config', 'console/vite.config.ts'],
+    {
+      stdio: 'inherit',
+    },
+  );
+  assert.equal(r.status, 0, 'the console builds');
+}
+
+/** A tenant or admin tab; every request that would leave the server's origin is refused and recorded. */
+async function openTab(
+  browser: Browser,
+  origin: string,
+  offOrigin: string[],
+): Promise<{ ctx: BrowserContext; page: Page }> {
+  const ctx = await browser.newContext({ viewport: { width: 1366, height: 768 }, baseURL: origin });
+  await ctx.route('**/*', async (route) => {
+    const url = route.request().url();
+    if (url.startsWith(`${origin}/`) || url.startsWith('data:')) return route.continue();
+    offOrigin.push(url);
+    return route.abort();
+  });
+  const page = await ctx.newPage();
+  page.setDefaultTimeout(15_000);
+  page.on('dialog', (d) => void d.accept());
+  return { ctx, page };
+}
+
+async function signIn(page: Page, token: string, heading: string): Promise<void> {
+  await page.goto('/console/');
+  await page.getByLabel('Token').fill(token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { level: 1, name: heading }).waitFor();
+}
+
+/** Waits until the page's table has `n` body rows (the console's CSP forbids evaluating strings in the page). */
+async function rowsBecome(page: Page, n: number): Promise<void> {
+  const rows = page.locator('tbody tr');
+  for (let i = 0; i < 300 && (await rows.count()) !== n; i++) await new Promise((r) => setTimeout(r, 50));
+  assert.equal(await rows.count(), n, 'table rows');
+}
+
+const shot = (page: Page, name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`) });
+
+// Outside CI a machine without Chromium skips these; in CI (.ci/run installs it) a missing browser fails them.
+const skip = !process.env.CI && !existsSync(CHROMIUM) ? `no Chromium at ${CHROMIUM}` : false;
+describe('web console (/console) in Chromium', { skip }, () => {
+  let server: TestServer;
+  let fake: FakeProvider;
+  let browser: Browser;
+  const offOrigin: string[] = [];
+  let admin: Page;
+  let tenant: Page;
+  let tenantCtx: BrowserContext;
+  let tenantToken = '';
+  let tenantId = '';
+
+  before(async () => {
+    ensureConsoleBuilt();
+    mkdirSync(SHOTS, { recursive: true });
+    fake = new FakeProvider();
+    await fake.start();
+    // A scripted model that uses tools: it delegates to another agent and writes a file, then answers.
+    fake.scripts.set('toolsmith', (c) =>
+      c.call % 2 === 1
+        ? '/agent parrot repeat after me\n/write notes/todo.md\n- try the console\n/endwrite'
+        : 'All done.',
+    );
+    server = await startTestServer({
+      // Several chunks with a pause between them: the reply streams as separate text events. Agents without a
+      // model run on the echo model; `openai/toolsmith` is the scripted one.
+      env: {
+        ARBITER_ECHO_CHUNKS: '6',
+        ARBITER_ECHO_DELAY_MS: '40',
+        ARBITER_DEFAULT_MODEL: 'echo',
+        OPENAI_BASE_URL: `${fake.url}/v1`,
+        OPENAI_API_KEY: 'sk-test-console-0001',
+      },
+      prepareHome: (home) => {
+        writeFileSync(
+          join(home, 'a2a_agents.json'),
+          JSON.stringify({
+            agents: {
+              weather: {
+                url: 'http://127.0.0.1:9/a2a/weather?key=url-secret-123',
+                auth: { type: 'bearer', token: 'remote-secret-456' },
+              },
+              reviewer: { url: 'http://127.0.0.1:9/a2a/reviewer', auth: { token_env: 'ARBITER_TEST_UNSET_VAR_X' } },
+            },
+          }),
+        );
+        writeFileSync(join(home, 'mcp_servers.json'), '{"mcpServers": {"broken": {"type": "stdio"}}}');
+      },
+    });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
+    admin = (await openTab(browser, server.url, offOrigin)).page;
+    const t = await openTab(browser, server.url, offOrigin);
+    tenant = t.page;
+    tenantCtx = t.ctx;
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+    await fake?.stop();
+  });
+
+  it('serves the console with its own CSP, SPA fallback, and 404 for a missing asset', async () => {
+    const page = await server.http.get('/console/tasks/whatever');
+    assert.equal(page.status, 200);
+    assert.match(page.headers.get('content-type') ?? '', /text\/html/);
+    const csp = page.headers.get('content-security-policy') ?? '';
+    assert.match(csp, /script-src 'self'/);
+    assert.match(csp, /connect-src 'self'/);
+    assert.doesNotMatch(csp, /unsafe-inline|https:/);
+    assert.equal((await server.http.get('/console/assets/missing-1234.js')).status, 404);
+    const api = await server.http.get('/v1/health');
+    assert.doesNotMatch(
+      api.headers.get('content-security-policy') ?? '',
+      /default-src 'none'/,
+      'the API keeps its own',
+    );
+    const bad = await server.http.post('/console/', {});
+    assert.equal(bad.status, 405);
+  });
+
+  it('admin: signs in, creates a tenant (token shown once), sees the registries with their errors and the audit log', async () => {
+    // Keyboard only: the page heading has the focus, Tab reaches the token field, Enter signs in.
+    await admin.goto('/console/');
+    await admin.getByRole('heading', { level: 1, name: 'Arbiter console' }).waitFor();
+    await admin.keyboard.press('Tab');
+    assert.equal(await admin.evaluate('document.activeElement.id'), 'token');
+    await admin.keyboard.type(server.adminToken);
+    await admin.keyboard.press('Enter');
+    await admin.getByRole('heading', { level: 1, name: 'Tenants' }).waitFor();
+    assert.equal(await admin.evaluate('document.activeElement.tagName'), 'H1', 'a new page focuses its heading');
+    // Tab moves on from the heading into the page (the skip link and navigation come before it); focused controls
+    // show a focus ring.
+    await admin.keyboard.press('Tab');
+    assert.equal(await admin.evaluate('document.activeElement.id'), 'tenant-name');
+    assert.equal(await admin.evaluate('getComputedStyle(document.activeElement).outlineStyle'), 'solid');
+    await admin.keyboard.press('Shift+Tab');
+    assert.equal(await admin.evaluate('document.activeElement.textContent'), 'Sign out');
+    await admin.keyboard.press('Shift+Tab');
+    assert.equal(await admin.evaluate('document.activeElement.textContent'), 'Registries');
+    assert.equal(await admin.evaluate('getComputedStyle(document.activeElement).outlineStyle'), 'solid');
+    await admin.getByLabel('New tenant name').fill('acme');
+    await admin.getByRole('button', { name: 'Create tenant' }).click();
+    const token = (await admin.locator('.once pre code').textContent()) ?? '';
+    assert.match(token, /^atr_[0-9a-f]{64}$/);
+    tenantToken = token;
+    const row = admin.locator('tr[data-tenant="acme"]');
+    await row.waitFor();
+    tenantId = ((await row.locator('code').textContent()) ?? '').trim();
+    await shot(admin, 'admin-tenants');
+    await admin.getByRole('button', { name: 'I have copied it' }).click();
+    assert.equal(await admin.locator('.once').count(), 0, 'the token is gone once dismissed');
+
+    await admin.getByRole('link', { name: 'Registries' }).click();
+    await admin.getByRole('heading', { name: 'Remote A2A agents' }).waitFor();
+    await admin.getByText('unset: ARBITER_TEST_UNSET_VAR_X').waitFor();
+    await admin.getByText(/Load error .*mcp_servers\.json/).waitFor();
+    const html = await admin.content();
+    assert.ok(html.includes('http://127.0.0.1:9/a2a/weather'), 'the remote is listed');
+    for (const secret of ['url-secret-123', 'remote-secret-456'])
+      assert.ok(!html.includes(secret), `${secret} not shown`);
+    await shot(admin, 'admin-registries');
+
+    await admin.getByRole('link', { name: 'Audit log' }).click();
+    await admin.getByRole('cell', { name: 'tenant.create' }).first().waitFor();
+  });
+
+  it('tenant: creates an agent with per-field validation errors, sees its card and endpoints', async () => {
+    await signIn(tenant, tenantToken, 'Agents');
+    await tenant.getByRole('link', { name: 'New agent' }).click();
+    await tenant.getByLabel('Id').fill('bad id!');
+    await tenant.getByLabel('Temperature').fill('5');
+    await tenant.getByLabel('Capabilities').fill('/teleport');
+    await tenant.getByRole('button', { name: 'Create agent' }).click();
+    for (const field of ['id', 'temperature', 'capabilities']) {
+      await tenant.locator(`.field-error[data-field="${field}"]`).waitFor();
+      assert.equal(await tenant.locator(`#f-${field}`).getAttribute('aria-invalid'), 'true', field);
+    }
+    assert.match((await tenant.locator('.field-error[data-field="temperature"]').textContent()) ?? '', /2/);
+    await tenant.getByLabel('Id').fill('helper');
+    await tenant.getByLabel('Temperature').fill('0.3');
+    await tenant.getByLabel('Role').fill('Console test agent');
+    await tenant.getByLabel('Capabilities').fill('summarising');
+    await tenant.getByRole('button', { name: 'Create agent' }).click();
+    await tenant.getByRole('heading', { level: 1, name: 'Agent helper' }).waitFor();
+    await tenant.getByRole('cell', { name: 'HTTP+JSON' }).waitFor();
+    assert.ok((await tenant.getByRole('cell', { name: 'JSONRPC' }).count()) >= 2, 'JSON-RPC 1.0 and 0.3');
+    const card = JSON.parse((await tenant.locator('pre.card-json').textContent()) ?? '{}');
+    assert.equal(card.name, 'helper');
+    assert.ok(
+      card.skills.some((s: { id: string }) => /summarising/.test(s.id)),
+      JSON.stringify(card.skills),
+    );
+    const snippet = (await tenant.getByLabel('curl: REST message:stream (SSE)', { exact: true }).textContent()) ?? '';
+    assert.ok(snippet.includes(`${server.url}/v1/a2a/agents/helper/message:stream`), snippet);
+    assert.ok(!snippet.includes(tenantToken), 'snippets use $TOKEN, never the token');
+    await shot(tenant, 'tenant-agent');
+
+    // Edit: an invalid value is shown on its field and changes nothing; a valid one saves.
+    await tenant.getByLabel('Max tokens').fill('0');
+    await tenant.getByRole('button', { name: 'Save changes' }).click();
+    await tenant.locator('.field-error[data-field="max_tokens"]').waitFor();
+    await tenant.getByLabel('Max tokens').fill('1000');
+    await tenant.getByRole('button', { name: 'Save changes' }).click();
+    await tenant.getByText('Saved.').waitFor();
+    const stored = await server.as(tenantToken).get('/v1/agents/helper');
+    assert.equal(stored.body.agent_def.max_tokens, 1000);
+    assert.equal(stored.body.agent_def.temperature, 0.3);
+  });
+
+  it('tenant: chats through A2A streaming, continues on input-required, and watches the timeline to completion', async () => {
+    await tenant.getByRole('link', { name: 'Try it' }).click();
+    await tenant.getByRole('heading', { level: 1, name: 'Try helper' }).waitFor();
+    const input = tenant.getByLabel('Message');
+    await input.fill('hello from the console, streamed back in pieces');
+    await tenant.getByRole('button', { name: 'Send' }).click();
+    const turn = tenant.getByTestId('agent-turn').last();
+    await turn.locator('.badge.state-completed').waitFor();
+    assert.equal(await turn.locator('.reply').textContent(), 'hello from the console, streamed back in pieces');
+
+    // input-required: the answer continues the same task.
+    await input.fill('ask');
+    await tenant.getByRole('button', { name: 'Send' }).click();
+    const asking = tenant.getByTestId('agent-turn').last();
+    await asking.locator('.badge.state-input-required').waitFor();
+    await asking.getByText('What should I echo?').waitFor();
+    const askedTask = await asking.getByRole('link', { name: /timeline of/ }).getAttribute('href');
+    await tenant.getByLabel('Your answer (continues the task)').fill('the answer');
+    await tenant.getByRole('button', { name: 'Send' }).click();
+    const answered = tenant.getByTestId('agent-turn').last();
+    await answered.locator('.badge.state-completed').waitFor();
+    assert.equal(await answered.getByRole('link', { name: /timeline of/ }).getAttribute('href'), askedTask);
+    assert.match((await answered.textContent()) ?? '', /the answer/);
+    await shot(tenant, 'tenant-chat');
+
+    // The first turn's timeline: every event, the streamed text merged into one entry that grew in place.
+    await tenant
+      .getByTestId('agent-turn')
+      .first()
+      .getByRole('link', { name: /timeline of/ })
+      .click();
+    await tenant
+      .getByTestId('stream-state')
+      .getByText(/complete/)
+      .waitFor();
+    await tenant.locator('[data-event="done"]').waitFor();
+    for (const ev of ['request_received', 'stream_start', 'token_usage', 'stream_end']) {
+      assert.equal(await tenant.locator(`[data-event="${ev}"]`).count(), 1, ev);
+    }
+    assert.equal(await tenant.locator('[data-event="text"]').count(), 1, 'one text entry');
+    assert.equal(
+      await tenant.locator('[data-event="text"] .ev-text-body').textContent(),
+      'hello from the console, streamed back in pieces',
+    );
+    const taskId = tenant.url().split('/').pop() ?? '';
+    const log = await fetch(`${server.url}/v1/requests/${taskId}/events?format=log`, {
+      headers: { Authorization: `Bearer ${tenantToken}` },
+    });
+    const logText = await log.text();
+    // The A2A run logs each streamed chunk as an append to the `response` artifact.
+    const textEvents = logText
+      .split('\n')
+      .filter((l) => l.startsWith('data:') && l.includes('"name":"response"')).length;
+    assert.ok(textEvents > 1, `the reply was streamed as ${textEvents} text events: ${logText}`);
+    await tenant.getByTestId('task-state').getByText('completed').waitFor();
+    await shot(tenant, 'tenant-task');
+  });
+
+  it('tenant: a held task is live on its page and is canceled from it; the task list filters by state and agent', async () => {
+    await tenant.getByRole('link', { name: 'helper' }).first().click();
+    await tenant.getByRole('link', { name: 'Try it' }).click();
+    await tenant.getByLabel('Message').fill('hold');
+    await tenant.getByRole('button', { name: 'Send' }).click();
+    const turn = tenant.getByTestId('agent-turn').last();
+    await turn.locator('.badge.state-working').waitFor();
+    await turn.getByRole('link', { name: /timeline of/ }).click();
+    await tenant.getByTestId('stream-state').getByText(/live/).waitFor();
+    await tenant.getByTestId('task-state').getByText('working').waitFor();
+    await tenant.getByRole('button', { name: 'Cancel task' }).click();
+    await tenant.getByTestId('task-state').getByText('canceled').waitFor();
+    await tenant.locator('[data-event="done"]').waitFor();
+    await tenant
+      .getByTestId('stream-state')
+      .getByText(/complete/)
+      .waitFor();
+
+    await tenant.getByRole('link', { name: 'Tasks', exact: true }).click();
+    await tenant.getByLabel('State').selectOption('canceled');
+    await tenant.locator('tbody tr').first().waitFor();
+    await rowsBecome(tenant, 1);
+    await tenant.getByLabel('State').selectOption('completed');
+    await rowsBecome(tenant, 2);
+    await tenant.getByLabel('State').selectOption('');
+    await tenant.getByLabel('Agent').selectOption('helper');
+    await rowsBecome(tenant, 3);
+    await shot(tenant, 'tenant-tasks');
+  });
+
+  it('task page: after the connection drops it resumes from the last seq (nothing lost, nothing repeated)', async () => {
+    // A third tab reaches the server through a proxy the test can cut.
+    const proxy = new TcpProxy('127.0.0.1', Number(new URL(server.url).port));
+    await proxy.start();
+    const origin = `http://127.0.0.1:${proxy.port}`;
+    const { ctx, page } = await openTab(browser, origin, offOrigin);
+    try {
+      const a2a = (body: unknown) =>
+        fetch(`${server.url}/v1/a2a/agents/helper/message:send`, {
+          method: 'POST',
+          headers: {
+            Authorization: `Bearer ${tenantToken}`,
+            'A2A-Version': '1.0',
+            'Content-Type': 'application/json',
+          },
+          body: JSON.stringify(body),
+        }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+      const held = await a2a({
+        message: { messageId: 'resume-1', role: 'ROLE_USER', parts: [{ text: 'hold' }] },
+        configuration: { returnImmediately: true },
+      });
+      assert.equal(held.status, 200, JSON.stringify(held.body));
+      const taskId: string = held.body.task.id;
+      await signIn(page, tenantToken, 'Agents');
+      await page.goto(`/console/tasks/${taskId}`);
+      await page.getByTestId('stream-state').getByText(/live/).waitFor();
+      await page.locator('[data-event="stream_start"]').waitFor();
+
+      await proxy.cut();
+      await page
+        .getByTestId('stream-state')
+        .getByText(/reconnecting/)
+        .waitFor();
+      // While the page is cut off, the task is continued and finishes.
+      const more = await a2a({
+        message: { messageId: 'resume-2', role: 'ROLE_USER', taskId, parts: [{ text: 'said while you were away' }] },
+      });
+      assert.equal(more.status, 200, JSON.stringify(more.body));
+      assert.equal(more.body.task.status.state, 'TASK_STATE_COMPLETED');
+      await proxy.restore();
+
+      await page.locator('[data-event="done"]').waitFor();
+      await page
+        .getByTestId('stream-state')
+        .getByText(/complete/)
+        .waitFor();
+      assert.equal(
+        await page.locator('[data-event="request_received"]').count(),
+        2,
+        'the first request once, then the continuation',
+      );
+      assert.equal(await page.locator('[data-event="done"]').count(), 1);
+      assert.equal(await page.locator('[data-event="text"] .ev-text-body').textContent(), 'said while you were away');
+      await page.getByTestId('task-state').getByText('completed').waitFor();
+    } finally {
+      await ctx.close();
+      await proxy.stop();
+    }
+  });
+
+  it('task page: tool calls, a sub-agent reply and a file in the timeline', async () => {
+    const api = server.as(tenantToken);
+    assert.equal((await api.post('/v1/agents', { id: 'parrot' })).status, 201);
+    assert.equal((await api.post('/v1/agents', { id: 'toolsmith', model: 'openai/toolsmith' })).status, 201);
+    const res = await fetch(`${server.url}/v1/a2a/agents/toolsmith/message:send`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${tenantToken}`, 'A2A-Version': '1.0', 'Content-Type': 'application/json' },
+      body: JSON.stringify({
+        message: { messageId: 'tools-1', role: 'ROLE_USER', parts: [{ text: 'use your tools' }] },
+      }),
+    });
+    const body = (await res.json()) as any;
+    assert.equal(body.task?.status?.state, 'TASK_STATE_COMPLETED', JSON.stringify(body));
+    await tenant.goto(`/console/tasks/${body.task.id}`);
+    await tenant.locator('[data-event="done"]').waitFor();
+    const tools = await tenant.locator('[data-event="tool_call"]').allTextContents();
+    assert.equal(tools.length, 2, tools.join('\n'));
+    assert.match(tools.join('\n'), /Tool \/agent ok/);
+    assert.match(tools.join('\n'), /Tool \/write ok/);
+    const timeline = (await tenant.locator('ol.timeline').textContent()) ?? '';
+    assert.match(
+      (await tenant.locator('[data-event="sub_agent_response"]').textContent()) ?? timeline,
+      /Sub-agent parrot \(depth 1\) replied: [\s\S]*repeat after me$/,
+    );
+    assert.match((await tenant.locator('[data-event="file"]').textContent()) ?? '', /notes\/todo\.md \(text\/markdown/);
+    await tenant.locator('[data-event="file"] summary').click();
+    assert.equal(await tenant.locator('[data-event="file"] pre').textContent(), '- try the console');
+    // The sub-agent's own streamed text is indented under the parent's.
+    assert.ok((await tenant.locator('[data-event="text"].depth-1').count()) >= 1, 'depth-1 text');
+    await shot(tenant, 'tenant-task-tools');
+  });
+
+  it('admin: rotating the tenant token signs the old one out; the new one works; the token stays in this tab only', async () => {
+    const storage = await tenant.evaluate(
+      '({ session: sessionStorage.length, local: localStorage.length, cookie: document.cookie })',
+    );
+    assert.deepEqual(storage, { session: 1, local: 0, cookie: '' });
+    assert.deepEqual(await tenantCtx.cookies(), []);
+
+    await admin.getByRole('link', { name: 'Tenants' }).click();
+    await admin
+      .locator('tr[data-tenant="acme"]')
+      .getByRole('button', { name: /Tokens/ })
+      .click();
+    await admin.getByRole('button', { name: /Rotate/ }).click();
+    const fresh = (await admin.locator('.once pre code').textContent()) ?? '';
+    assert.match(fresh, /^atr_/);
+    assert.notEqual(fresh, tenantToken);
+    await admin.getByRole('cell', { name: 'revoked' }).waitFor();
+
+    assert.equal((await server.as(tenantToken).get('/v1/agents')).status, 401, 'the old token is refused');
+    await tenant.getByRole('link', { name: 'Agents' }).click();
+    await tenant.getByText(/Signed out: invalid or revoked token/).waitFor();
+    await tenant.getByLabel('Token').fill(tenantToken);
+    await tenant.getByRole('button', { name: 'Sign in' }).click();
+    await tenant.getByText('This token is not valid').waitFor();
+    await signIn(tenant, fresh, 'Agents');
+
+    // Delete from the agent page (the confirmation is accepted).
+    await tenant.getByRole('link', { name: 'helper' }).click();
+    await tenant.getByRole('button', { name: 'Delete agent' }).click();
+    await tenant.getByRole('heading', { level: 1, name: 'Agents' }).waitFor();
+    assert.equal((await server.as(fresh).get('/v1/agents/helper')).status, 404);
+
+    await admin.getByRole('link', { name: 'Audit log' }).click();
+    await admin.getByRole('cell', { name: 'token.rotate' }).waitFor();
+    assert.ok(!(await admin.content()).includes(fresh), 'the audit log never shows a token');
+    assert.ok(tenantId.length > 0);
+  });
+
+  it('made no request off the page origin', () => {
+    assert.deepEqual(offOrigin, []);
+  });
+});
