@@ -7,7 +7,6 @@ RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json nest-cli.json ormconfig.ts ./
 COPY src ./src
 COPY console ./console
-COPY console ./console
 RUN npm run build && npm prune --omit=dev
 
 # Runtime stage: compiled output and production dependencies only, as a non-root user.
