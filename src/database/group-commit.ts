@@ -9,6 +9,14 @@ export interface GroupCommitOptions<I> {
    * in flight at once: they commit one after the other, in submission order.
    */
   keyOf: (item: I) => string;
+  /**
+   * How heavy an item is (bytes it carries, e.g. file contents) and the most
+   * a batch may carry: a batch closes before an item that would pass it (an
+   * item heavier than that goes alone), so 64 writes with large files never
+   * become one statement of hundreds of MiB.
+   */
+  weightOf?: (item: I) => number;
+  maxBatchWeight?: number;
   /** Called with the size of every batch sent (metrics, tests). */
   onBatch?: (size: number) => void;
 }
@@ -73,15 +81,20 @@ export class GroupCommit<I, O> {
     const batch: Pending<I, O>[] = [];
     const rest: Pending<I, O>[] = [];
     const held = new Set<string>();
+    const maxWeight = this.options.maxBatchWeight ?? Number.POSITIVE_INFINITY;
+    let weight = 0;
     for (const p of this.queue) {
       const key = this.options.keyOf(p.item);
-      if (batch.length >= this.options.maxBatch || this.busy.has(key) || held.has(key)) {
+      const w = this.options.weightOf?.(p.item) ?? 0;
+      const full = batch.length >= this.options.maxBatch || (batch.length > 0 && weight + w > maxWeight);
+      if (full || this.busy.has(key) || held.has(key)) {
         held.add(key); // a later item of this key must not overtake this one
         rest.push(p);
         continue;
       }
       held.add(key);
       batch.push(p);
+      weight += w;
     }
     for (const p of batch) this.busy.add(this.options.keyOf(p.item));
     this.queue = rest;

@@ -30,6 +30,8 @@ interface CreateItem {
   files: NewTaskFile[];
 }
 
+/** Most file bytes (base64) one statement carries; heavier writes go in smaller batches, or alone. */
+const MAX_BATCH_FILE_BYTES = 16 * 1024 * 1024;
 /** Most writes in one statement; a batch waits for nothing but the statement before it. */
 const MAX_BATCH = 64;
 const IN_FLIGHT = 2;
@@ -143,9 +145,19 @@ export class TaskWrites {
       this.batches.writes += size;
       metrics.writeBatch.observe(size);
     };
-    const options = { maxBatch: MAX_BATCH, maxInFlight: IN_FLIGHT, onBatch };
-    this.appends = new GroupCommit((items) => this.appendMany(items), { ...options, keyOf: (i) => i.taskId });
-    this.creates = new GroupCommit((items) => this.createMany(items), { ...options, keyOf: (i) => i.task.taskId });
+    const options = { maxBatch: MAX_BATCH, maxInFlight: IN_FLIGHT, onBatch, maxBatchWeight: MAX_BATCH_FILE_BYTES };
+    const bytes = (files: readonly NewTaskFile[] | undefined): number =>
+      (files ?? []).reduce((n, f) => n + f.b64.length, 0);
+    this.appends = new GroupCommit((items) => this.appendMany(items), {
+      ...options,
+      keyOf: (i) => i.taskId,
+      weightOf: (i) => bytes(i.change.files),
+    });
+    this.creates = new GroupCommit((items) => this.createMany(items), {
+      ...options,
+      keyOf: (i) => i.task.taskId,
+      weightOf: (i) => bytes(i.files),
+    });
   }
 
   /**
