@@ -23,7 +23,7 @@ export interface RunningApp {
 
 /** Builds and starts the HTTP server. Used by `main.ts` and by the end-to-end tests alike. */
 export async function startApp(config: AppConfig): Promise<RunningApp> {
-  const logger = rootLogger(config.logLevel);
+  const logger = rootLogger(config.logLevel, config.logFormat);
   const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), {
     // A failed start is reported once, by the caller (see `main.ts`): Nest's own report of it is left out.
     logger: new NestPino(logger, new Set(['ExceptionHandler'])),

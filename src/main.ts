@@ -1,13 +1,14 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
-import { pino } from 'pino';
+import { earlyLogger } from './common/logging.js';
 import { startApp } from './app.factory.js';
 import { CONSOLE_PATH } from './console/console.module.js';
 import { ConfigError, loadConfig, type AppConfig } from './config/app-config.js';
 import { checkDatabase, StartupError } from './database/preflight.js';
+import { stopTracing } from './tracing/sdk.js';
 
 /** Start-up failures, before the application's logger exists: one JSON line each, on stdout like every log. */
-const early = pino({ level: 'info' });
+const early = earlyLogger();
 
 /** Known start-up conditions get one line that says what to do; anything else is a bug, logged with its stack. */
 function reportStartFailure(err: unknown, port?: number): never {
@@ -70,7 +71,8 @@ async function main(): Promise<void> {
     }, config.shutdownGraceMs + 5_000);
     deadline.unref();
     running.close().then(
-      () => process.exit(0),
+      // The last spans are flushed (when tracing is on) before the process goes.
+      () => stopTracing().finally(() => process.exit(0)),
       (err: unknown) => {
         logger.error({ err }, 'error during shutdown');
         process.exit(1);

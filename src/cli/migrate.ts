@@ -1,8 +1,7 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
-import { pino } from 'pino';
 import { DataSource } from 'typeorm';
-import { NestPino, rootLogger } from '../common/logging.js';
+import { earlyLogger, NestPino, rootLogger } from '../common/logging.js';
 import { ENTITIES } from '../entities.js';
 import { ConfigError, loadConfig } from '../config/app-config.js';
 import { dataSourceOptions } from '../database/data-source-options.js';
@@ -14,11 +13,11 @@ import { runMigrations } from '../database/migrate.js';
  * containers that migrate before any replica starts.
  */
 /** Before the configuration is read (a bad variable): the same JSON lines as the server's. */
-const early = pino({ level: 'info' });
+const early = earlyLogger();
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
-  const log = rootLogger(config.logLevel);
+  const log = rootLogger(config.logLevel, config.logFormat);
   // TypeORM's lines (through Nest's Logger) and ours go through the server's JSON logger.
   Logger.overrideLogger(new NestPino(log));
   const ds = new DataSource(dataSourceOptions(config, ENTITIES));

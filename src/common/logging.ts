@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createRequire } from 'node:module';
 import type { LoggerService } from '@nestjs/common';
 import { pino, type Level, type Logger as Pino } from 'pino';
 import { pinoHttp, type HttpLogger } from 'pino-http';
@@ -25,13 +26,34 @@ export interface LoggingOptions {
   quiet?: (req: IncomingMessage) => boolean;
 }
 
-export function rootLogger(level: string): Pino {
-  return pino({
+/**
+ * The process's logger. `pretty` (`LOG_FORMAT=pretty`, for development)
+ * writes through pino-pretty in this thread, loaded only then; the same
+ * redaction applies.
+ */
+export function rootLogger(level: string, format: 'json' | 'pretty' = 'json'): Pino {
+  const options = {
     level,
     redact: {
       paths: ['req.headers.authorization', 'req.headers.cookie', 'req.query.access_token'],
       censor: '[redacted]',
     },
+  };
+  return format === 'pretty' ? pino(options, prettyStream()) : pino(options);
+}
+
+/** The start-up logger, before the configuration is read: JSON, or pretty when `LOG_FORMAT=pretty`. */
+export function earlyLogger(env: NodeJS.ProcessEnv = process.env): Pino {
+  return rootLogger('info', env.LOG_FORMAT === 'pretty' ? 'pretty' : 'json');
+}
+
+function prettyStream(): NodeJS.WritableStream {
+  const pretty = createRequire(import.meta.url)('pino-pretty') as (opts: object) => NodeJS.WritableStream;
+  return pretty({
+    colorize: process.stdout.isTTY,
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname',
+    sync: true,
   });
 }
 

@@ -27,6 +27,7 @@ export const CONFIG_ENV = {
   adminTokenPath: 'ARBITER_ADMIN_TOKEN_FILE',
   publicBaseUrl: 'ARBITER_PUBLIC_BASE_URL',
   logLevel: 'LOG_LEVEL',
+  logFormat: 'LOG_FORMAT',
   maxBodyBytes: 'ARBITER_MAX_BODY_BYTES',
   headersTimeoutMs: 'ARBITER_HEADERS_TIMEOUT_MS',
   requestTimeoutMs: 'ARBITER_REQUEST_TIMEOUT_MS',
@@ -166,6 +167,10 @@ export class AppConfig {
 
   @IsIn(LOG_LEVELS, { message: `must be one of ${LOG_LEVELS.join(', ')}` })
   logLevel: LogLevel = 'info';
+
+  /** `json` (one JSON object a line, for collectors) or `pretty` (pino-pretty, for a developer's terminal). */
+  @IsIn(['json', 'pretty'], { message: 'must be json or pretty' })
+  logFormat: 'json' | 'pretty' = 'json';
 
   @Transform(toInt)
   @IsInt({ message: 'must be an integer between 1024 and 67108864' })
@@ -604,6 +609,7 @@ export class AppConfig {
       database: this.databaseUrl ? redactUrl(this.databaseUrl) : `embedded (${this.embeddedDataDir})`,
       publicBaseUrl: this.publicBaseUrl ?? null,
       logLevel: this.logLevel,
+      logFormat: this.logFormat,
       maxBodyBytes: this.maxBodyBytes,
       maxFileBytes: this.maxFileBytes,
       maxMessageFileBytes: this.maxMessageFileBytes,

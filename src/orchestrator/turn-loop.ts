@@ -4,7 +4,8 @@ import { capBytes } from '../common/text.js';
 import type { RemoteAgents } from '../a2a-outbound/remote-agents.service.js';
 import { MASTER_AGENT_ID, mcpServerGrants, toolGrants } from '../registry/constitution.js';
 import type { AgentCatalog, ResolvedAgent } from '../registry/services/agent-catalog.service.js';
-import { KNOWN_TOOLS } from '../registry/tools.js';
+import { isKnownTool, KNOWN_TOOLS } from '../registry/tools.js';
+import { fail, inSpan } from '../tracing/spans.js';
 import { EchoProvider } from './providers/echo.model.js';
 import type { ModelRouter } from './providers/model-router.service.js';
 import { ProviderError, type ChatMessage, type Provider } from './providers/provider.js';
@@ -163,7 +164,17 @@ export class TurnLoop {
       return frame(w.verb, w.args, body);
     }
     const detail: Record<string, string> = {};
-    const body = capBytes(await this.runTool(agent, w, depth, detail), RESULT_CAP);
+    const tool = isKnownTool(`/${w.verb}`) ? `/${w.verb}` : 'unknown';
+    // A span per tool call: an outbound /a2a, /mcp or /fetch request is its child and carries its traceparent.
+    const body = await inSpan(
+      `tool ${tool}`,
+      { attributes: { 'arbiter.tool': tool, 'arbiter.agent_id': agent.id, 'arbiter.depth': depth } },
+      async (span) => {
+        const result = capBytes(await this.runTool(agent, w, depth, detail), RESULT_CAP);
+        if (result.startsWith('ERR:')) fail(span, undefined, 'tool error');
+        return result;
+      },
+    );
     this.emit({
       type: 'tool_call',
       tool: `/${w.verb}`,

@@ -5,6 +5,7 @@ import { FileCarryingBody, JsonTextBody } from '../../common/body-reader.interce
 import { DomainError, requestIdOf } from '../../common/errors.js';
 import { safeError } from '../../common/safe-error.js';
 import { requestLog } from '../../common/logging.js';
+import { annotateActiveSpan } from '../../tracing/spans.js';
 import { detachSse } from '../../common/sse.js';
 import { AppConfig } from '../../config/app-config.js';
 import { AGENT_ID_PATTERN } from '../../registry/constitution.js';
@@ -111,6 +112,11 @@ export class JsonRpcController {
       dialect = methodDialect;
       line.a2a_method = envelope.method;
       line.dialect = dialect.version;
+      annotateActiveSpan({
+        'a2a.method': envelope.method,
+        'a2a.dialect': dialect.version,
+        'arbiter.agent_id': agentId,
+      });
       checkParamsJson(envelope.params);
       const call = dialect.parse(dialect.methods[envelope.method], envelope.params);
       const agent = await this.catalog.resolve(t.tenantId, agentId);
@@ -123,9 +129,11 @@ export class JsonRpcController {
       });
       if (outcome.kind === 'result') {
         line.task_id = taskIdOf(outcome.result);
+        if (typeof line.task_id === 'string') annotateActiveSpan({ 'a2a.task_id': line.task_id });
         this.reply(res, id, undefined, outcome.result);
       } else {
         line.task_id = outcome.stream.task.id;
+        annotateActiveSpan({ 'a2a.task_id': outcome.stream.task.id });
         releaseOnClose(res, outcome.stream.release);
         this.stream(req, res, id, dialect, outcome.stream, abort, release);
         detached = true;

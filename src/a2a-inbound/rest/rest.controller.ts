@@ -23,6 +23,7 @@ import { OpenStreams } from '../../tenants/services/open-streams.service.js';
 import { A2aError } from '../../a2a-wire/a2a-errors.js';
 import type { Operation, WireDialect } from '../../a2a-wire/dialects/dialect.js';
 import { requestLog } from '../../common/logging.js';
+import { annotateActiveSpan } from '../../tracing/spans.js';
 import { V03Dialect } from '../../a2a-wire/dialects/v03.dialect.js';
 import { V1Dialect } from '../../a2a-wire/dialects/v1.dialect.js';
 import type { A2aStream } from '../handler/a2a-request-handler.js';
@@ -139,6 +140,11 @@ export class RestController {
       line.agent_id = agentId;
       line.a2a_method = V1_METHOD_OF[route.op];
       line.dialect = dialect.version;
+      annotateActiveSpan({
+        'a2a.method': V1_METHOD_OF[route.op],
+        'a2a.dialect': dialect.version,
+        'arbiter.agent_id': agentId,
+      });
       const params = restParams(route, req.query, req.body);
       checkParamsJson(params);
       const call = dialect.parse(route.op, params);
@@ -146,6 +152,11 @@ export class RestController {
       if (!agent) throw DomainError.notFound(`agent '${agentId}'`);
       const ctx = { principal: t, agent, signal: abort.signal, baseUrl: this.cards.baseUrl(req) };
       const outcome = await this.binding.invoke(dialect, call, ctx);
+      const taskId = outcome.kind === 'stream' ? outcome.stream.task.id : restTaskIdOf(outcome.result);
+      if (taskId) {
+        line.task_id = taskId;
+        annotateActiveSpan({ 'a2a.task_id': taskId });
+      }
       if (outcome.kind === 'stream') {
         releaseOnClose(res, outcome.stream.release);
         await this.stream(req, res, dialect, outcome.stream, abort);
@@ -186,4 +197,12 @@ export class RestController {
       }),
     });
   }
+}
+
+/** The task a REST result is about, for the log line and the span: `{ task }` (send), a task (get, cancel), or a message. */
+function restTaskIdOf(result: unknown): string | undefined {
+  if (typeof result !== 'object' || result === null) return undefined;
+  const r = result as { id?: unknown; taskId?: unknown; task?: { id?: unknown }; message?: { taskId?: unknown } };
+  const id = r.task?.id ?? r.message?.taskId ?? r.taskId ?? ('contextId' in r ? r.id : undefined);
+  return typeof id === 'string' ? id : undefined;
 }

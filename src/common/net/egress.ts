@@ -3,6 +3,7 @@ import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage 
 import { request as httpsRequest } from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
+import { childSpan, fail, injectTraceHeaders, SpanKind, tracing } from '../../tracing/spans.js';
 
 /**
  * Outbound HTTP that cannot be pointed at the inside of the network (SSRF):
@@ -264,17 +265,53 @@ async function follow(
   }
 }
 
-function send(
+/**
+ * One HTTP request. Inside a trace (a run's tool call, a remote agent's
+ * call) it gets a client span until the response head, and carries W3C
+ * `traceparent` so the remote side continues the trace. The span names the
+ * origin and path only: a query string may hold a secret.
+ */
+async function send(
   url: URL,
   policy: EgressPolicy,
   req: Omit<EgressRequest, 'maxBytes'>,
   signal: AbortSignal,
 ): Promise<IncomingMessage> {
+  const method = req.method ?? 'GET';
+  if (!tracing()) return sendNow(url, policy, req, signal, {});
+  const { span, within } = childSpan(method, SpanKind.CLIENT, {
+    'http.request.method': method,
+    'server.address': url.hostname,
+    'server.port': Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
+    'url.full': `${url.origin}${url.pathname}`,
+  });
+  const trace: Record<string, string> = {};
+  within(() => injectTraceHeaders(trace));
+  try {
+    const res = await sendNow(url, policy, req, signal, trace);
+    span.setAttribute('http.response.status_code', res.statusCode ?? 0);
+    if ((res.statusCode ?? 0) >= 500) fail(span, undefined, `HTTP ${res.statusCode}`);
+    return res;
+  } catch (err) {
+    fail(span, err);
+    throw err;
+  } finally {
+    span.end();
+  }
+}
+
+function sendNow(
+  url: URL,
+  policy: EgressPolicy,
+  req: Omit<EgressRequest, 'maxBytes'>,
+  signal: AbortSignal,
+  trace: Record<string, string>,
+): Promise<IncomingMessage> {
   const make = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
     const r = make(url, {
       method: req.method ?? 'GET',
-      headers: { 'user-agent': 'arbiter', ...req.headers },
+      headers: { 'user-agent': 'arbiter', ...req.headers, ...trace },
       signal,
       lookup: guardedLookup(url, policy),
       // A fresh connection every time: a pooled socket would skip the lookup (and the check) entirely.

@@ -7,6 +7,7 @@ import { OpenAiCompatibleProvider } from './openai.provider.js';
 import { ProviderBreakers } from './provider-breakers.js';
 import { ProviderError, type CompletionEvent, type CompletionRequest, type Provider } from './provider.js';
 import { Metrics } from '../../metrics/metrics.service.js';
+import { childSpan, fail, SpanKind } from '../../tracing/spans.js';
 import { CircuitState } from 'cockatiel';
 
 export type ModelTarget = { kind: 'echo' } | { kind: 'provider'; provider: Provider; model: string };
@@ -111,7 +112,7 @@ export class ModelRouter {
         this.metrics.modelLatency.observe({ provider: provider.name, outcome }, (performance.now() - started) / 1000);
       };
       try {
-        for await (const ev of this.breakers.call(provider, req, signal)) {
+        for await (const ev of this.traced(provider, req, signal, attempt)) {
           if (ev.type === 'text') streamed = true;
           if (ev.type === 'usage') {
             this.metrics.modelTokens.inc({ provider: provider.name, model, direction: 'input' }, ev.inputTokens);
@@ -134,6 +135,50 @@ export class ModelRouter {
           throw new ProviderError('cancelled', 'the run was cancelled');
         });
       }
+    }
+  }
+
+  /**
+   * One attempt under the model's breaker, traced: a client span per attempt
+   * with the GenAI semantic attributes, active while the provider's stream is
+   * read. The caller still drives the stream (each read happens when it asks
+   * for the next event), and stopping early closes the provider's stream.
+   */
+  private async *traced(
+    provider: Provider,
+    req: CompletionRequest,
+    signal: AbortSignal,
+    attempt: number,
+  ): AsyncGenerator<CompletionEvent> {
+    const { span, within } = childSpan(`chat ${req.model}`, SpanKind.CLIENT, {
+      'gen_ai.system': provider.name,
+      'gen_ai.operation.name': 'chat',
+      'gen_ai.request.model': req.model,
+      'arbiter.attempt': attempt,
+    });
+    const it = this.breakers.call(provider, req, signal);
+    let finished = false;
+    try {
+      for (;;) {
+        const r = await within(() => it.next());
+        if (r.done) break;
+        if (r.value.type === 'usage') {
+          span.setAttributes({
+            'gen_ai.usage.input_tokens': r.value.inputTokens,
+            'gen_ai.usage.output_tokens': r.value.outputTokens,
+          });
+        }
+        yield r.value;
+      }
+      finished = true;
+    } catch (err) {
+      finished = true;
+      fail(span, err, err instanceof ProviderError ? err.code : 'provider_error');
+      throw err;
+    } finally {
+      // The caller stopped reading: close the provider's stream (the breaker counts it as neither).
+      if (!finished) await within(() => it.return(undefined)).catch(() => undefined);
+      span.end();
     }
   }
 }

@@ -18,6 +18,7 @@ import { RunEventMapper, turnsIn } from './run-event-mapper.js';
 import { RunRegistry, type HeldRun, type QueuedInput } from './run-registry.js';
 import { RunWriter } from './run-writer.js';
 import { Metrics } from '../../metrics/metrics.service.js';
+import { currentContext, inSpan } from '../../tracing/spans.js';
 
 export interface RunStart {
   ctx: RunContext;
@@ -57,12 +58,22 @@ export class TaskRunner {
     metrics.onCollect(metrics.runsInFlight, (g) => g.set(registry.size));
   }
 
-  /** Registers the run and starts it in the background; returns at once. */
+  /**
+   * Registers the run and starts it in the background; returns at once. The
+   * run outlives the request that started it but continues its trace: its
+   * span (`arbiter.run`) is a child of the context active here.
+   */
   start(start: RunStart): HeldRun {
     const run = this.registry.hold(start.ctx.tenantId, start.ctx.taskId, start.first, start.cursor);
     if (start.catchUp) this.registry.nudge(run);
     const started = performance.now();
-    this.execute(start, run, started)
+    const attributes = {
+      'a2a.task_id': start.ctx.taskId,
+      'a2a.context_id': start.ctx.contextId,
+      'arbiter.agent_id': start.ctx.agent.id,
+      'arbiter.tenant_id': start.ctx.tenantId,
+    };
+    inSpan('arbiter.run', { parent: currentContext(), attributes }, () => this.execute(start, run, started))
       .catch((err: unknown) => this.logger.error({ err: safeError(err), taskId: start.ctx.taskId }, 'run crashed'))
       .finally(() => {
         this.registry.release(run);

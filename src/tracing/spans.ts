@@ -1,0 +1,85 @@
+import {
+  context,
+  propagation,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+} from '@opentelemetry/api';
+import { ARBITER_VERSION } from '../version.js';
+
+/**
+ * Arbiter's own spans (runs, model calls, tools, outbound HTTP) through the
+ * OpenTelemetry API. Without a started SDK (see `sdk.ts`) every call here is
+ * a no-op on a non-recording span: nothing is allocated beyond that.
+ */
+export const tracer = trace.getTracer('arbiter', ARBITER_VERSION);
+
+export { SpanKind };
+
+/** Attributes on the span of the request being served (the task id, the A2A method …). */
+export function annotateActiveSpan(attributes: Attributes): void {
+  const span = trace.getActiveSpan();
+  if (span?.isRecording()) span.setAttributes(attributes);
+}
+
+/** The context a detached piece of work (a run) should continue: the one active now. */
+export function currentContext(): Context {
+  return context.active();
+}
+
+/**
+ * Runs `fn` inside a new span that is a child of `parent` (default: the
+ * active context); ends it when `fn` settles, with an error status if it
+ * threw. `fn` may set more attributes, or mark a failure with `fail`.
+ */
+export async function inSpan<T>(
+  name: string,
+  opts: { kind?: SpanKind; attributes?: Attributes; parent?: Context },
+  fn: (span: Span) => Promise<T>,
+): Promise<T> {
+  const parent = opts.parent ?? context.active();
+  const span = tracer.startSpan(name, { kind: opts.kind ?? SpanKind.INTERNAL, attributes: opts.attributes }, parent);
+  try {
+    return await context.with(trace.setSpan(parent, span), () => fn(span));
+  } catch (err) {
+    fail(span, err);
+    throw err;
+  } finally {
+    span.end();
+  }
+}
+
+/**
+ * A span started under the active context, for work that is not one
+ * function call (a stream read step by step): `within(fn)` runs `fn` with
+ * the span active. The caller ends the span.
+ */
+export function childSpan(
+  name: string,
+  kind: SpanKind,
+  attributes: Attributes,
+): { span: Span; within: <T>(fn: () => T) => T } {
+  const parent = context.active();
+  const span = tracer.startSpan(name, { kind, attributes }, parent);
+  const ctx = trace.setSpan(parent, span);
+  return { span, within: (fn) => context.with(ctx, fn) };
+}
+
+/** Marks a span failed, with the error's class and a short message (never a body or a secret). */
+export function fail(span: Span, err: unknown, message?: string): void {
+  if (!span.isRecording()) return;
+  span.setStatus({ code: SpanStatusCode.ERROR, message: message ?? (err instanceof Error ? err.name : 'error') });
+}
+
+/** Adds W3C `traceparent` (and `tracestate`) for the active context to outgoing headers. */
+export function injectTraceHeaders(headers: Record<string, string>): void {
+  propagation.inject(context.active(), headers);
+}
+
+/** Whether a span is being recorded in the active context (outbound calls outside a trace get no span of their own). */
+export function tracing(): boolean {
+  return trace.getActiveSpan()?.isRecording() ?? false;
+}
