@@ -1,5 +1,6 @@
 import { type AgentCard, SendMessageRequest } from '@a2a-js/sdk';
 import {
+  type CallInterceptor,
   Client,
   ClientFactory,
   ClientFactoryOptions,
@@ -7,6 +8,7 @@ import {
   JsonRpcTransportFactory,
   RestTransportFactory,
 } from '@a2a-js/sdk/client';
+import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
 import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
 import { randomUUID } from 'node:crypto';
 
@@ -44,6 +46,38 @@ export async function restClient(baseUrl: string, token: string, agentId = 'inde
     }),
   );
   return factory.createFromUrl(cardUrl(baseUrl, agentId), '');
+}
+
+/**
+ * The official v1.0 client over the gRPC binding (spec §10): the factory
+ * picks the card's `GRPC` interface, whose `tenant` (the agent id) the SDK
+ * puts into every request. The bearer goes into the call metadata through
+ * an interceptor (gRPC service parameters are metadata, §10.2).
+ */
+export async function grpcClient(baseUrl: string, token: string, agentId = 'index'): Promise<Client> {
+  const factory = new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      transports: [new GrpcTransportFactory()],
+      cardResolver: new DefaultAgentCardResolver({ fetchImpl: authFetch(token) }),
+      preferredTransports: ['GRPC'],
+      clientConfig: { interceptors: [bearerInterceptor(token)] },
+    }),
+  );
+  return factory.createFromUrl(cardUrl(baseUrl, agentId), '');
+}
+
+/** Adds `authorization: Bearer …` to every call's service parameters (gRPC metadata, HTTP headers). */
+export function bearerInterceptor(token: string): CallInterceptor {
+  return {
+    before: (args) => {
+      args.options = {
+        ...args.options,
+        serviceParameters: { ...args.options?.serviceParameters, authorization: `Bearer ${token}` },
+      };
+      return Promise.resolve();
+    },
+    after: () => Promise.resolve(),
+  };
 }
 
 /** The SDK's v0.3 compat client: the same `Client` API over the v0.3 JSON-RPC wire. */
