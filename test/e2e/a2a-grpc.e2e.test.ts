@@ -356,6 +356,18 @@ describe('§10 gRPC binding', () => {
       assert.ok('ok' in ok);
     });
 
+    it('a message over the A2A body limit → RESOURCE_EXHAUSTED, before the handler', async () => {
+      const huge = 'x'.repeat(server.config.a2aBodyBytes + 1024);
+      const r = await unary(
+        raw,
+        'SendMessage',
+        { tenant: 'twin', message: { messageId: 'big', role: 'ROLE_USER', parts: [{ text: huge }] } },
+        metadata(a.token),
+      );
+      assert.ok('err' in r);
+      assert.equal(r.err.code, grpc.status.RESOURCE_EXHAUSTED);
+    });
+
     it('an unknown method → UNIMPLEMENTED', async () => {
       const r = await new Promise<grpc.ServiceError>((resolve, reject) => {
         (raw as grpc.Client).makeUnaryRequest(

@@ -14,6 +14,8 @@ import type { CallContext } from '../handler/a2a-request-handler.js';
 import { checkParamsJson } from '../jsonrpc/envelope.js';
 import { JsonRpcBinding, type Invocation } from '../jsonrpc/jsonrpc-binding.js';
 import { AgentCardService } from '../services/agent-card.service.js';
+import { Metrics } from '../../metrics/metrics.service.js';
+import { grpcErrorLabel } from './grpc-errors.js';
 import { negotiateVersion } from '../version.js';
 import { A2A_PACKAGE, A2A_ROOT, A2A_SERVICE, fromProtoJson, MalformedMessage, toProtoJson } from './grpc-codec.js';
 
@@ -58,7 +60,18 @@ export class GrpcBinding {
     private readonly streams: OpenStreams,
     private readonly cards: AgentCardService,
     private readonly bearer: TenantGuard,
+    private readonly metrics: Metrics,
   ) {}
+
+  /** One A2A call counted (as the HTTP bindings' are): by method, and its error reason when it failed. */
+  private count(method: GrpcMethodName, err?: unknown): void {
+    this.metrics.a2aCalls.inc({
+      binding: 'grpc',
+      method,
+      dialect: '1.0',
+      error: err === undefined ? '' : grpcErrorLabel(err),
+    });
+  }
 
   /** A unary method: the reply message, or a thrown error (the controller's filter writes the status). */
   async unary(
@@ -68,7 +81,7 @@ export class GrpcBinding {
     call: ServerUnaryCall<unknown, unknown>,
   ): Promise<object> {
     const abort = new AbortController();
-    const onCancel = (): void => abort.abort(new Error('client cancelled the call'));
+    const onCancel = (): void => abort.abort(new DomainError('unavailable', 'the client cancelled the call'));
     call.once('cancelled', onCancel);
     try {
       const principal = await this.authenticate(metadata);
@@ -76,10 +89,15 @@ export class GrpcBinding {
       try {
         const outcome = await this.invoke(method, principal, request, metadata, abort.signal);
         if (outcome.kind !== 'result') throw new Error(`${method} answered with a stream`);
-        return fromProtoJson(SERVICE.methods[method].resolvedResponseType!, outcome.result ?? {});
+        const reply = fromProtoJson(SERVICE.methods[method].resolvedResponseType!, outcome.result ?? {});
+        this.count(method);
+        return reply;
       } finally {
         release();
       }
+    } catch (err) {
+      this.count(method, err);
+      throw err;
     } finally {
       call.off('cancelled', onCancel);
     }
@@ -110,14 +128,18 @@ export class GrpcBinding {
           if (frame !== undefined) subscriber.next(fromProtoJson(responseType, frame));
         }
         subscriber.complete();
+        this.count(method);
       };
       run()
-        .catch((err: unknown) => subscriber.error(err))
+        .catch((err: unknown) => {
+          this.count(method, err);
+          subscriber.error(err);
+        })
         .finally(() => {
           for (const release of releases) release();
           releases = [];
         });
-      return () => abort.abort(new Error('the gRPC stream closed'));
+      return () => abort.abort(new DomainError('unavailable', 'the gRPC stream closed'));
     });
   }
 

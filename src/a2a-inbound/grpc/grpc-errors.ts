@@ -66,6 +66,13 @@ export function toGrpcError(err: unknown, onUnexpected?: (err: unknown) => void)
   return { code, details: body.error.message, metadata };
 }
 
+/** The `ErrorInfo` reason of an error (else its status name), for metrics; nothing is logged. */
+export function grpcErrorLabel(err: unknown): string {
+  const { body } = toRestError(err);
+  const info = body.error.details.find((d) => d['@type'] === 'type.googleapis.com/google.rpc.ErrorInfo');
+  return typeof info?.reason === 'string' ? info.reason : body.error.status;
+}
+
 /** Decodes a `grpc-status-details-bin` value (for tests and diagnostics): the status and its details as objects. */
 export function decodeStatusDetails(bytes: Buffer): {
   code: number;

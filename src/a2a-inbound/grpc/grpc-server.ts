@@ -3,8 +3,8 @@ import { ServerGrpc, type GrpcOptions } from '@nestjs/microservices';
 import type { AppConfig } from '../../config/app-config.js';
 import { A2A_PACKAGE, a2aPackageDefinition } from './grpc-codec.js';
 
-/** The gRPC message limit: the HTTP bindings' body limit, so no binding takes more than the others. */
-const messageLimit = (config: AppConfig): number => config.maxBodyBytes;
+/** The gRPC message limit: the A2A HTTP routes' body limit (files included), so no binding takes more than another. */
+const messageLimit = (config: AppConfig): number => config.a2aBodyBytes;
 
 /**
  * Nest's gRPC transport (`@grpc/grpc-js`, `@grpc/proto-loader`), serving
