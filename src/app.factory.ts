@@ -9,6 +9,8 @@ import { AppModule, assignRequestId } from './app.module.js';
 import { NestPino, requestLogger, rootLogger } from './common/logging.js';
 import type { AppConfig } from './config/app-config.js';
 import { Lifecycle } from './health/lifecycle.service.js';
+import { GrpcEndpoint } from './a2a-inbound/grpc/grpc-endpoint.js';
+import { A2aGrpcServer } from './a2a-inbound/grpc/grpc-server.js';
 import { buildOpenApi, serveOpenApi } from './openapi/openapi.js';
 import { httpMetrics } from './metrics/http-metrics.js';
 import { Metrics } from './metrics/metrics.service.js';
@@ -17,6 +19,8 @@ import { ARBITER_VERSION } from './version.js';
 export interface RunningApp {
   app: INestApplication;
   url: string;
+  /** The gRPC binding's address (`host:port`), when `ARBITER_GRPC_PORT` is set. */
+  grpcAddress?: string;
   /** Drops readiness, finishes in-flight requests (up to the grace period), closes the database. */
   close(): Promise<void>;
 }
@@ -85,6 +89,13 @@ export async function startApp(config: AppConfig): Promise<RunningApp> {
   server.keepAliveTimeout = config.keepAliveTimeoutMs;
   (server as Server & { connectionsCheckingInterval: number }).connectionsCheckingInterval = 1_000;
   serveOpenApi(app, buildOpenApi(app, ARBITER_VERSION));
+  // The gRPC binding (spec §10): a second transport of the same application, closed by app.close().
+  const grpc = config.grpcPort === undefined ? undefined : new A2aGrpcServer(config);
+  if (grpc) {
+    app.connectMicroservice({ strategy: grpc });
+    await app.startAllMicroservices();
+    app.get(GrpcEndpoint).port = grpc.port;
+  }
   await app.listen(config.port, config.bind);
   const addr = app.getHttpServer().address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
@@ -93,6 +104,7 @@ export async function startApp(config: AppConfig): Promise<RunningApp> {
   return {
     app,
     url: `http://${host}:${addr.port}`,
+    ...(grpc?.port !== undefined ? { grpcAddress: `${host}:${grpc.port}` } : {}),
     close: () => {
       closing ??= (async () => {
         lifecycle.shuttingDown = true;

@@ -21,6 +21,8 @@ import { MODEL_ID_HINT, MODEL_ID_PATTERN, routeModel } from './model-routes.js';
 export const CONFIG_ENV = {
   port: 'PORT',
   bind: 'BIND',
+  grpcPort: 'ARBITER_GRPC_PORT',
+  grpcPublicAddress: 'ARBITER_GRPC_PUBLIC_ADDRESS',
   databaseUrl: 'DATABASE_URL',
   home: 'ARBITER_HOME',
   adminToken: 'ARBITER_ADMIN_TOKEN',
@@ -138,6 +140,23 @@ export class AppConfig {
   @IsString()
   @Matches(/^[0-9A-Za-z.:_-]+$/, { message: 'must be a host name or an IP address' })
   bind = '127.0.0.1';
+
+  /** The port of the gRPC binding (spec §10), on the same address as HTTP; unset: no gRPC server. 0 picks a free port. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 0 and 65535' })
+  @Min(0, { message: 'must be an integer between 0 and 65535' })
+  @Max(65535, { message: 'must be an integer between 0 and 65535' })
+  grpcPort?: number;
+
+  /**
+   * The `host:port` agent cards give as the gRPC interface's URL (a proxy or
+   * load balancer in front); unset: the host of the request's base URL and
+   * the port gRPC listens on.
+   */
+  @IsOptional()
+  @Matches(/^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):\d{1,5}$/, { message: 'must be host:port' })
+  grpcPublicAddress?: string;
 
   @IsOptional()
   @Matches(/^postgres(ql)?:\/\/\S+$/, { message: 'must be a postgres:// or postgresql:// URL' })
@@ -605,6 +624,7 @@ export class AppConfig {
     return {
       port: this.port,
       bind: this.bind,
+      grpcPort: this.grpcPort ?? null,
       home: this.home,
       database: this.databaseUrl ? redactUrl(this.databaseUrl) : `embedded (${this.embeddedDataDir})`,
       publicBaseUrl: this.publicBaseUrl ?? null,

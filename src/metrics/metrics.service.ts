@@ -49,7 +49,7 @@ export class Metrics {
   });
   readonly a2aCalls = new Counter({
     name: 'arbiter_a2a_requests_total',
-    help: 'A2A calls by binding (jsonrpc, rest), method, dialect (1.0, 0.3) and error code ("" when it succeeded)',
+    help: 'A2A calls by binding (jsonrpc, rest, grpc), method, dialect (1.0, 0.3) and error code ("" when it succeeded)',
     labelNames: ['binding', 'method', 'dialect', 'error'],
     registers: [this.registry],
   });

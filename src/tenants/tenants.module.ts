@@ -22,6 +22,6 @@ import { TenantsService } from './services/tenants.service.js';
     AdminGuard,
     { provide: APP_GUARD, useClass: AccessGuard },
   ],
-  exports: [TenantsService, TenantAuthService, OpenStreams, AuditRepository, AdminTokenService],
+  exports: [TenantsService, TenantAuthService, OpenStreams, AuditRepository, AdminTokenService, TenantGuard],
 })
 export class TenantsModule {}

@@ -11,18 +11,19 @@ import {
   type Task,
 } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
+import { status as grpc } from '@grpc/grpc-js';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
-import { restClient, textMessage, v1Client, waitFor } from '../helpers/a2a.js';
+import { GRPC_ON, startTestServer, type TestServer } from '../helpers/server.js';
+import { grpcClient, restClient, textMessage, v1Client, waitFor } from '../helpers/a2a.js';
 
 /** One binding under test: the official SDK client over it, and a second tenant's client on the same agent id. */
 interface Binding {
-  name: 'JSONRPC' | 'HTTP+JSON';
+  name: 'JSONRPC' | 'HTTP+JSON' | 'GRPC';
   client: Client;
   stranger: Client;
 }
 
-/** What an SDK error says, on either binding: the A2A reason, and the binding's own code. */
+/** What an SDK error says, on any binding: the A2A reason, and the binding's own code (JSON-RPC, HTTP, gRPC status). */
 interface ErrorOutcome {
   error: string;
   code: number | undefined;
@@ -33,10 +34,10 @@ async function outcome<T>(p: Promise<T>): Promise<T | ErrorOutcome> {
   try {
     return await p;
   } catch (err) {
-    const e = err as { reason?: string; envelopeCode?: number; statusCode?: number; message: string };
+    const e = err as { reason?: string; envelopeCode?: number; statusCode?: number; status?: number; message: string };
     return {
       error: e.reason ?? `not an A2A error: ${String(err)}`,
-      code: e.envelopeCode ?? e.statusCode,
+      code: e.envelopeCode ?? e.statusCode ?? e.status,
       message: e.message,
     };
   }
@@ -81,10 +82,10 @@ const held = async (c: Client): Promise<Task> =>
 interface Scenario {
   name: string;
   run(b: Binding): Promise<unknown>;
-  /** The outcome, the same on both bindings. */
+  /** The outcome, the same on every binding. */
   expect: unknown;
-  /** For an error: the JSON-RPC code (§9.5) and the HTTP status (§11.6, §5.4) it must come with. */
-  codes?: { JSONRPC: number; 'HTTP+JSON': number };
+  /** For an error: the JSON-RPC code (§9.5), the HTTP status (§11.6) and the gRPC status (§10.6) of §5.4. */
+  codes?: Record<Binding['name'], number>;
 }
 
 const V = (version: string) => ({ serviceParameters: { 'A2A-Version': version } });
@@ -151,7 +152,7 @@ const SCENARIOS: Scenario[] = [
     expect: ['task:TASK_STATE_WORKING', 'status:TASK_STATE_CANCELED'],
   },
   {
-    name: 'GetExtendedAgentCard: the same extended card on both',
+    name: 'GetExtendedAgentCard: the same extended card on all three',
     run: async (b) => {
       const card = await b.client.getAgentCard({});
       const ext = await b.client.transport.getExtendedAgentCard({ tenant: '' }, V('1.0'));
@@ -176,7 +177,7 @@ const SCENARIOS: Scenario[] = [
     name: 'error: an unknown task is TaskNotFound',
     run: (b) => outcome(b.client.getTask(GetTaskRequest.fromJSON({ id: randomUUID() }))),
     expect: { error: 'TASK_NOT_FOUND' },
-    codes: { JSONRPC: -32001, 'HTTP+JSON': 404 },
+    codes: { JSONRPC: -32001, 'HTTP+JSON': 404, GRPC: grpc.NOT_FOUND },
   },
   {
     name: "error: another tenant's task answers exactly like a missing one",
@@ -198,7 +199,7 @@ const SCENARIOS: Scenario[] = [
     name: 'error: bad params (pageSize out of range) are InvalidParams',
     run: (b) => outcome(b.client.listTasks(ListTasksRequest.fromJSON({ pageSize: 500 }))),
     expect: { error: 'INVALID_PARAMS' },
-    codes: { JSONRPC: -32602, 'HTTP+JSON': 400 },
+    codes: { JSONRPC: -32602, 'HTTP+JSON': 400, GRPC: grpc.INVALID_ARGUMENT },
   },
   {
     name: 'error: canceling a terminal task is TaskNotCancelable',
@@ -207,7 +208,7 @@ const SCENARIOS: Scenario[] = [
       return outcome(b.client.cancelTask(CancelTaskRequest.fromJSON({ id: t.id })));
     },
     expect: { error: 'TASK_NOT_CANCELABLE' },
-    codes: { JSONRPC: -32002, 'HTTP+JSON': 400 },
+    codes: { JSONRPC: -32002, 'HTTP+JSON': 400, GRPC: grpc.FAILED_PRECONDITION },
   },
   {
     name: 'error: subscribing to a terminal task is UnsupportedOperation',
@@ -216,29 +217,29 @@ const SCENARIOS: Scenario[] = [
       return outcome(shape(b.client.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: t.id }))));
     },
     expect: { error: 'UNSUPPORTED_OPERATION' },
-    codes: { JSONRPC: -32004, 'HTTP+JSON': 400 },
+    codes: { JSONRPC: -32004, 'HTTP+JSON': 400, GRPC: grpc.FAILED_PRECONDITION },
   },
   {
     name: 'error: an unsupported A2A-Version is VersionNotSupported',
     run: (b) => outcome(b.client.transport.getTask(GetTaskRequest.fromJSON({ id: randomUUID() }), V('9.9'))),
     expect: { error: 'VERSION_NOT_SUPPORTED' },
-    codes: { JSONRPC: -32009, 'HTTP+JSON': 400 },
+    codes: { JSONRPC: -32009, 'HTTP+JSON': 400, GRPC: grpc.FAILED_PRECONDITION },
   },
 ];
 
 /**
  * Spec §5.1: every operation behaves the same on every binding. One table
- * of scenarios, each run with the official SDK client over JSON-RPC (§9)
- * and over HTTP+JSON (§11) against the same agent: the outcomes must be
- * equal, and each error must carry its binding's code from §5.4.
+ * of scenarios, each run with the official SDK client over JSON-RPC (§9),
+ * HTTP+JSON (§11) and gRPC (§10) against the same agent: the outcomes must
+ * be equal, and each error must carry its binding's code from §5.4.
  */
-describe('§5.1 functional equivalence: one scenario table, both bindings', () => {
+describe('§5.1 functional equivalence: one scenario table, three bindings', () => {
   let server: TestServer;
   let a: TestTenant;
   let b: TestTenant;
   const bindings: Binding[] = [];
   before(async () => {
-    server = await startTestServer({ env: { ARBITER_ECHO_DELAY_MS: '5' } });
+    server = await startTestServer({ env: { ...GRPC_ON, ARBITER_ECHO_DELAY_MS: '5' } });
     [a, b] = [await newTenant(server, 'bind-a'), await newTenant(server, 'bind-b')];
     const agent = { id: 'twin', role: 'twin', capabilities: ['/mem', '/fetch', 'summaries'] };
     await newAgent(a, agent);
@@ -254,6 +255,11 @@ describe('§5.1 functional equivalence: one scenario table, both bindings', () =
         client: await restClient(server.url, a.token, 'twin'),
         stranger: await restClient(server.url, b.token, 'twin'),
       },
+      {
+        name: 'GRPC',
+        client: await grpcClient(server.url, a.token, 'twin'),
+        stranger: await grpcClient(server.url, b.token, 'twin'),
+      },
     );
   });
   after(async () => {
@@ -264,7 +270,7 @@ describe('§5.1 functional equivalence: one scenario table, both bindings', () =
   it('the clients really use different bindings', () => {
     assert.deepEqual(
       bindings.map((x) => x.client.transport.protocolName),
-      ['JSONRPC', 'HTTP+JSON'],
+      ['JSONRPC', 'HTTP+JSON', 'GRPC'],
     );
   });
 
@@ -281,7 +287,7 @@ describe('§5.1 functional equivalence: one scenario table, both bindings', () =
           results[binding.name] = got;
         }
       }
-      assert.deepEqual(results, { JSONRPC: s.expect, 'HTTP+JSON': s.expect });
+      assert.deepEqual(results, { JSONRPC: s.expect, 'HTTP+JSON': s.expect, GRPC: s.expect });
     });
   }
 

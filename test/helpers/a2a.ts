@@ -7,6 +7,8 @@ import {
   JsonRpcTransportFactory,
   RestTransportFactory,
 } from '@a2a-js/sdk/client';
+import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
+import * as grpc from '@grpc/grpc-js';
 import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
 import { randomUUID } from 'node:crypto';
 
@@ -44,6 +46,32 @@ export async function restClient(baseUrl: string, token: string, agentId = 'inde
     }),
   );
   return factory.createFromUrl(cardUrl(baseUrl, agentId), '');
+}
+
+/**
+ * The official v1.0 client over the gRPC binding (spec §10): the factory
+ * picks the card's `GRPC` interface, whose `tenant` (the agent id) the SDK
+ * puts into every request. The bearer goes into every call's metadata
+ * (§10.2) as per-call credentials, so direct transport calls carry it too.
+ */
+export async function grpcClient(baseUrl: string, token: string, agentId = 'index'): Promise<Client> {
+  const factory = new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      transports: [new GrpcTransportFactory({ grpcCallOptions: { credentials: bearerCredentials(token) } })],
+      cardResolver: new DefaultAgentCardResolver({ fetchImpl: authFetch(token) }),
+      preferredTransports: ['GRPC'],
+    }),
+  );
+  return factory.createFromUrl(cardUrl(baseUrl, agentId), '');
+}
+
+/** `authorization: Bearer …` in a call's metadata (grpc-js sends call credentials on plaintext channels too). */
+export function bearerCredentials(token: string): grpc.CallCredentials {
+  return grpc.credentials.createFromMetadataGenerator((_params, callback) => {
+    const metadata = new grpc.Metadata();
+    metadata.set('authorization', `Bearer ${token}`);
+    callback(null, metadata);
+  });
 }
 
 /** The SDK's v0.3 compat client: the same `Client` API over the v0.3 JSON-RPC wire. */

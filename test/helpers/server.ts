@@ -9,6 +9,8 @@ import { HttpClient } from './http.js';
 
 export interface TestServer {
   url: string;
+  /** The gRPC binding's `host:port`, when the test set `ARBITER_GRPC_PORT` (use `GRPC_ON`). */
+  grpcAddress?: string;
   home: string;
   config: AppConfig;
   adminToken: string;
@@ -20,6 +22,9 @@ export interface TestServer {
   as(token: string): HttpClient;
   close(): Promise<void>;
 }
+
+/** The env that turns the gRPC binding on, on a port the system picks. */
+export const GRPC_ON = { ARBITER_GRPC_PORT: '0' } as const;
 
 /** A closed port on loopback (discard): a provider nobody pointed anywhere fails fast, on this machine. */
 const NOWHERE = 'http://127.0.0.1:9';
@@ -70,6 +75,7 @@ export async function startTestServer(
   const http = new HttpClient(running.url);
   return {
     url: running.url,
+    grpcAddress: running.grpcAddress,
     home,
     config,
     adminToken: config.adminToken ?? adminToken,

@@ -9,6 +9,7 @@ import type { ResolvedAgent } from '../../registry/services/agent-catalog.servic
 import { routeModel } from '../../config/model-routes.js';
 import { KNOWN_TOOLS, TOOL_DESCRIPTIONS, TOOL_SKILL_IDS, isKnownTool, type ToolName } from '../../registry/tools.js';
 import { INPUT_MODES, OUTPUT_MODES } from '../../a2a-wire/dialects/message-input.js';
+import { GrpcEndpoint } from '../grpc/grpc-endpoint.js';
 
 type Json = Record<string, unknown>;
 
@@ -95,6 +96,7 @@ export class AgentCardService {
   constructor(
     private readonly config: AppConfig,
     private readonly mcp: McpRegistry,
+    private readonly grpc: GrpcEndpoint,
   ) {}
 
   /**
@@ -135,8 +137,11 @@ export class AgentCardService {
 
   /**
    * The v1.0 card, ProtoJSON through the SDK's generated codec. `base` is
-   * the public base URL (`baseUrl(req)`). Both bindings are listed (§5.2):
-   * JSON-RPC (1.0 and the v0.3 dialect) and HTTP+JSON (1.0) at the same URL.
+   * the public base URL (`baseUrl(req)`). The bindings are listed (§5.2):
+   * JSON-RPC (1.0 and the v0.3 dialect) and HTTP+JSON (1.0) at the same URL,
+   * and, when `ARBITER_GRPC_PORT` is set, gRPC (1.0) at `host:port` with the
+   * agent's id as the interface's `tenant` (§4.4.6: clients send it in every
+   * request's `tenant` field; that is how a gRPC call names its agent).
    */
   v1Card(agent: ResolvedAgent, base: string): Json {
     return AgentCard.toJSON(
@@ -189,6 +194,7 @@ export class AgentCardService {
   private v1Json(agent: ResolvedAgent, base: string, skills: Json[]): Json {
     const c = agent.constitution;
     const url = this.endpointUrl(base, agent.id);
+    const grpc = this.grpc.address(base);
     return {
       name: c.name || agent.id,
       description: describe(c, agent.id),
@@ -196,6 +202,7 @@ export class AgentCardService {
         { url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
         { url, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
         { url, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
+        ...(grpc ? [{ url: grpc, protocolBinding: 'GRPC', tenant: agent.id, protocolVersion: '1.0' }] : []),
       ],
       provider: { organization: 'Arbiter', url: base },
       version: agent.source === 'builtin' ? 'index' : (agent.updatedAt?.toISOString() ?? '1'),

@@ -1,7 +1,7 @@
 import { Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { Request, Response } from 'express';
-import { ACCESS_KEY, type Access } from '../../common/auth.decorators.js';
+import { ACCESS_KEY, type Access, type TenantPrincipal } from '../../common/auth.decorators.js';
 import { DomainError } from '../../common/errors.js';
 import {
   ADMIN_STRATEGY,
@@ -18,7 +18,7 @@ const BEARER_HEADER = /^bearer[ \t]+([A-Za-z0-9._~+/-]+=*)[ \t]*$/i;
  * Turns passport's outcome into the principal or a 401. A strategy refusal
  * becomes its reason; any other error (the database is down …) propagates.
  */
-function principalOrThrow<T>(err: unknown, user: T): T {
+function principalOrThrow<T>(err: unknown, user: T | false): T {
   if (err instanceof BearerRefusalError) {
     throw new DomainError(
       'unauthorized',
@@ -36,8 +36,7 @@ function principalOrThrow<T>(err: unknown, user: T): T {
  * would also take `access_token` from the query string or body, which puts
  * secrets into URLs and logs.
  */
-function requireBearerHeader(ctx: ExecutionContext): void {
-  const req = ctx.switchToHttp().getRequest<Request>();
+function requireBearerHeader(req: Request): void {
   const header = req.headers.authorization;
   if (!header) throw new DomainError('unauthorized', 'missing bearer token');
   const token = BEARER_HEADER.exec(header)?.[1];
@@ -53,16 +52,29 @@ abstract class BearerGuard implements CanActivate {
   constructor(private readonly bearer: BearerAuthenticator) {}
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
-    requireBearerHeader(ctx);
     const http = ctx.switchToHttp();
     const req = http.getRequest<Request>();
-    const res = http.getResponse<Response>();
+    req.user = await this.verify(req, http.getResponse<Response>());
+    return true;
+  }
+
+  /**
+   * The principal of an `Authorization` header value, or the same 401/403 an
+   * HTTP request would get: for the gRPC binding, whose bearer rides in the
+   * call's metadata (spec §10.2). Only the header is read.
+   */
+  principalOf(authorization: string | undefined): Promise<TenantPrincipal | { admin: true }> {
+    const req = { headers: authorization === undefined ? {} : { authorization } } as Request;
+    return this.verify(req, {} as Response);
+  }
+
+  private async verify(req: Request, res: Response): Promise<TenantPrincipal | { admin: true }> {
+    requireBearerHeader(req);
     const [err, user] = await this.bearer.authenticate(this.strategy, req, res);
     if (!user && (!err || (err instanceof BearerRefusalError && err.reason === 'invalid_token'))) {
       await this.refuseOtherScope(req, res);
     }
-    req.user = principalOrThrow(err, user);
-    return true;
+    return principalOrThrow(err, user);
   }
 
   /** A valid token of the other kind (admin on a tenant route, or the reverse) is a 403 that says so, not a 401. */
