@@ -425,6 +425,31 @@ describe('§10 gRPC binding', () => {
       assert.equal(rest[rest.length - 1]?.statusUpdate?.status?.state, 'TASK_STATE_CANCELED');
     });
 
+    it('revoking the token an open stream was opened with ends it (UNAUTHENTICATED, saying why); the task runs on', async () => {
+      const u = await newTenant(server, 'grpc-revoke');
+      await newAgent(u, { id: 'twin', role: 'twin' });
+      const second = await server.admin.post(`/v1/admin/tenants/${u.id}/tokens`);
+      assert.equal(second.status, 201, second.text);
+      const c = await grpcClient(server.url, u.token, 'twin');
+      const t = asTask(await c.sendMessage(textMessage('hold', { returnImmediately: true })));
+      const stream = raw.SubscribeToTask({ tenant: 'twin', id: t.id }, metadata(second.body.token as string));
+      await new Promise<Obj>((resolve, reject) => {
+        stream.once('data', resolve);
+        stream.once('error', reject);
+      });
+      const ended = new Promise<grpc.ServiceError>((resolve) => stream.on('error', resolve));
+      stream.on('data', () => undefined);
+      const revoked = await server.admin.delete(`/v1/admin/tenants/${u.id}/tokens/${second.body.id as string}`);
+      assert.equal(revoked.status, 200, revoked.text);
+      const err = await ended;
+      assert.equal(err.code, grpc.status.UNAUTHENTICATED);
+      assert.match(err.details, /revoked/);
+      // The task is the tenant's work: it is still running, and the other token still reaches it.
+      const still = asTask(await c.getTask(GetTaskRequest.fromJSON({ id: t.id })));
+      assert.equal(state(still), 'TASK_STATE_WORKING');
+      await c.cancelTask(CancelTaskRequest.fromJSON({ id: t.id }));
+    });
+
     it('SubscribeToTask through the SDK, cancelled by the client with an AbortSignal, frees the slot too', async () => {
       const u = await newTenant(server, 'grpc-abort');
       await newAgent(u, { id: 'twin', role: 'twin' });

@@ -127,6 +127,9 @@ export class GrpcBinding {
           const frame = V1.streamItem(item, stream.task);
           if (frame !== undefined) subscriber.next(fromProtoJson(responseType, frame));
         }
+        // Ended by the server because its access went (a revoked token, a disabled tenant): the status says why.
+        const reason: unknown = abort.signal.reason;
+        if (abort.signal.aborted && reason instanceof DomainError && reason.code === 'unauthorized') throw reason;
         subscriber.complete();
         this.count(method);
       };
