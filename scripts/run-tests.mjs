@@ -31,7 +31,15 @@ if (files.length === 0) {
 const concurrency = process.env.TEST_CONCURRENCY ?? '2';
 const run = spawnSync(
   process.execPath,
-  ['--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files],
+  [
+    // Every test process refuses (and fails on) any connection off loopback: see test/helpers/loopback-only.ts.
+    '--import',
+    './dist/test/helpers/loopback-only.js',
+    '--test',
+    `--test-concurrency=${concurrency}`,
+    '--test-reporter=spec',
+    ...files,
+  ],
   { stdio: 'inherit', env: { ...process.env, NODE_ENV: 'test' } },
 );
 process.exit(run.status ?? 1);

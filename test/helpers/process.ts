@@ -11,10 +11,12 @@ export interface ServerProcess {
 }
 
 const MAIN = 'dist/src/main.js';
+/** The servers a test starts carry the loopback-only tripwire too. */
+const TRIPWIRE = ['--import', './dist/test/helpers/loopback-only.js'];
 
 /** Runs `node dist/src/main.js` as a child process until it exits; resolves with code and output. */
 export async function runToExit(env: Record<string, string>, args: string[] = [], timeoutMs = 30_000) {
-  const child = spawn(process.execPath, [MAIN, ...args], {
+  const child = spawn(process.execPath, [...TRIPWIRE, MAIN, ...args], {
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: 'pipe',
   });
@@ -30,7 +32,7 @@ export async function runToExit(env: Record<string, string>, args: string[] = []
 
 /** Starts the server as a child process and waits for its "listening on" log line. */
 export async function startServerProcess(env: Record<string, string>, args: string[] = []): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [MAIN, ...args], {
+  const child = spawn(process.execPath, [...TRIPWIRE, MAIN, ...args], {
     env: { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: 'pipe',
   });
