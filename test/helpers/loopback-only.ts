@@ -43,6 +43,8 @@ function guardedLookup(inner: Lookup): Lookup {
     });
 }
 
+// Kept unbound on purpose: it is called with each socket as `this` below.
+// eslint-disable-next-line @typescript-eslint/unbound-method
 const original = net.Socket.prototype.connect;
 net.Socket.prototype.connect = function (this: net.Socket, ...args: unknown[]) {
   const first = args[0];
@@ -61,11 +63,10 @@ net.Socket.prototype.connect = function (this: net.Socket, ...args: unknown[]) {
       process.nextTick(() => this.destroy(err));
       return this;
     }
-    if (!net.isIP(host))
-      options.lookup = guardedLookup((options.lookup as Lookup | undefined) ?? (dns.lookup as Lookup));
+    if (!net.isIP(host)) options.lookup = guardedLookup((options.lookup as Lookup | undefined) ?? dns.lookup);
   }
   return (original as (...a: unknown[]) => net.Socket).apply(this, args);
-} as typeof net.Socket.prototype.connect;
+};
 
 process.on('exit', () => {
   if (violations.length === 0) return;
