@@ -4,15 +4,18 @@ import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
+import cors from 'cors';
 import helmet from 'helmet';
-import { AppModule, assignRequestId } from './app.module.js';
-import { NestPino, requestLogger, rootLogger } from './common/logging.js';
+import { AppModule } from './app.module.js';
+import { A2aHttpEdge } from './a2a-inbound/http/a2a-http-edge.js';
+import { RequestRecorder } from './common/http/request-record.js';
+import { captureHeaders, setHeaders } from './common/http/security-headers.js';
+import { NestPino, rootLogger } from './common/logging.js';
 import type { AppConfig } from './config/app-config.js';
 import { Lifecycle } from './health/lifecycle.service.js';
 import { GrpcEndpoint } from './a2a-inbound/grpc/grpc-endpoint.js';
 import { A2aGrpcServer } from './a2a-inbound/grpc/grpc-server.js';
 import { buildOpenApi, serveOpenApi } from './openapi/openapi.js';
-import { httpMetrics } from './metrics/http-metrics.js';
 import { Metrics } from './metrics/metrics.service.js';
 import { ARBITER_VERSION } from './version.js';
 
@@ -41,22 +44,27 @@ export async function startApp(config: AppConfig): Promise<RunningApp> {
   app.set('trust proxy', config.trustProxy);
   // Security headers that apply to an API (nosniff, no framing, no referrer, HSTS for TLS deployments …). The docs
   // page (Swagger UI, served from this origin) also needs its inline styles and the data: images of its theme.
-  const api = helmet();
-  const docs = helmet({
-    contentSecurityPolicy: {
-      directives: {
-        'style-src': ["'self'", "'unsafe-inline'"],
-        'img-src': ["'self'", 'data:'],
-        'upgrade-insecure-requests': null,
+  // helmet's headers depend on its options only: read once, set on every answer.
+  const api = captureHeaders(helmet());
+  const docs = captureHeaders(
+    helmet({
+      contentSecurityPolicy: {
+        directives: {
+          'style-src': ["'self'", "'unsafe-inline'"],
+          'img-src': ["'self'", 'data:'],
+          'upgrade-insecure-requests': null,
+        },
       },
-    },
-  });
-  app.use((req: Request, res: Response, next: NextFunction) =>
-    (req.path === '/docs' || req.path.startsWith('/docs/') ? docs : api)(req, res, next),
+    }),
   );
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    setHeaders(res, req.path === '/docs' || req.path.startsWith('/docs/') ? docs : api);
+    next();
+  });
   const origins = config.corsOrigins ? config.corsOrigins.split(',') : [];
+  let corsMiddleware: ReturnType<typeof cors> | undefined;
   if (origins.length > 0) {
-    app.enableCors({
+    corsMiddleware = cors({
       origin: origins.includes('*') ? '*' : origins,
       allowedHeaders: [
         'Authorization',
@@ -71,15 +79,11 @@ export async function startApp(config: AppConfig): Promise<RunningApp> {
       exposedHeaders: ['X-Request-Id', 'ETag', 'WWW-Authenticate'],
       maxAge: 600,
     });
+    app.use(corsMiddleware);
   }
-  app.use(httpMetrics(app.get(Metrics)));
-  // Runs before Nest's own middleware, so even a rejected body gets a request id and a log line.
-  app.use(
-    requestLogger(logger, {
-      requestId: assignRequestId,
-      quiet: (req) => (req.url ?? '').startsWith('/v1/health'),
-    }),
-  );
+  // Runs before Nest's own middleware, so even a rejected body gets a request id, a log line and its count.
+  const recorder = new RequestRecorder(logger, app.get(Metrics), (url) => url.startsWith('/v1/health'));
+  app.use(recorder.middleware());
   // Slow or withheld requests end: headers within ARBITER_HEADERS_TIMEOUT_MS, the whole request (body
   // included, never the response) within ARBITER_REQUEST_TIMEOUT_MS; idle keep-alive connections too. Node checks
   // these every `connectionsCheckingInterval` (30 s by default): check every second.
@@ -96,6 +100,14 @@ export async function startApp(config: AppConfig): Promise<RunningApp> {
     await app.startAllMicroservices();
     app.get(GrpcEndpoint).port = grpc.port;
   }
+  // The A2A bindings over HTTP are served ahead of Express (see A2aHttpEdge); the rest goes on to it.
+  const express = app.getHttpAdapter().getInstance() as { get(setting: string): unknown };
+  app.get(A2aHttpEdge).install(server, {
+    recorder,
+    securityHeaders: api,
+    cors: corsMiddleware,
+    trustProxy: express.get('trust proxy fn') as (address: string, i: number) => boolean,
+  });
   await app.listen(config.port, config.bind);
   const addr = app.getHttpServer().address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;

@@ -1,5 +1,3 @@
-import { randomUUID } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { APP_FILTER, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import { DtoValidationPipe } from './common/validation.pipe.js';
@@ -19,18 +17,6 @@ import { NativeApiModule } from './native-api/native-api.module.js';
 import { TenantsModule } from './tenants/tenants.module.js';
 import { AdminModule } from './admin/admin.module.js';
 import { ConsoleModule } from './console/console.module.js';
-
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-
-/** Honours a well-formed incoming `X-Request-Id`, else mints one; echoes it back. */
-export function assignRequestId(req: IncomingMessage & { id?: unknown }, res: ServerResponse): string {
-  if (typeof req.id === 'string') return req.id;
-  const incoming = req.headers['x-request-id'];
-  const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
-  req.id = id;
-  res.setHeader('X-Request-Id', id);
-  return id;
-}
 
 @Module({})
 export class AppModule {

@@ -8,8 +8,9 @@ import { QuotasModule } from '../quotas/quotas.module.js';
 import { AgentCardController } from './controllers/agent-card.controller.js';
 import { A2aRequestHandler } from './handler/a2a-request-handler.js';
 import { JsonRpcBinding } from './jsonrpc/jsonrpc-binding.js';
-import { JsonRpcController } from './jsonrpc/jsonrpc.controller.js';
-import { RestController } from './rest/rest.controller.js';
+import { JsonRpcHttp } from './jsonrpc/jsonrpc-http.js';
+import { RestHttp } from './rest/rest-http.js';
+import { A2aHttpEdge } from './http/a2a-http-edge.js';
 import { GrpcBinding } from './grpc/grpc-binding.js';
 import { GrpcController } from './grpc/grpc.controller.js';
 import { GrpcEndpoint } from './grpc/grpc-endpoint.js';
@@ -17,14 +18,23 @@ import { AgentCardService } from './services/agent-card.service.js';
 
 /**
  * Every agent as an A2A endpoint: cards, and the JSON-RPC, HTTP+JSON and
- * gRPC bindings over one typed request handler. The REST controller comes
- * last among the HTTP ones: its catch-all under an agent's URL must not
- * shadow the card routes. The gRPC controller serves only when
- * `ARBITER_GRPC_PORT` is set (see `startApp`).
+ * gRPC bindings over one typed request handler. The two HTTP bindings are
+ * served by the A2A HTTP edge ahead of Express (`A2aHttpEdge`, installed by
+ * `startApp`); the cards are Nest routes. The gRPC controller serves only
+ * when `ARBITER_GRPC_PORT` is set (see `startApp`).
  */
 @Module({
   imports: [TasksModule, PushModule, RegistryModule, TenantsModule, McpModule, QuotasModule],
-  controllers: [AgentCardController, JsonRpcController, RestController, GrpcController],
-  providers: [A2aRequestHandler, JsonRpcBinding, AgentCardService, GrpcBinding, GrpcEndpoint],
+  controllers: [AgentCardController, GrpcController],
+  providers: [
+    A2aRequestHandler,
+    JsonRpcBinding,
+    JsonRpcHttp,
+    RestHttp,
+    A2aHttpEdge,
+    AgentCardService,
+    GrpcBinding,
+    GrpcEndpoint,
+  ],
 })
 export class A2aInboundModule {}

@@ -108,7 +108,8 @@ export function httpStatusOf(code: ErrorCode): number {
   }
 }
 
-/** The request id pino-http assigned (see `assignRequestId`), as a string. */
-export function requestIdOf(req: { id?: unknown }): string {
-  return typeof req.id === 'string' || typeof req.id === 'number' ? String(req.id) : '';
+/** The request id (see `requestIdFor`), as a string. */
+export function requestIdOf(req: object): string {
+  const id = (req as { id?: unknown }).id;
+  return typeof id === 'string' || typeof id === 'number' ? String(id) : '';
 }

@@ -1,29 +1,22 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import type { LoggerService } from '@nestjs/common';
 import { pino, type Level, type Logger as Pino } from 'pino';
-import { pinoHttp, type HttpLogger } from 'pino-http';
 
 /**
- * The process's JSON logger (pino) and the request log (pino-http), with no
- * request-scoped context store: an `AsyncLocalStorage` per request switches
- * on Node's promise hooks for every promise in the process, which cost about
- * 3% of the CPU of a blocking A2A send. What a request line should say beyond
- * method, URL and status, its handler puts in `requestLog(res)`; code that
- * logs on behalf of a request passes its ids explicitly.
+ * The process's JSON logger (pino), with no request-scoped context store: an
+ * `AsyncLocalStorage` per request switches on Node's promise hooks for every
+ * promise in the process, which cost about 3% of the CPU of a blocking A2A
+ * send. Each request gets one line when it ends (`RequestRecorder`); what it
+ * should say beyond method, URL and status, its handler puts in
+ * `requestLog(res)`; code that logs on behalf of a request passes its ids
+ * explicitly.
  */
 
 /** Fields the handler adds to its request's log line (tenant, agent, A2A method, dialect, error code, task). */
 export function requestLog(res: ServerResponse): Record<string, unknown> {
   const r = res as ServerResponse & { arbiterLog?: Record<string, unknown> };
   return (r.arbiterLog ??= {});
-}
-
-export interface LoggingOptions {
-  /** The id of a request: honoured from `X-Request-Id` or minted (see `assignRequestId`). */
-  requestId: (req: IncomingMessage, res: ServerResponse) => string;
-  /** Requests that get no log line (health probes). */
-  quiet?: (req: IncomingMessage) => boolean;
 }
 
 /**
@@ -54,28 +47,6 @@ function prettyStream(): NodeJS.WritableStream {
     translateTime: 'SYS:HH:MM:ss.l',
     ignore: 'pid,hostname',
     sync: true,
-  });
-}
-
-/** One line per request when it ends: id, method, path without the query, status, time, and `requestLog` fields. */
-export function requestLogger(logger: Pino, opts: LoggingOptions): HttpLogger {
-  return pinoHttp({
-    logger,
-    genReqId: opts.requestId,
-    customAttributeKeys: { reqId: 'request_id' },
-    // The request's own logger (`req.log`) is not used: skip building a child logger with its bindings.
-    quietReqLogger: true,
-    serializers: {
-      req: (req: { id: unknown; method: string; url: string; remoteAddress?: string }) => ({
-        id: req.id,
-        method: req.method,
-        url: req.url.split('?')[0],
-        remoteAddress: req.remoteAddress,
-      }),
-      res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-    },
-    customProps: (_req, res) => (res as ServerResponse & { arbiterLog?: Record<string, unknown> }).arbiterLog ?? {},
-    autoLogging: opts.quiet ? { ignore: opts.quiet } : true,
   });
 }
 

@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import type { Response } from 'express';
+import type { ServerResponse } from 'node:http';
 import { DomainError } from './errors.js';
 
 export interface SseFrame {
@@ -18,16 +18,29 @@ export interface SseFrame {
 /** SSE responses open in this process (for the metrics). */
 export const sseStreams = { open: 0 };
 
+const SSE_HEADERS = [
+  'Content-Type',
+  'text/event-stream; charset=utf-8',
+  'Cache-Control',
+  'no-cache, no-transform',
+  'Connection',
+  'keep-alive',
+  'X-Accel-Buffering',
+  'no',
+];
+
 export async function writeSse(
-  res: Response,
+  res: ServerResponse,
   frames: AsyncIterable<SseFrame>,
-  opts: { heartbeatMs: number; abort?: AbortController; onError?: (err: unknown) => SseFrame | undefined },
+  opts: {
+    heartbeatMs: number;
+    abort?: AbortController;
+    onError?: (err: unknown) => SseFrame | undefined;
+    /** More response headers (`name, value …`), when the caller has not set them on `res` already. */
+    headers?: readonly string[];
+  },
 ): Promise<void> {
-  res.status(200);
-  res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
-  res.setHeader('Cache-Control', 'no-cache, no-transform');
-  res.setHeader('Connection', 'keep-alive');
-  res.setHeader('X-Accel-Buffering', 'no');
+  res.writeHead(200, opts.headers ? [...opts.headers, ...SSE_HEADERS] : SSE_HEADERS);
   res.flushHeaders();
   res.socket?.setNoDelay(true);
 
@@ -89,7 +102,7 @@ export async function writeSse(
  * matters with thousands of idle subscribers. `done` runs when the stream ends.
  */
 export function detachSse(
-  res: Response,
+  res: ServerResponse,
   frames: AsyncIterable<SseFrame>,
   opts: Parameters<typeof writeSse>[2],
   done: () => void,
@@ -103,7 +116,7 @@ export function detachSse(
 }
 
 /** Calls `release` once the response is closed (ended, or the client went away) — at once if it already is. */
-export function releaseOnClose(res: Response, release: () => void): void {
+export function releaseOnClose(res: ServerResponse, release: () => void): void {
   if (res.destroyed || res.writableFinished) release();
   else res.once('close', release);
 }

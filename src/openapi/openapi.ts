@@ -87,11 +87,32 @@ function restOperation(path: string, op: Operation): OperationObject {
   };
 }
 
+/** The JSON-RPC endpoint of an agent (spec §9). */
+const JSONRPC_OPERATION: OperationObject = {
+  tags: ['A2A JSON-RPC'],
+  summary:
+    'A2A JSON-RPC 2.0 endpoint of the agent (v1.0 with A2A-Version: 1.0, else v0.3); streaming methods answer SSE',
+  operationId: 'a2aJsonRpc',
+  parameters: [
+    param('agentId', 'path', 'the agent'),
+    param('A2A-Version', 'header', '1.0 (or ?A2A-Version=); absent means 0.3'),
+  ],
+  requestBody: { required: true, content: json(ref('JsonRpcRequest')) },
+  responses: {
+    200: {
+      description: 'the JSON-RPC response (errors too), or an SSE stream of them for the streaming methods',
+      content: { ...json(ref('JsonRpcResponse')), 'text/event-stream': sse('').content['text/event-stream'] },
+    },
+    default: { description: 'a refusal before the call is read (401, 413, 415 …)', content: json(ref('ErrorBody')) },
+  },
+};
+
 /**
  * The OpenAPI 3.1 document: the Nest routes as `@nestjs/swagger` reads them
  * (request schemas from the DTOs' class-validator decorators, the same ones
- * the global ValidationPipe enforces), plus the A2A HTTP+JSON routes — served
- * by one catch-all handler, so described here from its route table.
+ * the global ValidationPipe enforces), plus the A2A bindings over HTTP —
+ * served by the A2A HTTP edge ahead of Nest, so described here from their
+ * route tables.
  */
 export function buildOpenApi(app: INestApplication, version: string): OpenAPIObject {
   const config = new DocumentBuilder()
@@ -120,6 +141,8 @@ export function buildOpenApi(app: INestApplication, version: string): OpenAPIObj
     if (!PUBLIC.test(path)) continue;
     for (const op of Object.values(item as Record<string, { security?: unknown[] }>)) op.security = [];
   }
+  const rpc = (doc.paths['/v1/a2a/agents/{agentId}'] ??= {}) as Record<string, unknown>;
+  rpc.post = JSONRPC_OPERATION;
   for (const r of REST_ROUTE_PATHS) {
     const path = `/v1/a2a/agents/{agentId}/${r.path}`;
     const item = (doc.paths[path] ??= {}) as Record<string, unknown>;

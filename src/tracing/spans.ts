@@ -8,6 +8,7 @@ import {
   type Context,
   type Span,
 } from '@opentelemetry/api';
+import { getRPCMetadata, RPCType } from '@opentelemetry/core';
 import { ARBITER_VERSION } from '../version.js';
 
 /**
@@ -23,6 +24,16 @@ export { SpanKind };
 export function annotateActiveSpan(attributes: Attributes): void {
   const span = trace.getActiveSpan();
   if (span?.isRecording()) span.setAttributes(attributes);
+}
+
+/**
+ * Names the route template of the HTTP request being served, as Express's
+ * instrumentation does for the routes it serves: the server span becomes
+ * `POST /v1/a2a/agents/:id` with `http.route`. A no-op without tracing.
+ */
+export function setHttpRoute(route: string): void {
+  const meta = getRPCMetadata(context.active());
+  if (meta?.type === RPCType.HTTP) meta.route = route;
 }
 
 /** The context a detached piece of work (a run) should continue: the one active now. */

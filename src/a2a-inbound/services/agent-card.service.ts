@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { AgentCard } from '@a2a-js/sdk';
 import { Injectable } from '@nestjs/common';
-import type { Request } from 'express';
+import type { IncomingHttpHeaders } from 'node:http';
 import { AppConfig } from '../../config/app-config.js';
 import { descriptiveSkills, mcpServerGrants, toolGrants, type Constitution } from '../../registry/constitution.js';
 import { McpRegistry } from '../../mcp/mcp-registry.service.js';
@@ -118,10 +118,10 @@ export class AgentCardService {
     return KNOWN_TOOLS.filter((t) => (t !== '/mcp' && t !== '/search') || usable.has(t));
   }
 
-  /** Public base URL: configured, else the request's scheme and a well-formed Host. */
-  baseUrl(req: Request): string {
+  /** Public base URL: configured, else the request's scheme (`req.protocol`, as Express reads it) and a well-formed Host. */
+  baseUrl(req: { protocol: string; headers: IncomingHttpHeaders }): string {
     if (this.config.publicBaseUrl) return this.config.publicBaseUrl.replace(/\/+$/, '');
-    const host = req.get('host');
+    const host = req.headers.host;
     const safeHost = host && HOST.test(host) ? host : `${this.config.bind}:${this.config.port}`;
     return `${req.protocol}://${safeHost}`;
   }

@@ -1,32 +1,29 @@
-import { All, Controller, HttpCode, Logger, Param, Post, Req, Res, UseFilters } from '@nestjs/common';
-import type { Request, Response } from 'express';
-import { CurrentTenant, type TenantPrincipal } from '../../common/auth.decorators.js';
-import { FileCarryingBody, JsonTextBody } from '../../common/body-reader.interceptor.js';
-import { DomainError, requestIdOf } from '../../common/errors.js';
+import { Injectable, Logger } from '@nestjs/common';
+import type { TenantPrincipal } from '../../common/auth.decorators.js';
+import { DomainError } from '../../common/errors.js';
 import { safeError } from '../../common/safe-error.js';
-import { requestLog } from '../../common/logging.js';
-import { annotateActiveSpan } from '../../tracing/spans.js';
-import { detachSse } from '../../common/sse.js';
+import { detachSse, releaseOnClose } from '../../common/sse.js';
+import { isDatabaseUnavailable } from '../../common/db-errors.js';
 import { AppConfig } from '../../config/app-config.js';
 import { AGENT_ID_PATTERN } from '../../registry/constitution.js';
 import { AgentCatalog } from '../../registry/services/agent-catalog.service.js';
 import { OpenStreams } from '../../tenants/services/open-streams.service.js';
+import { annotateActiveSpan } from '../../tracing/spans.js';
 import { A2aError, type Dialect } from '../../a2a-wire/a2a-errors.js';
 import type { WireDialect } from '../../a2a-wire/dialects/dialect.js';
 import { V03Dialect } from '../../a2a-wire/dialects/v03.dialect.js';
 import { V1Dialect } from '../../a2a-wire/dialects/v1.dialect.js';
 import type { A2aStream } from '../handler/a2a-request-handler.js';
-import { releaseOnClose } from '../../common/sse.js';
+import type { HttpExchange } from '../http/exchange.js';
 import { AgentCardService } from '../services/agent-card.service.js';
 import { negotiateVersion } from '../version.js';
 import { checkParamsJson, EnvelopeError, parseEnvelope, type RpcId } from './envelope.js';
 import { JsonRpcBinding } from './jsonrpc-binding.js';
 import { toJsonRpcError, type JsonRpcErrorObject } from './jsonrpc-errors.js';
-import { JsonRpcGuardErrors } from './jsonrpc-guard-errors.filter.js';
-import { ApiBody, ApiExcludeEndpoint, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 
 const V1 = new V1Dialect();
 const V03 = new V03Dialect();
+const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** The dialect a method name belongs to: a v0.3 name is served in v0.3 shapes under any accepted version. */
 function dialectOf(method: string): WireDialect | undefined {
@@ -35,19 +32,27 @@ function dialectOf(method: string): WireDialect | undefined {
   return undefined;
 }
 
+/** The dialect of a request refused before its envelope was read: the version it asked for. */
+const askedDialect = (header: string | string[] | undefined): Dialect =>
+  String(header ?? '')
+    .trim()
+    .startsWith('1')
+    ? '1.0'
+    : '0.3';
+
 /**
- * `POST /v1/a2a/agents/:id`: JSON-RPC 2.0 (spec §9). Reads the version,
- * the envelope and the method's dialect, hands the call to the binding, and
- * writes the reply or the SSE stream. Every JSON-RPC error is HTTP 200.
+ * `POST /v1/a2a/agents/:id`: JSON-RPC 2.0 (spec §9), on the A2A HTTP edge
+ * (`A2aHttpEdge`: the bearer is accepted and the body read before this
+ * runs). Reads the version, the envelope and the method's dialect, hands
+ * the call to the binding, and writes the reply or the SSE stream. Every
+ * JSON-RPC error is HTTP 200.
  *
  * Versions (§3.6.2): `A2A-Version: 1.0` serves v1.0 methods, and v0.3 method
  * names too (the seeds' clients send them under 1.0); an absent, empty or
  * `0.3` version serves v0.3 methods only.
  */
-@UseFilters(JsonRpcGuardErrors)
-@ApiTags('A2A JSON-RPC')
-@Controller('v1/a2a/agents')
-export class JsonRpcController {
+@Injectable()
+export class JsonRpcHttp {
   private readonly logger = new Logger('A2A');
 
   constructor(
@@ -58,24 +63,29 @@ export class JsonRpcController {
     private readonly cards: AgentCardService,
   ) {}
 
-  @ApiOperation({
-    summary:
-      'A2A JSON-RPC 2.0 endpoint of the agent (v1.0 with A2A-Version: 1.0, else v0.3); streaming methods answer SSE',
-  })
-  @ApiBody({ schema: { $ref: '#/components/schemas/JsonRpcRequest' } })
-  @ApiOkResponse({ schema: { $ref: '#/components/schemas/JsonRpcResponse' } })
-  @Post(':id')
-  @HttpCode(200)
-  @JsonTextBody()
-  @FileCarryingBody()
-  async rpc(
-    @CurrentTenant() t: TenantPrincipal,
-    @Param('id') agentId: string,
-    @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    if (!AGENT_ID_PATTERN.test(agentId)) throw DomainError.notFound(`agent '${agentId.slice(0, 64)}'`);
-    const negotiated = negotiateVersion(req.headers['a2a-version'], req.query['A2A-Version']);
+  /**
+   * A refusal before the call is read (the bearer, the body): a database
+   * outage is a JSON-RPC -32603 with the retryable reason (HTTP 503,
+   * `Retry-After`) in the dialect the request asked for; anything else gets
+   * the application's error shape, as on every other route.
+   */
+  refuse(x: HttpExchange, err: unknown): void {
+    if (isDatabaseUnavailable(err) && x.open) {
+      x.header('Retry-After', '1');
+      x.closeIfUnread();
+      x.json(503, { jsonrpc: '2.0', id: null, error: toJsonRpcError(err, askedDialect(x.req.headers['a2a-version'])) });
+      return;
+    }
+    x.refuse(err);
+  }
+
+  /** One call: `t` has been authenticated, `body` is the request's text. */
+  async serve(x: HttpExchange, t: TenantPrincipal, agentId: string, body: string): Promise<void> {
+    if (!AGENT_ID_PATTERN.test(agentId)) {
+      x.refuse(DomainError.notFound(`agent '${agentId.slice(0, 64)}'`));
+      return;
+    }
+    const negotiated = negotiateVersion(x.req.headers['a2a-version'], x.query['A2A-Version']);
     if (typeof negotiated === 'object') {
       // Before any envelope parsing, so the id is null (seed 002).
       const err = new A2aError(
@@ -84,20 +94,22 @@ export class JsonRpcController {
         undefined,
         { requestedVersion: negotiated.unsupported, supportedVersions: '1.0,0.3' },
       );
-      this.reply(res, null, this.error(err, '1.0', req));
+      this.reply(x, null, this.error(x, err, '1.0'));
       return;
     }
     let dialect: WireDialect = negotiated === '1.0' ? V1 : V03;
     let id: RpcId = null;
-    const line = requestLog(res);
+    const line = x.log;
     line.tenant_id = t.tenantId;
     line.agent_id = agentId;
     const abort = new AbortController();
     const release = this.streams.hold(t, abort);
     let detached = false;
-    res.on('close', () => abort.abort(new Error('client disconnected')));
+    const { res } = x;
+    const onClose = (): void => abort.abort(new Error('client disconnected'));
+    res.once('close', onClose);
     try {
-      const envelope = parseEnvelope(typeof req.body === 'string' ? req.body : '');
+      const envelope = parseEnvelope(body);
       id = envelope.id;
       const methodDialect = dialectOf(envelope.method);
       if (!methodDialect) throw new A2aError('method_not_found', `method '${envelope.method.slice(0, 64)}' not found`);
@@ -125,45 +137,38 @@ export class JsonRpcController {
         principal: t,
         agent,
         signal: abort.signal,
-        baseUrl: this.cards.baseUrl(req),
+        baseUrl: this.cards.baseUrl({ protocol: x.protocol, headers: x.req.headers }),
       });
       if (outcome.kind === 'result') {
         line.task_id = taskIdOf(outcome.result);
         if (typeof line.task_id === 'string') annotateActiveSpan({ 'a2a.task_id': line.task_id });
-        this.reply(res, id, undefined, outcome.result);
+        this.reply(x, id, undefined, outcome.result);
       } else {
         line.task_id = outcome.stream.task.id;
         annotateActiveSpan({ 'a2a.task_id': outcome.stream.task.id });
         releaseOnClose(res, outcome.stream.release);
-        this.stream(req, res, id, dialect, outcome.stream, abort, release);
+        this.stream(x, id, dialect, outcome.stream, abort, release);
         detached = true;
       }
     } catch (err) {
-      if (err instanceof EnvelopeError) this.reply(res, err.id, this.error(err.error, dialect.version, req));
-      else if (res.destroyed || res.writableEnded)
+      if (err instanceof EnvelopeError) this.reply(x, err.id, this.error(x, err.error, dialect.version));
+      else if (!x.open)
         return; // the client went away: nobody to answer
-      else if (!res.headersSent) {
-        if (err instanceof DomainError && err.retryAfterSeconds)
-          res.setHeader('Retry-After', String(err.retryAfterSeconds));
-        this.reply(res, id, this.error(err, dialect.version, req));
+      else {
+        if (err instanceof DomainError && err.retryAfterSeconds) x.header('Retry-After', String(err.retryAfterSeconds));
+        this.reply(x, id, this.error(x, err, dialect.version));
       }
     } finally {
-      if (!detached) release();
+      if (!detached) {
+        res.off('close', onClose);
+        release();
+      }
     }
-  }
-
-  /** Any other HTTP method on the endpoint. */
-  @ApiExcludeEndpoint()
-  @All(':id')
-  wrongMethod(@Res() res: Response): void {
-    res.setHeader('Allow', 'POST');
-    res.status(405).json({ error: 'use POST for JSON-RPC requests', code: 'method_not_allowed' });
   }
 
   /** Streams the items as SSE frames; returns at once, and calls `done` when the stream ends (see `detachSse`). */
   private stream(
-    req: Request,
-    res: Response,
+    x: HttpExchange,
     id: RpcId,
     dialect: WireDialect,
     stream: A2aStream,
@@ -179,30 +184,35 @@ export class JsonRpcController {
       }
     }
     detachSse(
-      res,
+      x.res,
       frames(),
       {
         heartbeatMs: this.config.sseHeartbeatMs,
         abort,
+        headers: x.headers(),
         onError: (err) => ({
           event: 'message',
-          data: { jsonrpc: '2.0', id, error: this.error(err, dialect.version, req) },
+          data: { jsonrpc: '2.0', id, error: this.error(x, err, dialect.version) },
         }),
       },
       done,
     );
   }
 
-  private error(err: unknown, dialect: Dialect, req: Request): JsonRpcErrorObject {
+  private error(x: HttpExchange, err: unknown, dialect: Dialect): JsonRpcErrorObject {
     return toJsonRpcError(err, dialect, (e) =>
-      this.logger.error({ err: safeError(e), request_id: requestIdOf(req) }, 'JSON-RPC request failed'),
+      this.logger.error({ err: safeError(e), request_id: x.id }, 'JSON-RPC request failed'),
     );
   }
 
-  private reply(res: Response, id: RpcId, error?: JsonRpcErrorObject, result?: unknown): void {
-    if (res.headersSent || res.writableEnded) return;
-    if (error) requestLog(res).rpc_error = error.code;
-    res.status(200).json(error ? { jsonrpc: '2.0', id, error } : { jsonrpc: '2.0', id, result: result ?? null });
+  private reply(x: HttpExchange, id: RpcId, error?: JsonRpcErrorObject, result?: unknown): void {
+    if (!x.open) return;
+    if (error) x.log.rpc_error = error.code;
+    x.send(
+      200,
+      JSON_TYPE,
+      JSON.stringify(error ? { jsonrpc: '2.0', id, error } : { jsonrpc: '2.0', id, result: result ?? null }),
+    );
   }
 }
 

@@ -1,97 +1,55 @@
-import {
-  All,
-  Catch,
-  Controller,
-  Logger,
-  Param,
-  Req,
-  Res,
-  UseFilters,
-  type ArgumentsHost,
-  type ExceptionFilter,
-} from '@nestjs/common';
-import type { Request, Response } from 'express';
-import { CurrentTenant, type TenantPrincipal } from '../../common/auth.decorators.js';
-import { FileCarryingBody } from '../../common/body-reader.interceptor.js';
-import { DomainError, requestIdOf } from '../../common/errors.js';
+import { Injectable, Logger } from '@nestjs/common';
+import type { TenantPrincipal } from '../../common/auth.decorators.js';
+import { DomainError } from '../../common/errors.js';
 import { safeError } from '../../common/safe-error.js';
-import { writeSse } from '../../common/sse.js';
+import { releaseOnClose, writeSse } from '../../common/sse.js';
 import { AppConfig } from '../../config/app-config.js';
 import { AGENT_ID_PATTERN } from '../../registry/constitution.js';
 import { AgentCatalog } from '../../registry/services/agent-catalog.service.js';
 import { OpenStreams } from '../../tenants/services/open-streams.service.js';
+import { annotateActiveSpan } from '../../tracing/spans.js';
 import { A2aError } from '../../a2a-wire/a2a-errors.js';
 import type { Operation, WireDialect } from '../../a2a-wire/dialects/dialect.js';
-import { requestLog } from '../../common/logging.js';
-import { annotateActiveSpan } from '../../tracing/spans.js';
 import { V03Dialect } from '../../a2a-wire/dialects/v03.dialect.js';
 import { V1Dialect } from '../../a2a-wire/dialects/v1.dialect.js';
 import type { A2aStream } from '../handler/a2a-request-handler.js';
-import { releaseOnClose } from '../../common/sse.js';
+import type { HttpExchange } from '../http/exchange.js';
 import { checkParamsJson } from '../jsonrpc/envelope.js';
 import { JsonRpcBinding } from '../jsonrpc/jsonrpc-binding.js';
 import { AgentCardService } from '../services/agent-card.service.js';
 import { negotiateVersion } from '../version.js';
 import { toRestError } from './rest-errors.js';
 import { matchRoute, restParams } from './rest-routes.js';
-import { ApiExcludeEndpoint } from '@nestjs/swagger';
 
 const V1 = new V1Dialect();
 const V03 = new V03Dialect();
-const logger = new Logger('A2A-REST');
 
 /** Spec §11.1: `application/a2a+json` for v1.0; v0.3's REST said `application/json`. */
 const contentType = (d: WireDialect): string =>
   d.version === '1.0' ? 'application/a2a+json; charset=utf-8' : 'application/json; charset=utf-8';
 
-/** Writes an error in §11.6's shape, unless the response has already begun. */
 /** The proto's method name of each operation: one `a2a_method` vocabulary for every binding in logs and metrics. */
 const V1_METHOD_OF = Object.fromEntries(Object.entries(V1.methods).map(([name, op]) => [op, name])) as Record<
   Operation,
   string
 >;
 
-function sendError(req: Request, res: Response, err: unknown, dialect: WireDialect = V1): void {
-  if (res.headersSent || res.writableEnded || res.destroyed) return;
-  const { status, body, headers } = toRestError(err, (e) =>
-    logger.error({ err: safeError(e), request_id: requestIdOf(req) }, 'HTTP+JSON request failed'),
-  );
-  const reason = (body.error.details.find((d) => 'reason' in d) as { reason?: string } | undefined)?.reason;
-  requestLog(res).rest_error = reason ?? body.error.status;
-  // Refused before its body was read (unauthenticated …): close rather than read what the client still sends.
-  if (!req.complete) res.setHeader('Connection', 'close');
-  for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
-  res.status(status).type(contentType(dialect)).send(JSON.stringify(body));
-}
-
 /**
- * On the HTTP+JSON routes, what fails before the handler runs — the bearer
- * (401), the body (413, 415, malformed JSON), a database outage in the guard
- * (503) — is answered in the binding's own error shape (§11.6).
+ * The HTTP+JSON/REST binding (spec §11) under every agent's URL, on the A2A
+ * HTTP edge: `POST message:send`, `POST message:stream`, `GET tasks/{id}`,
+ * `GET tasks`, `POST tasks/{id}:cancel`, `POST tasks/{id}:subscribe`, the
+ * push-config routes and `GET extendedAgentCard`. It reads the version
+ * (§3.6: header or query; 1.0 answers in v1.0 ProtoJSON, an absent or 0.3
+ * version in the v0.3 dialect's shapes), turns path, query and body into the
+ * operation's request object, and hands it to the same binding-agnostic
+ * invoke as JSON-RPC. Everything that fails — the bearer (401, checked
+ * before the body is read), the body (413, 415, malformed JSON), an unknown
+ * route or method — is answered in §11.6's shape.
  */
-@Catch()
-export class RestErrors implements ExceptionFilter {
-  catch(err: unknown, host: ArgumentsHost): void {
-    const http = host.switchToHttp();
-    sendError(http.getRequest<Request>(), http.getResponse<Response>(), err);
-  }
-}
+@Injectable()
+export class RestHttp {
+  private readonly logger = new Logger('A2A-REST');
 
-/**
- * The HTTP+JSON/REST binding (spec §11) under every agent's URL:
- * `POST message:send`, `POST message:stream`, `GET tasks/{id}`, `GET tasks`,
- * `POST tasks/{id}:cancel`, `POST tasks/{id}:subscribe`, the push-config
- * routes and `GET extendedAgentCard`. It reads the version (§3.6: header or
- * query; 1.0 answers in v1.0 ProtoJSON, an absent or 0.3 version in the v0.3
- * dialect's shapes), turns path, query and body into the operation's request
- * object, and hands it to the same binding-agnostic invoke as JSON-RPC.
- * Auth and body limits are the app's (the bearer is checked before the body
- * is read); the route itself is matched here so that an unknown route or
- * method under an agent is a §11.6 error, not the app's generic 404.
- */
-@UseFilters(RestErrors)
-@Controller('v1/a2a/agents')
-export class RestController {
   constructor(
     private readonly binding: JsonRpcBinding,
     private readonly catalog: AgentCatalog,
@@ -100,32 +58,42 @@ export class RestController {
     private readonly cards: AgentCardService,
   ) {}
 
-  // Described from its route table in src/openapi/openapi.ts.
-  @ApiExcludeEndpoint()
-  @All(':id/*path')
-  @FileCarryingBody()
-  async handle(
-    @CurrentTenant() t: TenantPrincipal,
-    @Param('id') agentId: string,
-    @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
+  /** Writes an error in §11.6's shape, unless the response has already begun. */
+  refuse(x: HttpExchange, err: unknown, dialect: WireDialect = V1): void {
+    if (!x.open) return;
+    const { status, body, headers } = toRestError(err, (e) =>
+      this.logger.error({ err: safeError(e), request_id: x.id }, 'HTTP+JSON request failed'),
+    );
+    const reason = (body.error.details.find((d) => 'reason' in d) as { reason?: string } | undefined)?.reason;
+    x.log.rest_error = reason ?? body.error.status;
+    x.closeIfUnread();
+    for (const [k, v] of Object.entries(headers)) x.header(k, v);
+    x.send(status, contentType(dialect), JSON.stringify(body));
+  }
+
+  /**
+   * One call: `t` has been authenticated; `sub` is the path under the
+   * agent's URL, still percent-encoded; `body` the parsed JSON body, if any.
+   */
+  async serve(x: HttpExchange, t: TenantPrincipal, agentId: string, sub: string, body: unknown): Promise<void> {
     let dialect: WireDialect = V1;
     const abort = new AbortController();
     const release = this.streams.hold(t, abort);
-    res.on('close', () => abort.abort(new Error('client disconnected')));
+    const { res } = x;
+    const onClose = (): void => abort.abort(new Error('client disconnected'));
+    res.once('close', onClose);
     try {
       if (!AGENT_ID_PATTERN.test(agentId)) throw DomainError.notFound(`agent '${agentId.slice(0, 64)}'`);
-      const sub = /^\/v1\/a2a\/agents\/[^/]+\/(.*)$/.exec(req.path)?.[1] ?? '';
-      const route = matchRoute(req.method, sub);
+      const method = x.req.method ?? '';
+      const route = matchRoute(method, sub);
       if (route.kind === 'not_found') {
-        throw new A2aError('method_not_found', `no HTTP+JSON route ${req.method} /${sub.slice(0, 128)} (spec §11.3)`);
+        throw new A2aError('method_not_found', `no HTTP+JSON route ${method} /${sub.slice(0, 128)} (spec §11.3)`);
       }
       if (route.kind === 'method_not_allowed') {
-        res.setHeader('Allow', route.allow.join(', '));
+        x.header('Allow', route.allow.join(', '));
         throw new DomainError('method_not_allowed', `use ${route.allow.join(' or ')} for /${sub.slice(0, 128)}`);
       }
-      const negotiated = negotiateVersion(req.headers['a2a-version'], req.query['A2A-Version']);
+      const negotiated = negotiateVersion(x.req.headers['a2a-version'], x.query['A2A-Version']);
       if (typeof negotiated === 'object') {
         throw new A2aError(
           'version_not_supported',
@@ -135,7 +103,7 @@ export class RestController {
         );
       }
       dialect = negotiated === '1.0' ? V1 : V03;
-      const line = requestLog(res);
+      const line = x.log;
       line.tenant_id = t.tenantId;
       line.agent_id = agentId;
       line.a2a_method = V1_METHOD_OF[route.op];
@@ -145,13 +113,13 @@ export class RestController {
         'a2a.dialect': dialect.version,
         'arbiter.agent_id': agentId,
       });
-      const params = restParams(route, req.query, req.body);
+      const params = restParams(route, x.query, body);
       checkParamsJson(params);
       const call = dialect.parse(route.op, params);
       const agent = await this.catalog.resolve(t.tenantId, agentId);
       if (!agent) throw DomainError.notFound(`agent '${agentId}'`);
-      const ctx = { principal: t, agent, signal: abort.signal, baseUrl: this.cards.baseUrl(req) };
-      const outcome = await this.binding.invoke(dialect, call, ctx);
+      const baseUrl = this.cards.baseUrl({ protocol: x.protocol, headers: x.req.headers });
+      const outcome = await this.binding.invoke(dialect, call, { principal: t, agent, signal: abort.signal, baseUrl });
       const taskId = outcome.kind === 'stream' ? outcome.stream.task.id : restTaskIdOf(outcome.result);
       if (taskId) {
         line.task_id = taskId;
@@ -159,22 +127,20 @@ export class RestController {
       }
       if (outcome.kind === 'stream') {
         releaseOnClose(res, outcome.stream.release);
-        await this.stream(req, res, dialect, outcome.stream, abort);
-      } else if (!res.headersSent && !res.writableEnded) {
-        if (outcome.result === undefined) res.status(204).end();
-        else res.status(200).type(contentType(dialect)).send(JSON.stringify(outcome.result));
-      }
+        await this.stream(x, dialect, outcome.stream, abort);
+      } else if (outcome.result === undefined) x.empty(204);
+      else x.send(200, contentType(dialect), JSON.stringify(outcome.result));
     } catch (err) {
-      sendError(req, res, err, dialect);
+      this.refuse(x, err, dialect);
     } finally {
+      res.off('close', onClose);
       release();
     }
   }
 
   /** §11.7: `data:` frames of StreamResponse objects; a failure after the first frame is an `error` event. */
   private async stream(
-    req: Request,
-    res: Response,
+    x: HttpExchange,
     dialect: WireDialect,
     stream: A2aStream,
     abort: AbortController,
@@ -186,13 +152,14 @@ export class RestController {
         yield { id: item.type === 'task' ? item.task.lastSeq : item.event.seq, data: frame };
       }
     }
-    await writeSse(res, frames(), {
+    await writeSse(x.res, frames(), {
       heartbeatMs: this.config.sseHeartbeatMs,
       abort,
+      headers: x.headers(),
       onError: (err) => ({
         event: 'error',
         data: toRestError(err, (e) =>
-          logger.error({ err: safeError(e), request_id: requestIdOf(req) }, 'HTTP+JSON stream failed'),
+          this.logger.error({ err: safeError(e), request_id: x.id }, 'HTTP+JSON stream failed'),
         ).body,
       }),
     });

@@ -1,0 +1,98 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { parse as parseQuery } from 'node:querystring';
+import { requestLog } from '../../common/logging.js';
+import { toErrorResponse, BEARER_CHALLENGE } from '../../common/http-exception.filter.js';
+import { DomainError } from '../../common/errors.js';
+
+/** Query parameters as Express's simple parser gives them: a string, or an array when repeated. */
+export type Query = Record<string, string | string[] | undefined>;
+
+/**
+ * One request on the A2A HTTP edge and its answer, written straight to
+ * Node's response: every answer carries the edge's fixed headers (security
+ * headers, the request id) plus those added here, in one `writeHead`.
+ */
+export class HttpExchange {
+  /** Extra response headers, as `name, value, name, value …`. */
+  private readonly extra: string[] = [];
+  private parsedQuery: Query | undefined;
+
+  constructor(
+    readonly req: IncomingMessage & { id?: unknown },
+    readonly res: ServerResponse,
+    /** The request id (echoed as `X-Request-Id`). */
+    readonly id: string,
+    /** The path, still percent-encoded, and the query string after `?` ('' when none). */
+    readonly path: string,
+    private readonly search: string,
+    /** `http` or `https`, as the client reached us (X-Forwarded-Proto from a trusted proxy). */
+    readonly protocol: string,
+    /** The headers of every answer (`name, value …`), the request id among them. */
+    private readonly fixed: readonly string[],
+  ) {}
+
+  get query(): Query {
+    return (this.parsedQuery ??= this.search === '' ? {} : parseQuery(this.search));
+  }
+
+  /** The fields of this request's log line (see `requestLog`). */
+  get log(): Record<string, unknown> {
+    return requestLog(this.res);
+  }
+
+  /** Whether an answer can still be written. */
+  get open(): boolean {
+    return !this.res.headersSent && !this.res.writableEnded && !this.res.destroyed;
+  }
+
+  header(name: string, value: string): void {
+    this.extra.push(name, value);
+  }
+
+  /** The response headers so far (fixed, then added), for `writeHead`. */
+  headers(...more: string[]): string[] {
+    return [...this.fixed, ...this.extra, ...more];
+  }
+
+  /** Writes a complete answer, unless one has begun. */
+  send(status: number, contentType: string, body: string): void {
+    if (!this.open) return;
+    this.res.writeHead(
+      status,
+      this.headers('Content-Type', contentType, 'Content-Length', String(Buffer.byteLength(body))),
+    );
+    this.res.end(body);
+  }
+
+  /** An answer without a body (204, 304 …). */
+  empty(status: number): void {
+    if (!this.open) return;
+    this.res.writeHead(status, this.headers());
+    this.res.end();
+  }
+
+  json(status: number, value: unknown): void {
+    this.send(status, 'application/json; charset=utf-8', JSON.stringify(value));
+  }
+
+  /**
+   * A refusal in the application's error shape (`{error, code, request_id}`,
+   * as every non-A2A route answers): `WWW-Authenticate` on a 401,
+   * `Retry-After` on a 503 or a rate limit, and the connection closed when
+   * the request's body was never read.
+   */
+  refuse(err: unknown): void {
+    const { status, body } = toErrorResponse(err, this.id);
+    if (err instanceof DomainError && err.retryAfterSeconds !== undefined) {
+      this.header('Retry-After', String(err.retryAfterSeconds));
+    } else if (status === 503) this.header('Retry-After', '1');
+    if (status === 401) this.header('WWW-Authenticate', BEARER_CHALLENGE);
+    this.closeIfUnread();
+    this.json(status, body);
+  }
+
+  /** Refused before its body was read: close the connection after the answer rather than read what is still coming. */
+  closeIfUnread(): void {
+    if (!this.req.complete) this.header('Connection', 'close');
+  }
+}

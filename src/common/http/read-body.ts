@@ -1,0 +1,125 @@
+import type { IncomingMessage } from 'node:http';
+import type { Readable } from 'node:stream';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import { parse as parseContentType } from 'content-type';
+import { DomainError } from '../errors.js';
+
+/** A request's media type and charset (both lower case), or null when the header is malformed. */
+export function mediaTypeOf(header: string): { type: string; charset?: string } | null {
+  try {
+    const ct = parseContentType(header);
+    const charset = ct.parameters.charset?.toLowerCase();
+    return charset === undefined ? { type: ct.type } : { type: ct.type, charset };
+  } catch {
+    return null;
+  }
+}
+
+/** UTF-8 under either of its names; an absent charset means UTF-8 for JSON (RFC 8259 §8.1). */
+export const isUtf8 = (charset: string | undefined): boolean =>
+  charset === undefined || charset === 'utf-8' || charset === 'utf8';
+
+/** JSON media types: `application/json` and `application/<anything>+json` (A2A's `application/a2a+json`). */
+export const isJsonType = (type: string): boolean =>
+  type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
+
+/** Whether the request announces a body (RFC 9112 §6.3): chunked, or a non-zero length. */
+export function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+/** A body that was not read whole: the client went away or sent something undecodable. */
+export class BodyAborted extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'BodyAborted';
+  }
+}
+
+const tooLarge = (limit: number) => new DomainError('payload_too_large', `request body exceeds ${limit} bytes`);
+
+/**
+ * Reads a request body as UTF-8 text (a leading BOM dropped), at most
+ * `limit` bytes after decoding a `Content-Encoding` (gzip, deflate, br, as
+ * body-parser does): a declared length over the limit is refused before a
+ * byte is read, a stream that passes it as soon as it does (413). An
+ * unknown encoding is a 415; a corrupt one a 400. `bytes` is the decoded size.
+ */
+export function readBody(req: IncomingMessage, limit: number): Promise<{ text: string; bytes: number }> {
+  const encoding = String(req.headers['content-encoding'] ?? 'identity')
+    .trim()
+    .toLowerCase();
+  let source: Readable = req;
+  if (encoding === 'identity') {
+    const declared = Number(req.headers['content-length']);
+    if (Number.isFinite(declared) && declared > limit) return Promise.reject(tooLarge(limit));
+  } else if (encoding === 'gzip' || encoding === 'x-gzip' || encoding === 'deflate' || encoding === 'br') {
+    const inflate =
+      encoding === 'br' ? createBrotliDecompress() : encoding === 'deflate' ? createInflate() : createGunzip();
+    req.on('error', (err) => inflate.destroy(err));
+    source = req.pipe(inflate);
+  } else {
+    return Promise.reject(
+      new DomainError(
+        'unsupported_media_type',
+        `unsupported Content-Encoding '${encoding.slice(0, 32)}'; send the body as is, gzip, deflate or br`,
+      ),
+    );
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    let settled = false;
+    const finish = (err: Error | undefined, value?: { text: string; bytes: number }): void => {
+      if (settled) return;
+      settled = true;
+      source.off('data', onData);
+      source.off('end', onEnd);
+      source.off('error', onError);
+      req.off('close', onClose);
+      if (err) {
+        if (source !== req) source.destroy();
+        reject(err);
+      } else resolve(value!);
+    };
+    const onData = (chunk: Buffer): void => {
+      bytes += chunk.length;
+      if (bytes > limit) {
+        // Stop reading; the answer closes the connection (the rest of the body is never read).
+        req.pause();
+        finish(tooLarge(limit));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = (): void => {
+      let text = chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks, bytes).toString('utf8');
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+      finish(undefined, { text, bytes });
+    };
+    const onError = (err: Error): void =>
+      finish(
+        source === req
+          ? new BodyAborted(err.message)
+          : new DomainError('invalid_json', `the body could not be decoded as ${encoding}`),
+      );
+    const onClose = (): void => {
+      if (!req.complete) finish(new BodyAborted('the client closed the request before its body ended'));
+    };
+    source.on('data', onData);
+    source.on('end', onEnd);
+    source.on('error', onError);
+    req.on('close', onClose);
+  });
+}
+
+/** Base64 values of `raw` (v1.0) and `bytes` (v0.3) members: base64 never needs a JSON escape. */
+const FILE_VALUE = /"(?:raw|bytes)"\s*:\s*"([A-Za-z0-9+/=]*)"/g;
+
+/** A body's size in bytes (`bytes`) without its file bytes (the `raw` / v0.3 `bytes` values of its file parts). */
+export function lengthWithoutFiles(body: string, bytes: number): number {
+  let files = 0;
+  for (const m of body.matchAll(FILE_VALUE)) files += m[1]?.length ?? 0;
+  return bytes - files;
+}

@@ -1,0 +1,218 @@
+import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
+import { REST_ROUTE_PATHS } from '../../src/a2a-inbound/rest/rest-routes.js';
+import { a2aTarget } from '../../src/a2a-inbound/http/a2a-http-edge.js';
+import { newTenant, type TestTenant } from '../helpers/factories.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+/**
+ * The A2A HTTP edge (src/a2a-inbound/http/): the JSON-RPC endpoint and the
+ * HTTP+JSON binding are served ahead of Express and Nest. What the
+ * application's pipeline gave every route must hold here too: the bearer
+ * first, security headers and a request id on every answer, CORS when
+ * configured, the body's limits, media types and encodings, one log line
+ * and the metrics.
+ */
+describe('the A2A HTTP edge', () => {
+  let server: TestServer;
+  let t: TestTenant;
+  const V1 = { 'a2a-version': '1.0' };
+  const send = (text: string) =>
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 7,
+      method: 'SendMessage',
+      params: { message: { messageId: `m-${Math.random()}`, role: 'ROLE_USER', parts: [{ text }] } },
+    });
+  const restSend = (text: string) =>
+    JSON.stringify({ message: { messageId: `m-${Math.random()}`, role: 'ROLE_USER', parts: [{ text }] } });
+
+  before(async () => {
+    server = await startTestServer({
+      env: { ARBITER_MAX_BODY_BYTES: '4096', ARBITER_CORS_ORIGINS: 'https://console.example.com' },
+    });
+    t = await newTenant(server);
+  });
+  after(async () => {
+    await server.close();
+  });
+
+  const post = (path: string, body: string | Uint8Array, headers: Record<string, string> = {}) =>
+    fetch(`${server.url}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${t.token}`, 'content-type': 'application/json', ...V1, ...headers },
+      body,
+    });
+
+  it('routes by path like Express did: the prefix in any case, a trailing slash, the card paths left to Nest', () => {
+    assert.deepEqual(a2aTarget('/v1/a2a/agents/index'), { kind: 'jsonrpc', agent: 'index' });
+    assert.deepEqual(a2aTarget('/V1/A2A/Agents/index/'), { kind: 'jsonrpc', agent: 'index' });
+    assert.deepEqual(a2aTarget('/v1/a2a/agents/index/tasks/a%2Fb'), {
+      kind: 'rest',
+      agent: 'index',
+      sub: 'tasks/a%2Fb',
+    });
+    for (const card of ['agent-card.json', '.well-known/agent-card.json', '.well-known/AGENT.json']) {
+      assert.equal(a2aTarget(`/v1/a2a/agents/index/${card}`), undefined, card);
+    }
+    for (const other of ['/v1/a2a/agents/', '/v1/a2a/agents', '/v1/a2a/agents//x', '/v1/agents/index', '/']) {
+      assert.equal(a2aTarget(other), undefined, other);
+    }
+  });
+
+  it('security headers, the request id and CORS on every answer, refusals included', async () => {
+    const origin = { origin: 'https://console.example.com' };
+    const ok = await post('/v1/a2a/agents/index', send('hello'), { ...origin, 'x-request-id': 'edge-req-1' });
+    assert.equal(ok.status, 200);
+    const refused = await fetch(`${server.url}/v1/a2a/agents/index/tasks`, { headers: { ...origin, ...V1 } });
+    assert.equal(refused.status, 401);
+    for (const res of [ok, refused]) {
+      assert.equal(res.headers.get('x-content-type-options'), 'nosniff');
+      assert.equal(res.headers.get('x-frame-options'), 'SAMEORIGIN');
+      assert.equal(res.headers.get('referrer-policy'), 'no-referrer');
+      assert.match(res.headers.get('content-security-policy') ?? '', /default-src 'self'/);
+      assert.equal(res.headers.get('access-control-allow-origin'), 'https://console.example.com');
+      assert.match(res.headers.get('access-control-expose-headers') ?? '', /X-Request-Id/);
+      assert.ok(res.headers.get('x-request-id'));
+      assert.equal(res.headers.get('x-powered-by'), null);
+    }
+    assert.equal(ok.headers.get('x-request-id'), 'edge-req-1');
+    assert.match(refused.headers.get('www-authenticate') ?? '', /^Bearer/);
+    // A preflight on an A2A route is answered by the CORS rules, without a token.
+    const preflight = await fetch(`${server.url}/v1/a2a/agents/index`, {
+      method: 'OPTIONS',
+      headers: { ...origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'a2a-version' },
+    });
+    assert.ok(preflight.status === 204 || preflight.status === 200, String(preflight.status));
+    assert.match(preflight.headers.get('access-control-allow-headers') ?? '', /A2A-Version/i);
+    const stranger = await post('/v1/a2a/agents/index', send('x'), { origin: 'https://evil.example.net' });
+    assert.equal(stranger.headers.get('access-control-allow-origin'), null);
+  });
+
+  it('every A2A route and method refuses a request without a valid token, in its binding’s shape', async () => {
+    const jsonRpc = [
+      ['POST', '/v1/a2a/agents/index'],
+      ['GET', '/v1/a2a/agents/index'],
+    ];
+    const rest = REST_ROUTE_PATHS.map((r) => [
+      r.method,
+      `/v1/a2a/agents/index/${r.path.replace('{taskId}', 't1').replace('{configId}', 'c1')}`,
+    ]);
+    for (const token of [undefined, `atr_${'0'.repeat(64)}`]) {
+      for (const [method, path] of [...jsonRpc, ...rest] as [string, string][]) {
+        const res = await fetch(`${server.url}${path}`, {
+          method,
+          headers: { ...V1, ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        });
+        assert.equal(res.status, 401, `${method} ${path}`);
+        const body = (await res.json()) as { code?: string; error?: { status?: string } };
+        if (jsonRpc.some(([, p]) => p === path)) assert.equal(body.code, 'unauthorized', `${method} ${path}`);
+        else assert.equal(body.error?.status, 'UNAUTHENTICATED', `${method} ${path}`);
+      }
+    }
+    // The admin token is valid, but not here: 403 that says so.
+    const admin = await fetch(`${server.url}/v1/a2a/agents/index/tasks`, {
+      headers: { ...V1, authorization: `Bearer ${server.adminToken}` },
+    });
+    assert.equal(admin.status, 403);
+  });
+
+  it('compressed bodies are read (gzip, deflate, br); another encoding is a 415; the limit applies to the inflated size', async () => {
+    for (const [encoding, pack] of [
+      ['gzip', gzipSync],
+      ['deflate', deflateSync],
+      ['br', brotliCompressSync],
+    ] as const) {
+      const rpc = await post('/v1/a2a/agents/index', pack(Buffer.from(send(`packed ${encoding}`))), {
+        'content-encoding': encoding,
+      });
+      assert.equal(rpc.status, 200, encoding);
+      const reply = (await rpc.json()) as { result?: { task?: { status: { state: string } } } };
+      assert.equal(reply.result?.task?.status.state, 'TASK_STATE_COMPLETED', encoding);
+      const rest = await post('/v1/a2a/agents/index/message:send', pack(Buffer.from(restSend('rest'))), {
+        'content-encoding': encoding,
+      });
+      assert.equal(rest.status, 200, encoding);
+    }
+    const unknown = await post('/v1/a2a/agents/index', send('x'), { 'content-encoding': 'zstd-of-the-future' });
+    assert.equal(unknown.status, 415);
+    assert.equal(((await unknown.json()) as { code: string }).code, 'unsupported_media_type');
+    // A small compressed body that inflates past the limit (4096 bytes besides files, here 70,000).
+    const bomb = gzipSync(Buffer.from(send('a'.repeat(70_000))));
+    assert.ok(bomb.length < 4096);
+    const big = await post('/v1/a2a/agents/index', bomb, { 'content-encoding': 'gzip' });
+    assert.equal(big.status, 413);
+    const corrupt = await post('/v1/a2a/agents/index/message:send', Buffer.from('not gzip at all'), {
+      'content-encoding': 'gzip',
+    });
+    assert.equal(corrupt.status, 400);
+    assert.equal(((await corrupt.json()) as { error: { status: string } }).error.status, 'INVALID_ARGUMENT');
+  });
+
+  it('a body over the declared limit is refused before it is read, and the connection closed', async () => {
+    const status = await new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
+      const u = new URL(server.url);
+      const req = request(
+        {
+          host: u.hostname,
+          port: u.port,
+          path: '/v1/a2a/agents/index',
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${t.token}`,
+            'content-type': 'application/json',
+            'content-length': String(50_000_000),
+            ...V1,
+          },
+        },
+        (res) => {
+          res.resume();
+          resolve({ status: res.statusCode ?? 0, connection: res.headers.connection });
+        },
+      );
+      req.on('error', reject);
+      req.write('{"jsonrpc":'); // and never the rest
+    });
+    assert.equal(status.status, 413);
+    assert.equal(status.connection, 'close');
+  });
+
+  it('a client that goes away mid-body leaves the server serving', async () => {
+    await new Promise<void>((resolve) => {
+      const u = new URL(server.url);
+      const req = request({
+        host: u.hostname,
+        port: u.port,
+        path: '/v1/a2a/agents/index',
+        method: 'POST',
+        headers: { authorization: `Bearer ${t.token}`, 'content-type': 'application/json', 'content-length': '1000' },
+      });
+      req.on('error', () => resolve());
+      req.write('{"jsonrpc":"2.0",');
+      setTimeout(() => {
+        req.destroy();
+        resolve();
+      }, 100);
+    });
+    const res = await post('/v1/a2a/agents/index', send('still here'));
+    assert.equal(res.status, 200);
+  });
+
+  it('the metrics count A2A calls by route template, binding and method', async () => {
+    await post('/v1/a2a/agents/index/message:send', restSend('counted'));
+    const metrics = await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${server.adminToken}` } });
+    const text = await metrics.text();
+    assert.match(text, /arbiter_http_requests_total\{method="POST",route="\/v1\/a2a\/agents\/:id",status="200"\} \d+/);
+    assert.match(
+      text,
+      /arbiter_http_requests_total\{method="POST",route="\/v1\/a2a\/agents\/:id\/\*path",status="200"\} \d+/,
+    );
+    assert.match(
+      text,
+      /arbiter_a2a_requests_total\{binding="jsonrpc",method="SendMessage",dialect="1.0",error=""\} \d+/,
+    );
+    assert.match(text, /arbiter_a2a_requests_total\{binding="rest",method="SendMessage",dialect="1.0",error=""\} \d+/);
+  });
+});
