@@ -15,6 +15,13 @@ export interface RunContext {
   contextId: string;
   /** The task's conversation so far (for a turn that continues it), oldest first. */
   history?: { role: 'user' | 'assistant'; content: string }[];
+  /**
+   * Settles once the task is stored (a new task's run may start while its
+   * creation commits; see `TaskService.create`): the run calls no model
+   * outside this process and runs no tool before. It never rejects: a task
+   * that could not be stored aborts the run instead. Absent: stored already.
+   */
+  durable?: Promise<void>;
 }
 
 /**

@@ -62,7 +62,15 @@ export class TurnLoop {
     private readonly tenantId: string,
     private readonly signal: AbortSignal,
     private readonly emit: (event: RunEvent) => void,
+    /** The task is stored: nothing leaves the process before (see `RunContext.durable`). */
+    private readonly durable: Promise<void> = Promise.resolve(),
   ) {}
+
+  /** Waits until the task is stored; then a model or a tool outside the process may be called. */
+  private async stored(): Promise<void> {
+    await this.durable;
+    this.signal.throwIfAborted();
+  }
 
   /**
    * Runs `agent`'s turn on `messages` (the last is the new user message).
@@ -76,6 +84,8 @@ export class TurnLoop {
         ? new EchoProvider({ chunks: this.deps.config.echoChunks, delayMs: this.deps.config.echoDelayMs })
         : target.provider;
     const model = target.kind === 'echo' ? 'echo' : target.model;
+    // A model outside the process (and the remote cards its prompt may list) is called once the task is stored.
+    if (target.kind !== 'echo') await this.stored();
     // The echo placeholder never reads the prompt: skip the roster's catalogue and card lookups for it.
     const system = target.kind === 'echo' ? systemPrompt(c) : await this.systemFor(agent, depth);
     const convo = [...messages];
@@ -134,6 +144,7 @@ export class TurnLoop {
         show(`${end.visible.trim() ? '\n\n' : ''}${note}`);
         return `${end.visible.trimEnd()}${end.visible.trim() ? '\n\n' : ''}${note}`;
       }
+      await this.stored();
       const results = await this.runStep(agent, end.writs, depth);
       convo.push({ role: 'assistant', content: raw }, { role: 'user', content: results });
     }

@@ -47,10 +47,11 @@ export class QuotaService {
 
   /**
    * Runs `create` (which creates a task and holds its run) if the tenant is
-   * under its running-task cap; while it runs the new task counts already,
-   * so concurrent sends on this replica cannot all slip under the cap.
+   * under its running-task cap; until `create` calls `held` (its run is in the
+   * run registry, which counts it from then) or returns, the new task counts
+   * already, so concurrent sends on this replica cannot all slip under the cap.
    */
-  async admitRun<T>(p: TenantPrincipal, create: () => Promise<T>): Promise<T> {
+  async admitRun<T>(p: TenantPrincipal, create: (held: () => void) => Promise<T>): Promise<T> {
     const cap = p.limits?.maxRunningTasks ?? this.config.tenantMaxRunningTasks;
     if (cap && this.usage.of(p.tenantId).running >= cap) {
       this.metrics.quotaRefusals.inc({ kind: 'running' });
@@ -60,10 +61,16 @@ export class QuotaService {
       );
     }
     this.usage.admit(p.tenantId, 1);
-    try {
-      return await create();
-    } finally {
+    let admitted = true;
+    const held = (): void => {
+      if (!admitted) return;
+      admitted = false;
       this.usage.admit(p.tenantId, -1);
+    };
+    try {
+      return await create(held);
+    } finally {
+      held();
     }
   }
 

@@ -2,14 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type { ChatMessage } from '../orchestrator/providers/provider.js';
 import type { ResolvedAgent } from '../registry/services/agent-catalog.service.js';
-import { EventLog } from './event-log/event-log.service.js';
+import { EventLog, type Watch } from './event-log/event-log.service.js';
 import { TaskEventRepository } from './repositories/task-event.repository.js';
 import { TaskRepository, type TaskListQuery, type TaskRow } from './repositories/task.repository.js';
 import { TaskWrites } from './repositories/task-writes.js';
 import { LeaseService } from './runs/lease.service.js';
 import { RunEnd } from './runs/run-end.js';
 import { messageText, runInputOf } from './runs/run-event-mapper.js';
-import { RunRegistry, type HeldRun } from './runs/run-registry.js';
+import { CancelReason, RunRegistry, type HeldRun } from './runs/run-registry.js';
 import { TaskRunner } from './runs/task-runner.service.js';
 import { TaskError } from './task.errors.js';
 import { toSnapshot, type TaskSnapshot } from './task-snapshot.js';
@@ -70,14 +70,32 @@ export class TaskService {
     private readonly config: AppConfig,
   ) {}
 
-  /** Creates a task for a new message and starts its run. A resent messageId gets the task it created. */
+  /**
+   * Creates a task for a new message and starts its run. A resent messageId gets the task it created.
+   *
+   * The run starts while the creation waits for its statement (group commit): an in-process model's
+   * whole turn is then written by that one statement (see `TaskWrites`). Nothing of the run is seen
+   * before the creation has committed — every write of it follows or joins the creation, and a run
+   * does nothing that leaves the process (a model or tool call) until the task is durable
+   * (`RunContext.durable`). If the creation fails, the run is abandoned and has written nothing.
+   */
   async create(
     input: SendInput,
-  ): Promise<{ taskId: string; snapshot: TaskSnapshot; duplicate?: boolean; run?: HeldRun }> {
+    opts: {
+      /** Told when the run is in the run registry (see `QuotaService.admitRun`). */
+      held?: () => void;
+      /** Subscribe to the new task's events before its run starts, for a stream (see `EventLog.watch`). */
+      watch?: boolean;
+    } = {},
+  ): Promise<{ taskId: string; snapshot: TaskSnapshot; duplicate?: boolean; run?: HeldRun; watch?: Watch }> {
     const taskId = randomUUID();
     const contextId = input.message.contextId || randomUUID();
     const { message: withRefs, files } = storeFiles(input.message, this.config.maxTextFileBytes);
     const message: MessageJson = { ...withRefs, taskId, contextId };
+    // A message in an existing context continues that conversation: the model sees its earlier turns.
+    const history = input.message.contextId
+      ? await this.contextHistory(input.tenantId, input.agent.id, contextId, taskId).catch(() => [])
+      : [];
     const at = now();
     // submitted → working is written with the task itself: one statement instead of two.
     const first: TaskEventBody[] = [
@@ -93,10 +111,31 @@ export class TaskService {
       contextId,
       metadata: input.metadata ?? {},
     };
-    let stored: StoredTaskEvent[];
+    const creating = this.writes.create(task, first, 'TASK_STATE_WORKING', this.leases.lease(), files);
+    const watch = opts.watch ? this.log.watch(taskId) : undefined;
+    const run = this.runner.start({
+      ctx: {
+        tenantId: input.tenantId,
+        agent: input.agent,
+        taskId,
+        contextId,
+        history,
+        durable: creating.then(
+          () => undefined,
+          () => undefined,
+        ),
+      },
+      first: runInputOf(message, first.findIndex((e) => e.kind === 'message') + 1),
+      cursor: first.length,
+      artifacts: [],
+      tokens: { input: 0, output: 0 },
+    });
+    opts.held?.();
     try {
-      stored = await this.writes.create(task, first, 'TASK_STATE_WORKING', this.leases.lease(), files);
+      await creating;
     } catch (err) {
+      watch?.close();
+      run.abort.abort(new CancelReason('the task could not be stored'));
       // The same messageId again (a client retry, or the same request on two replicas at once): the
       // unique index decides, and the resend gets the task the first one created instead of a second run.
       if (!isDuplicateMessage(err)) throw err;
@@ -104,19 +143,7 @@ export class TaskService {
       if (!existing) throw err;
       return { taskId: existing.taskId, snapshot: await this.snapshotOf(existing), duplicate: true };
     }
-    // A message in an existing context continues that conversation: the model sees its earlier turns.
-    const history = input.message.contextId
-      ? await this.contextHistory(input.tenantId, input.agent.id, contextId, taskId).catch(() => [])
-      : [];
-    const seq = stored.find((e) => e.kind === 'message')?.seq ?? 0;
-    const run = this.runner.start({
-      ctx: { tenantId: input.tenantId, agent: input.agent, taskId, contextId, history },
-      first: runInputOf(message, seq),
-      cursor: stored.length,
-      artifacts: [],
-      tokens: { input: 0, output: 0 },
-    });
-    // The task as just written: a new stream or a non-blocking send needs no read-back.
+    // The task as its first events left it: a new stream or a non-blocking send needs no read-back.
     const snapshot: TaskSnapshot = {
       id: taskId,
       contextId,
@@ -131,9 +158,9 @@ export class TaskService {
       inputTokens: 0,
       outputTokens: 0,
       createdAt: at,
-      lastSeq: stored.length,
+      lastSeq: first.length,
     };
-    return { taskId, snapshot, run };
+    return { taskId, snapshot, run, ...(watch ? { watch } : {}) };
   }
 
   /**

@@ -163,6 +163,141 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
     assert.equal(await tasks.find(TENANT, 't-dup-b'), null);
   });
 
+  const xmins = async (id: string): Promise<{ row: string; events: string[] }> => {
+    const [row] = await ds.query<{ x: string }[]>(`SELECT xmin::text AS x FROM a2a_tasks WHERE task_id = $1`, [id]);
+    const events = await ds.query<{ x: string }[]>(
+      `SELECT DISTINCT xmin::text AS x FROM task_events WHERE task_id = $1`,
+      [id],
+    );
+    return { row: row?.x ?? '', events: events.map((e) => e.x) };
+  };
+  const creating = (id: string, messageId = `m-${id}`) =>
+    writes.create(
+      { taskId: id, messageId, tenantId: TENANT, agentId: 'a', contextId: 'c', metadata: { k: 1 } },
+      [
+        { kind: 'status', payload: { state: 'TASK_STATE_SUBMITTED', timestamp: ts() } },
+        {
+          kind: 'message',
+          payload: { message: { messageId, role: 'ROLE_USER', parts: [{ text: 'hi' }], taskId: id, contextId: 'c' } },
+        },
+        { kind: 'status', payload: { state: 'TASK_STATE_WORKING', timestamp: ts() } },
+      ],
+      'TASK_STATE_WORKING',
+      { owner: 'test', ms: 30_000 },
+    );
+
+  it('appends made while a creation waits for its statement are written by it, in order, each answered as its own', async () => {
+    const before = { ...writes.batches };
+    const reply = { messageId: 'r1', role: 'ROLE_AGENT' as const, parts: [{ text: 'hello back' }] };
+    const artifact = { artifactId: 'a1', name: 'response', parts: [{ text: 'hello back' }] };
+    const created = creating('t-merge');
+    const results = await Promise.all([
+      created,
+      writes.append('t-merge', [{ kind: 'usage', payload: { inputTokens: 1, outputTokens: 2 } }]),
+      // A transition the state machine forbids (working → submitted): refused, writes nothing.
+      writes.append('t-merge', [{ kind: 'status', payload: { state: 'TASK_STATE_SUBMITTED', timestamp: ts() } }], {
+        state: 'TASK_STATE_SUBMITTED',
+      }),
+      // A settle that took input 2, the task's only message: applies.
+      writes.append(
+        't-merge',
+        [
+          { kind: 'artifact', payload: { artifact, append: false, lastChunk: true } },
+          { kind: 'status', payload: { state: 'TASK_STATE_COMPLETED', message: reply, timestamp: ts() } },
+        ],
+        {
+          state: 'TASK_STATE_COMPLETED',
+          lease: null,
+          statusMessage: reply,
+          historyAppend: [reply],
+          artifacts: [artifact],
+          tokens: { input: 1, output: 2 },
+          inputsUpTo: 2,
+        },
+      ),
+      // After a terminal state nothing more is taken.
+      writes.append('t-merge', [{ kind: 'usage', payload: { inputTokens: 9, outputTokens: 9 } }]),
+    ]);
+    const [first, usage, forbidden, settled, late] = results as [
+      Awaited<typeof created>,
+      ...(Awaited<ReturnType<typeof writes.append>> | undefined)[],
+    ];
+    assert.equal(writes.batches.statements - before.statements, 1, 'one statement');
+    assert.deepEqual(
+      first.map((e) => e.seq),
+      [1, 2, 3],
+    );
+    assert.deepEqual(
+      usage?.events.map((e) => [e.seq, e.kind]),
+      [[4, 'usage']],
+    );
+    assert.equal(usage?.row, undefined);
+    assert.equal(forbidden, null);
+    assert.deepEqual(
+      settled?.events.map((e) => [e.seq, e.kind]),
+      [
+        [5, 'artifact'],
+        [6, 'status'],
+      ],
+    );
+    assert.equal(late, null);
+    // The row the settling append was answered with is the row stored.
+    const row = await tasks.find(TENANT, 't-merge');
+    assert.ok(row && settled?.row);
+    assert.equal(row.state, 'TASK_STATE_COMPLETED');
+    assert.equal(row.lastSeq, 6);
+    assert.deepEqual(settled.row, row);
+    const [lease] = await ds.query<{ owner: string | null; until: Date | null }[]>(
+      `SELECT owner_instance AS owner, lease_expires_at AS until FROM a2a_tasks WHERE task_id = 't-merge'`,
+    );
+    assert.deepEqual(lease, { owner: null, until: null });
+    assert.deepEqual(
+      (await repo.events(TENANT, 't-merge', 0)).map((e) => [e.seq, e.kind]),
+      [
+        [1, 'status'],
+        [2, 'message'],
+        [3, 'status'],
+        [4, 'usage'],
+        [5, 'artifact'],
+        [6, 'status'],
+      ],
+    );
+    const { row: rowTx, events: eventTx } = await xmins('t-merge');
+    assert.deepEqual(eventTx, [rowTx], 'one transaction wrote the row and every event');
+  });
+
+  it('an append made once the creation statement was sent follows it after it has committed', async () => {
+    const created = creating('t-follow');
+    // The statement is built on the next macrotask.
+    await new Promise((r) => setImmediate(r));
+    const appended = await writes.append(
+      't-follow',
+      [{ kind: 'status', payload: { state: 'TASK_STATE_COMPLETED', timestamp: ts() } }],
+      { state: 'TASK_STATE_COMPLETED', lease: null },
+    );
+    assert.deepEqual(
+      (await created).map((e) => e.seq),
+      [1, 2, 3],
+    );
+    assert.deepEqual(
+      appended?.events.map((e) => e.seq),
+      [4],
+    );
+    const { row, events } = await xmins('t-follow');
+    assert.equal(events.length, 2, 'the creation, then the append');
+    assert.ok(events.includes(row), 'the row was last written by the append');
+  });
+
+  it('a creation that fails writes none of the appends merged into it', async () => {
+    await creating('t-first', 'm-taken');
+    const dup = creating('t-second', 'm-taken');
+    const merged = writes.append('t-second', [{ kind: 'usage', payload: { inputTokens: 1, outputTokens: 1 } }], {});
+    await assert.rejects(dup, (err: { code?: string }) => err.code === '23505');
+    assert.equal(await merged, null);
+    assert.equal(await tasks.find(TENANT, 't-second'), null);
+    assert.deepEqual(await repo.events(TENANT, 't-second', 0), []);
+  });
+
   it('refuses transitions the state machine forbids, writing nothing', async () => {
     await newTask('t-sm');
     assert.equal(

@@ -5,7 +5,7 @@ import { DomainError } from '../../common/errors.js';
 import { AppConfig } from '../../config/app-config.js';
 import { Lifecycle } from '../../health/lifecycle.service.js';
 import type { ResolvedAgent } from '../../registry/services/agent-catalog.service.js';
-import { EventLog } from '../../tasks/event-log/event-log.service.js';
+import { EventLog, type Watch } from '../../tasks/event-log/event-log.service.js';
 import { TaskService } from '../../tasks/task.service.js';
 import { TaskFiles } from '../../tasks/task-files.service.js';
 import type { HeldRun } from '../../tasks/runs/run-registry.js';
@@ -82,11 +82,11 @@ export class A2aRequestHandler {
   async sendStreamingMessage(ctx: CallContext, p: SendParams): Promise<A2aStream> {
     // The stream's slot first: a tenant at its stream cap gets no task it cannot watch.
     return this.withStreamSlot(ctx, async (release) => {
-      const { taskId, created, afterSeq } = await this.start(ctx, p);
+      const { taskId, created, afterSeq, watch } = await this.start(ctx, p, true);
       const first = created ?? (await this.tasks.get(ctx.principal.tenantId, taskId));
       return {
         task: { id: first.id, contextId: first.contextId },
-        items: this.follow(ctx, first, isSettled, afterSeq, { historyLength: p.historyLength }),
+        items: this.follow(ctx, first, isSettled, afterSeq, { historyLength: p.historyLength }, watch),
         release,
       };
     });
@@ -217,7 +217,8 @@ export class A2aRequestHandler {
   private async start(
     ctx: CallContext,
     p: SendParams,
-  ): Promise<{ taskId: string; afterSeq: number; created?: TaskSnapshot; run?: HeldRun }> {
+    stream = false,
+  ): Promise<{ taskId: string; afterSeq: number; created?: TaskSnapshot; run?: HeldRun; watch?: Watch }> {
     if (this.lifecycle.shuttingDown) {
       // Retryable: another replica (or this one, restarted) takes the message.
       throw new A2aError('internal', 'server is shutting down; retry the request', undefined, { retryable: 'true' });
@@ -232,31 +233,47 @@ export class A2aRequestHandler {
       if (p.push) await this.push.attach(this.scope(ctx), taskId, p.push.config, p.push.dialect, seq - 1);
       return { taskId, afterSeq: seq };
     }
-    const { taskId, snapshot, run } = await this.quotas.admitRun(ctx.principal, () => this.tasks.create(input));
-    // The cursor at 0: the webhook gets every update of the new task, the first status included.
-    if (p.push) await this.push.attach(this.scope(ctx), taskId, p.push.config, p.push.dialect, 0);
-    return { taskId, afterSeq: 0, created: snapshot, run };
+    const { taskId, snapshot, run, watch } = await this.quotas.admitRun(ctx.principal, (held) =>
+      this.tasks.create(input, { held, watch: stream }),
+    );
+    try {
+      // The cursor at 0: the webhook gets every update of the new task, the first status included.
+      if (p.push) await this.push.attach(this.scope(ctx), taskId, p.push.config, p.push.dialect, 0);
+    } catch (err) {
+      watch?.close();
+      throw err;
+    }
+    return { taskId, afterSeq: 0, created: snapshot, run, ...(watch ? { watch } : {}) };
   }
 
   private scope(ctx: CallContext): PushScope {
     return { tenantId: ctx.principal.tenantId, agentId: ctx.agent.id };
   }
 
+  /**
+   * The task, then its events until `stopAt`. `watch`: the new task's events
+   * were subscribed to before its run started (no backlog to read).
+   */
   private async *follow(
     ctx: CallContext,
     first: TaskSnapshot,
     stopAt: (state: string) => boolean,
     afterSeq: number,
     view: { historyLength?: number },
+    watch?: Watch,
   ): AsyncGenerator<StreamItem> {
-    yield { type: 'task', task: await this.withFiles(ctx, first, view), view };
-    // Already there: terminal, or settled after this message (a continuation that ran fast).
-    if (isTerminal(first.state) || (stopAt(first.state) && (afterSeq === 0 || first.lastSeq > afterSeq))) return;
-    for await (const event of this.log.tail(ctx.principal.tenantId, first.id, first.lastSeq, ctx.signal)) {
-      // A continuation's stream ends at a settled state written after its message, not at the one it continued.
-      const final = event.kind === 'status' && event.seq > afterSeq && stopAt(event.payload.state);
-      yield { type: 'event', event: await this.files.event(ctx.principal.tenantId, event), final };
-      if (final) return;
+    try {
+      yield { type: 'task', task: await this.withFiles(ctx, first, view), view };
+      // Already there: terminal, or settled after this message (a continuation that ran fast).
+      if (isTerminal(first.state) || (stopAt(first.state) && (afterSeq === 0 || first.lastSeq > afterSeq))) return;
+      for await (const event of this.log.tail(ctx.principal.tenantId, first.id, first.lastSeq, ctx.signal, watch)) {
+        // A continuation's stream ends at a settled state written after its message, not at the one it continued.
+        const final = event.kind === 'status' && event.seq > afterSeq && stopAt(event.payload.state);
+        yield { type: 'event', event: await this.files.event(ctx.principal.tenantId, event), final };
+        if (final) return;
+      }
+    } finally {
+      watch?.close();
     }
   }
 

@@ -79,18 +79,21 @@ export class NativeRuns {
   private async start(s: NativeStart, key: string | undefined): Promise<{ taskId: string; replayed: boolean }> {
     if (this.lifecycle.shuttingDown) throw new DomainError('unavailable', 'server is shutting down; retry the request');
     const fingerprint = sha256(JSON.stringify(s.request));
-    const r = await this.quotas.admitRun(s.principal, () =>
-      this.tasks.create({
-        tenantId: s.principal.tenantId,
-        agent: s.agent,
-        message: {
-          messageId: key ? `idem:${sha256(key).slice(0, 48)}` : randomUUID(),
-          role: 'ROLE_USER',
-          parts: [{ text: s.message }],
-          ...(s.contextId ? { contextId: s.contextId } : {}),
+    const r = await this.quotas.admitRun(s.principal, (held) =>
+      this.tasks.create(
+        {
+          tenantId: s.principal.tenantId,
+          agent: s.agent,
+          message: {
+            messageId: key ? `idem:${sha256(key).slice(0, 48)}` : randomUUID(),
+            role: 'ROLE_USER',
+            parts: [{ text: s.message }],
+            ...(s.contextId ? { contextId: s.contextId } : {}),
+          },
+          metadata: key ? { [FINGERPRINT]: fingerprint } : {},
         },
-        metadata: key ? { [FINGERPRINT]: fingerprint } : {},
-      }),
+        { held },
+      ),
     );
     if (r.duplicate && r.snapshot.metadata[FINGERPRINT] !== fingerprint) {
       throw new DomainError(

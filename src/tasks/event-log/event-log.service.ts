@@ -12,6 +12,37 @@ import { EventBus } from './event-bus.js';
 
 const isEnd = (e: StoredTaskEvent): boolean => e.kind === 'status' && isTerminal(e.payload.state);
 
+type LiveItem = StoredTaskEvent | { poke: number };
+
+/**
+ * A subscription to a task's committed events in this process (and pokes
+ * for those written elsewhere), buffered until a `tail` reads them. Made by
+ * `EventLog.watch` before anything after its seq can be written, it lets
+ * that tail skip reading the log's backlog.
+ */
+export class Watch {
+  readonly live: AsyncQueue<LiveItem>;
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    bus: EventBus,
+    readonly taskId: string,
+    limit: number,
+  ) {
+    this.live = new AsyncQueue<LiveItem>(limit);
+    this.unsubscribe = bus.subscribe(taskId, (events, poked) => {
+      if (poked !== undefined) this.live.push({ poke: poked });
+      for (const e of events) this.live.push(e);
+    });
+  }
+
+  /** Ends the subscription (idempotent); a tail over it stops after what it has buffered. */
+  close(): void {
+    this.unsubscribe();
+    this.live.close();
+  }
+}
+
 /**
  * The task event log: append (and publish to this process's watchers; other
  * replicas hear the NOTIFY sent on commit), read, and `tail` — the one way
@@ -49,43 +80,54 @@ export class EventLog {
   }
 
   /**
+   * Subscribes to a task's events now, for a `tail` that starts later: made
+   * before anything after the seq the tail will start from can be written
+   * (a new task's stream, before its run starts), it spares that tail the
+   * read of the log's backlog. Close it if it is not given to a tail.
+   */
+  watch(taskId: string): Watch {
+    return new Watch(this.bus, taskId, this.config.sseBufferEvents);
+  }
+
+  /**
    * The task's events after `afterSeq`: the stored backlog, then live ones,
    * until (and including) the terminal event. Subscribes before reading the
    * backlog and drops duplicates by seq, so nothing is lost or repeated at
    * the boundary; a gap (events committed elsewhere, or out of order here)
    * is read from the log. Stops early when `signal` aborts; a subscriber that
    * falls more than the buffer behind gets `subscriber_overflow` with the seq
-   * to resume after.
+   * to resume after. With `watch` (see `watch`), subscribed before any event
+   * after `afterSeq` existed, there is no backlog to read.
    */
   async *tail(
     tenantId: string,
     taskId: string,
     afterSeq: number,
     signal?: AbortSignal,
+    watch?: Watch,
   ): AsyncGenerator<StoredTaskEvent> {
-    const live = new AsyncQueue<StoredTaskEvent | { poke: number }>(this.config.sseBufferEvents);
-    const unsubscribe = this.bus.subscribe(taskId, (events, poked) => {
-      if (poked !== undefined) live.push({ poke: poked });
-      for (const e of events) live.push(e);
-    });
+    const sub = watch ?? this.watch(taskId);
+    const live = sub.live;
     const onAbort = (): void => live.close();
     signal?.addEventListener('abort', onAbort, { once: true });
     if (signal?.aborted) live.close(); // gone before we listened
     let last = afterSeq;
     try {
-      const backlog = await this.read(tenantId, taskId, afterSeq);
-      for (const e of backlog) {
-        last = e.seq;
-        yield e;
-        if (isEnd(e)) return;
-      }
-      // An empty backlog may mean a resume at or past the end (nothing will come); a non-empty one without the
-      // terminal event means it was not written yet, and it will arrive live.
-      if (backlog.length === 0) {
-        const now = await this.tasks.stateOf(tenantId, taskId);
-        if (!now || isTerminal(now.state)) {
-          for (const e of await this.read(tenantId, taskId, last)) yield e;
-          return;
+      if (!watch) {
+        const backlog = await this.read(tenantId, taskId, afterSeq);
+        for (const e of backlog) {
+          last = e.seq;
+          yield e;
+          if (isEnd(e)) return;
+        }
+        // An empty backlog may mean a resume at or past the end (nothing will come); a non-empty one without the
+        // terminal event means it was not written yet, and it will arrive live.
+        if (backlog.length === 0) {
+          const now = await this.tasks.stateOf(tenantId, taskId);
+          if (!now || isTerminal(now.state)) {
+            for (const e of await this.read(tenantId, taskId, last)) yield e;
+            return;
+          }
         }
       }
       for await (const item of live) {
@@ -117,8 +159,7 @@ export class EventLog {
       throw err;
     } finally {
       signal?.removeEventListener('abort', onAbort);
-      unsubscribe();
-      live.close();
+      sub.close();
     }
   }
 }

@@ -9,6 +9,7 @@ import { fileRow, statusTimestamp, TASK_EVENTS_CHANNEL, type Lease } from './sql
 import type { TaskRowChange } from './task-event.repository.js';
 import type { NewTask, TaskRow } from './task.repository.js';
 import { Metrics } from '../../metrics/metrics.service.js';
+import type { ArtifactJson, MessageJson } from '../../common/a2a-json.js';
 
 /** What an append committed: its events, and the task row after it when the append changed the state. */
 export interface Appended {
@@ -22,12 +23,96 @@ interface AppendItem {
   change: TaskRowChange;
 }
 
+/** An append made while its task's creation waited for its statement: written by that statement. */
+interface MergedAppend {
+  events: TaskEventBody[];
+  change: TaskRowChange;
+  resolve: (appended: Appended | null) => void;
+}
+
 interface CreateItem {
   task: NewTask;
   first: TaskEventBody[];
   state: TaskStateName;
   lease: Lease;
   files: NewTaskFile[];
+  /** Appends to the new task made before its statement was sent, in order. */
+  tail: MergedAppend[];
+  /** Set when its statement is built: later appends wait for it to commit, then follow it. */
+  sent: boolean;
+}
+
+/** A creation until its statement has committed (or failed). */
+interface PendingCreate {
+  item: CreateItem;
+  committed: Promise<unknown>;
+}
+
+/** The row's fields an append can change. */
+interface RowState {
+  state: TaskStateName;
+  history: MessageJson[];
+  statusMessage: MessageJson | null;
+  errorMessage: string | null;
+  artifacts: ArtifactJson[] | null;
+  tokens: { input: number; output: number } | null;
+}
+
+/** What a creation writes with the appends merged into it. */
+interface Folded extends RowState {
+  events: TaskEventBody[];
+  lease: Lease | null;
+  files: NewTaskFile[];
+  /**
+   * Per merged append: where its events start in `events`, and the row after
+   * it when it changed the state; null when its condition refused it.
+   */
+  parts: ({ from: number; row?: RowState } | null)[];
+}
+
+/**
+ * A creation with the appends merged into it, applied in order as the
+ * APPEND statement would apply them to the new row: each only from a state
+ * it allows and only if the task has no newer input than it took; one that
+ * is refused writes nothing.
+ */
+function fold(item: CreateItem): Folded {
+  const lastInput = item.first.map((e) => e.kind).lastIndexOf('message') + 1;
+  const f: Folded = {
+    state: item.state,
+    events: [...item.first],
+    history: item.first.flatMap((e) => (e.kind === 'message' ? [e.payload.message] : [])),
+    statusMessage: null,
+    errorMessage: null,
+    artifacts: null,
+    tokens: null,
+    lease: item.lease,
+    files: [...item.files],
+    parts: [],
+  };
+  for (const { events, change: c } of item.tail) {
+    const allowed = c.state ? allowedFrom(c.state) : NON_TERMINAL_STATES;
+    if (!allowed.includes(f.state) || (c.inputsUpTo !== undefined && lastInput > c.inputsUpTo)) {
+      f.parts.push(null);
+      continue;
+    }
+    const from = f.events.length;
+    f.events.push(...events);
+    if (c.state) f.state = c.state;
+    if (c.statusMessage !== undefined) f.statusMessage = c.statusMessage;
+    if (c.errorMessage !== undefined) f.errorMessage = c.errorMessage;
+    if (c.historyAppend) f.history.push(...c.historyAppend);
+    if (c.artifacts) f.artifacts = c.artifacts;
+    if (c.tokens) f.tokens = c.tokens;
+    if (c.lease !== undefined) f.lease = c.lease;
+    if (c.files?.length) f.files.push(...c.files);
+    const { state, statusMessage, errorMessage, artifacts, tokens } = f;
+    f.parts.push({
+      from,
+      ...(c.state ? { row: { state, statusMessage, errorMessage, artifacts, tokens, history: [...f.history] } } : {}),
+    });
+  }
+  return f;
 }
 
 /** Most file bytes (base64) one statement carries; heavier writes go in smaller batches, or alone. */
@@ -96,18 +181,27 @@ const APPEND: Statement = {
   FROM t, n`,
 };
 
-/** New tasks with their first events, many in one statement. */
+/**
+ * New tasks with their first events, many in one statement — and, for a
+ * task whose run wrote before the statement was sent, the run's events and
+ * the row as they left it (state, status, artifacts, tokens, lease).
+ */
 const CREATE: Statement = {
   name: 'arbiter_task_create',
   text: `WITH x AS (
     SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(i int, task_id varchar, tenant_id uuid, agent_id varchar,
       context_id varchar, state varchar, status_at timestamptz, history jsonb, metadata jsonb, n int, last_input int,
-      owner varchar, lease_ms int, message_id varchar, events jsonb, files jsonb)
+      owner varchar, lease_ms int, message_id varchar, events jsonb, files jsonb, status_message jsonb,
+      error_message text, artifacts jsonb, input_tokens int, output_tokens int)
   ), t AS (
     INSERT INTO a2a_tasks (task_id, tenant_id, agent_id, context_id, state, updated_at, history, metadata, last_seq,
-                           last_input_seq, owner_instance, lease_expires_at, message_id)
+                           last_input_seq, owner_instance, lease_expires_at, message_id, status_message, error_message,
+                           artifacts, input_tokens, output_tokens)
     SELECT task_id, tenant_id, agent_id, context_id, state, COALESCE(status_at, date_trunc('milliseconds', now())),
-           history, metadata, n, last_input, owner, now() + make_interval(secs => lease_ms / 1000.0), message_id
+           history, metadata, n, last_input, owner,
+           CASE WHEN owner IS NULL THEN NULL ELSE now() + make_interval(secs => lease_ms / 1000.0) END, message_id,
+           status_message, COALESCE(error_message, ''), COALESCE(artifacts, '[]'::jsonb), COALESCE(input_tokens, 0),
+           COALESCE(output_tokens, 0)
       FROM x ORDER BY i
     RETURNING task_id
   ), f AS (
@@ -127,11 +221,21 @@ const CREATE: Statement = {
  * group commit: the writes of concurrent runs in the same tick go to
  * PostgreSQL as one statement, and each caller gets its part once it is
  * committed. Writes of one task never share a batch and commit in order.
+ *
+ * A task's run starts while its creation waits for its statement (see
+ * `TaskService.create`): appends made in that time are merged into the
+ * creation — one INSERT writes the row as the run left it, with every event —
+ * and each is answered when that statement commits, as if it had been its
+ * own. A run that finishes at once (an in-process model) therefore costs one
+ * statement and no UPDATE. Appends made once the statement was sent wait for
+ * it to commit and follow it.
  */
 @Injectable()
 export class TaskWrites {
   private readonly appends: GroupCommit<AppendItem, Appended | null>;
   private readonly creates: GroupCommit<CreateItem, StoredTaskEvent[]>;
+  /** Creations not committed yet, by task id. */
+  private readonly pending = new Map<string, PendingCreate>();
   /** Sizes of the batches sent, for the benchmark and the metrics. */
   readonly batches = { statements: 0, writes: 0 };
 
@@ -167,6 +271,17 @@ export class TaskWrites {
    */
   append(taskId: string, events: TaskEventBody[], change: TaskRowChange = {}): Promise<Appended | null> {
     if (events.length === 0) return Promise.resolve({ events: [] });
+    const creating = this.pending.get(taskId);
+    if (creating && !creating.item.sent) {
+      return new Promise((resolve) => creating.item.tail.push({ events, change, resolve }));
+    }
+    if (creating) {
+      // The creation is on its way: follow it once it has committed (a task it failed to create takes nothing).
+      return creating.committed.then(
+        () => this.appends.submit({ taskId, events, change }),
+        () => null,
+      );
+    }
     return this.appends.submit({ taskId, events, change });
   }
 
@@ -181,7 +296,15 @@ export class TaskWrites {
     lease: Lease,
     files: NewTaskFile[] = [],
   ): Promise<StoredTaskEvent[]> {
-    return this.creates.submit({ task, first, state, lease, files });
+    const item: CreateItem = { task, first, state, lease, files, tail: [], sent: false };
+    const done = this.creates.submit(item);
+    const committed = done.finally(() => this.pending.delete(task.taskId));
+    // Merged appends are answered by `createMany`; if the creation fails, they wrote nothing.
+    committed.catch(() => {
+      for (const m of item.tail.splice(0)) m.resolve(null);
+    });
+    this.pending.set(task.taskId, { item, committed });
+    return done;
   }
 
   private async appendMany(items: AppendItem[]): Promise<(Appended | null)[]> {
@@ -228,27 +351,80 @@ export class TaskWrites {
   }
 
   private async createMany(items: CreateItem[]): Promise<StoredTaskEvent[][]> {
-    const input = items.map(({ task, first, state, lease, files }, i) => ({
-      i,
-      task_id: task.taskId,
-      tenant_id: task.tenantId,
-      agent_id: task.agentId,
-      context_id: task.contextId,
-      state,
-      status_at: statusTimestamp(first),
-      history: first.flatMap((e) => (e.kind === 'message' ? [e.payload.message] : [])),
-      metadata: task.metadata,
-      n: first.length,
-      last_input: first.map((e) => e.kind).lastIndexOf('message') + 1,
-      owner: lease.owner,
-      lease_ms: lease.ms,
-      message_id: task.messageId,
-      events: first,
-      files: files.length ? files.map(fileRow) : null,
-    }));
+    const folded = items.map((item) => {
+      item.sent = true;
+      return fold(item);
+    });
+    const input = items.map(({ task, first, lease }, i) => {
+      const f = folded[i];
+      return {
+        i,
+        task_id: task.taskId,
+        tenant_id: task.tenantId,
+        agent_id: task.agentId,
+        context_id: task.contextId,
+        state: f.state,
+        status_at: statusTimestamp(f.events),
+        history: f.history,
+        metadata: task.metadata,
+        n: f.events.length,
+        last_input: first.map((e) => e.kind).lastIndexOf('message') + 1,
+        owner: f.lease?.owner ?? null,
+        lease_ms: f.lease?.ms ?? lease.ms,
+        message_id: task.messageId,
+        events: f.events,
+        files: f.files.length ? f.files.map(fileRow) : null,
+        status_message: f.statusMessage,
+        error_message: f.errorMessage,
+        artifacts: f.artifacts,
+        input_tokens: f.tokens?.input ?? null,
+        output_tokens: f.tokens?.output ?? null,
+      };
+    });
     const [r] = await this.sql.query<{ at: Date; n: number }>(CREATE, [JSON.stringify(input)]);
     if (!r || r.n !== items.length) throw new Error(`created ${r?.n ?? 0} of ${items.length} tasks`);
     const createdAt = r.at.toISOString();
-    return items.map(({ task, first }) => first.map((e, k) => ({ ...e, taskId: task.taskId, seq: k + 1, createdAt })));
+    return items.map((item, i) => {
+      const f = folded[i];
+      const stored = f.events.map((e, k) => ({ ...e, taskId: item.task.taskId, seq: k + 1, createdAt }));
+      this.answerMerged(item, f, stored, r.at);
+      return stored.slice(0, item.first.length);
+    });
+  }
+
+  /** Answers the appends merged into a committed creation, each with its own events (and the row, if it moved the state). */
+  private answerMerged(item: CreateItem, f: Folded, stored: StoredTaskEvent[], at: Date): void {
+    const tail = item.tail.splice(0);
+    tail.forEach((m, k) => {
+      const part = f.parts[k];
+      if (!part) return m.resolve(null);
+      const events = stored.slice(part.from, part.from + m.events.length);
+      if (!part.row) return m.resolve({ events });
+      const upto = part.row;
+      if (isSettled(upto.state)) {
+        this.metrics.tasksEnded.inc({ state: upto.state, agent: this.metrics.agent(item.task.agentId) });
+      }
+      // The row as the statement left it after this part: what the APPEND's RETURNING would have said.
+      m.resolve({
+        events,
+        row: {
+          taskId: item.task.taskId,
+          tenantId: item.task.tenantId,
+          agentId: item.task.agentId,
+          contextId: item.task.contextId,
+          state: upto.state,
+          createdAt: at,
+          updatedAt: new Date(statusTimestamp(stored.slice(0, part.from + m.events.length)) ?? at),
+          statusMessage: upto.statusMessage,
+          errorMessage: upto.errorMessage ?? '',
+          history: upto.history,
+          artifacts: upto.artifacts ?? [],
+          metadata: item.task.metadata,
+          inputTokens: upto.tokens?.input ?? 0,
+          outputTokens: upto.tokens?.output ?? 0,
+          lastSeq: part.from + m.events.length,
+        },
+      });
+    });
   }
 }

@@ -13,7 +13,9 @@ import type { TaskEventBody } from '../task-events.js';
 export class RunWriter {
   private pending: TaskEventBody[] = [];
   private loop: Promise<void> | undefined;
-  private takenOver = false;
+  /** The background loop that is waiting for its macrotask and has written nothing yet (0: none). */
+  private deferred = 0;
+  private loops = 0;
   private failure: unknown;
   /** Set once a queued write was refused: the task ended without us (canceled …). */
   rejected = false;
@@ -27,7 +29,10 @@ export class RunWriter {
   enqueue(event: TaskEventBody): void {
     if (this.failure || this.rejected) return;
     this.pending.push(event);
-    this.loop ??= this.deferredRun();
+    if (this.loop) return;
+    const id = ++this.loops;
+    this.deferred = id;
+    this.loop = this.deferredRun(id);
   }
 
   /**
@@ -37,9 +42,11 @@ export class RunWriter {
   async write(events: TaskEventBody[], change: TaskRowChange = {}): Promise<Appended | null> {
     // If queued chunks could not be written, the final write still records the
     // outcome (and the folded artifacts on the row carry the full text).
-    this.takenOver = true;
-    await this.flush();
-    this.takenOver = false;
+    if (this.deferred) {
+      // The loop has not written anything yet: this write takes its queue over, now rather than a macrotask later.
+      this.deferred = 0;
+      this.loop = undefined;
+    } else await this.flush();
     if (this.rejected) return null;
     // Whatever is still queued rides along in the same statement.
     const queued = this.failure ? [] : mergeChunks(this.pending.splice(0));
@@ -59,13 +66,10 @@ export class RunWriter {
    * the meantime go out in one statement; if a final write comes first it
    * takes the queue over and nothing is written twice.
    */
-  private async deferredRun(): Promise<void> {
+  private async deferredRun(id: number): Promise<void> {
     await new Promise<void>((resolve) => setImmediate(resolve));
-    if (this.takenOver) {
-      this.loop = undefined;
-      this.takenOver = false;
-      return;
-    }
+    if (this.deferred !== id) return; // taken over
+    this.deferred = 0;
     await this.run();
   }
 
