@@ -14,7 +14,7 @@ import { TaskRunner } from './runs/task-runner.service.js';
 import { TaskError } from './task.errors.js';
 import { toSnapshot, type TaskSnapshot } from './task-snapshot.js';
 import type { MessageJson } from '../common/a2a-json.js';
-import { foldArtifacts, type StoredTaskEvent, type TaskEventBody } from './task-events.js';
+import { foldArtifacts, type TaskEventBody } from './task-events.js';
 import { isSettled, isTerminal } from './task-state.js';
 import { abortable } from '../common/abortable.js';
 import { AppConfig } from '../config/app-config.js';

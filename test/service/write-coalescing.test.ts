@@ -26,7 +26,7 @@ async function writers(engine: TestEngine, taskId: string): Promise<{ row: strin
     `SELECT DISTINCT xmin::text AS x FROM task_events WHERE task_id = $1`,
     [taskId],
   );
-  return { row: row!.x, events: events.map((e) => e.x) };
+  return { row: row.x, events: events.map((e) => e.x) };
 }
 
 /**
