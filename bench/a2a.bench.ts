@@ -87,6 +87,12 @@ const SCENARIOS: Scenario[] = [
     op: (r, c) => streamMessage(c, next(r), r.target.headers),
   },
   {
+    key: 'stream-64',
+    label: 'SendStreamingMessage c=64',
+    concurrency: 64,
+    op: (r, c) => streamMessage(c, next(r), r.target.headers),
+  },
+  {
     key: 'get-16',
     label: `GetTask c=16 (random of ${GET_TASKS})`,
     concurrency: 16,

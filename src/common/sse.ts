@@ -40,6 +40,19 @@ export async function writeSse(
     headers?: readonly string[];
   },
 ): Promise<void> {
+  // What is ready at once — the headers, the task, the events its creation committed with — leaves in one write:
+  // the socket is corked until the event loop moves on, not written to frame by frame.
+  let corked = false;
+  const burst = (): void => {
+    if (corked) return;
+    corked = true;
+    res.cork();
+    setImmediate(() => {
+      corked = false;
+      res.uncork();
+    });
+  };
+  burst();
   res.writeHead(200, opts.headers ? [...opts.headers, ...SSE_HEADERS] : SSE_HEADERS);
   res.flushHeaders();
   res.socket?.setNoDelay(true);
@@ -55,6 +68,7 @@ export async function writeSse(
   const heartbeat = setInterval(
     () => {
       if (!closed && Date.now() - lastWrite >= opts.heartbeatMs) {
+        burst();
         res.write(': keep-alive\n\n');
         lastWrite = Date.now();
       }
@@ -68,6 +82,7 @@ export async function writeSse(
     if (frame.event) chunk += `event: ${frame.event}\n`;
     chunk += `data: ${JSON.stringify(frame.data)}\n\n`;
     lastWrite = Date.now();
+    burst();
     if (!res.write(chunk) && !closed) {
       await Promise.race([once(res, 'drain'), once(res, 'close')]);
     }

@@ -37,9 +37,10 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
     await runMigrations(ds, !REAL_POSTGRES);
     await ds.query(`INSERT INTO tenants (id, name) VALUES ($1, 't')`, [TENANT]);
     const identity = new InstanceIdentity();
-    tasks = new TaskRepository(ds, identity);
-    repo = new TaskEventRepository(ds, identity);
-    writes = new TaskWrites(new Sql(ds), identity, new Metrics());
+    const sql = new Sql(ds);
+    tasks = new TaskRepository(ds, identity, sql);
+    repo = new TaskEventRepository(ds, identity, sql);
+    writes = new TaskWrites(sql, identity, new Metrics());
   });
   after(async () => {
     await ds.destroy();

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
+import { Sql, type Statement } from '../../database/sql.service.js';
 import type { DataSource } from 'typeorm';
 import { Params } from '../../database/sql-params.js';
 import { InstanceIdentity } from '../runs/instance-identity.js';
@@ -72,6 +73,23 @@ function scopeSql(scope: EndScope, p: Params): string {
   }
 }
 
+/** A task's events after a seq (up to another), within its tenant: every stream's backlog and gap reads. */
+const EVENTS: Statement = {
+  name: 'arbiter_task_events',
+  text: `SELECT ${EVENT_COLUMNS} FROM task_events
+    WHERE task_id = $1 AND seq > $2 AND ($3::int IS NULL OR seq <= $3)
+      AND EXISTS (SELECT 1 FROM a2a_tasks a WHERE a.task_id = $1 AND a.tenant_id = $4)
+    ORDER BY seq`,
+};
+/** What a run must act on: user messages and status changes. */
+const CONTROL_EVENTS: Statement = {
+  name: 'arbiter_task_control_events',
+  text: `SELECT ${EVENT_COLUMNS} FROM task_events
+    WHERE task_id = $1 AND seq > $2 AND kind IN ('message', 'status')
+      AND EXISTS (SELECT 1 FROM a2a_tasks a WHERE a.task_id = $1 AND a.tenant_id = $3)
+    ORDER BY seq`,
+};
+
 /**
  * The event log: gap-free `seq` per task. Every write is one statement that
  * advances the task row's `last_seq` (moving its state along the state
@@ -83,30 +101,19 @@ export class TaskEventRepository {
   constructor(
     @InjectDataSource() private readonly ds: DataSource,
     private readonly identity: InstanceIdentity,
+    private readonly sql: Sql,
   ) {}
 
   /** A task's events after `afterSeq` (up to `uptoSeq`), oldest first. */
   async events(tenantId: string, taskId: string, afterSeq: number, uptoSeq?: number): Promise<StoredTaskEvent[]> {
-    const rows = await this.ds.query<EventRow[]>(
-      `SELECT ${EVENT_COLUMNS} FROM task_events
-        WHERE task_id = $1 AND seq > $2 AND ($3::int IS NULL OR seq <= $3)
-          AND EXISTS (SELECT 1 FROM a2a_tasks a WHERE a.task_id = $1 AND a.tenant_id = $4)
-        ORDER BY seq`,
-      [taskId, afterSeq, uptoSeq ?? null, tenantId],
-    );
-    return toStoredEvents(rows);
+    if (taskId.length > 64) return [];
+    return toStoredEvents(await this.sql.query<EventRow>(EVENTS, [taskId, afterSeq, uptoSeq ?? null, tenantId]));
   }
 
   /** What a run must act on after `afterSeq`: user messages for it, and status changes (an end written elsewhere). */
   async controlEvents(tenantId: string, taskId: string, afterSeq: number): Promise<StoredTaskEvent[]> {
-    const rows = await this.ds.query<EventRow[]>(
-      `SELECT ${EVENT_COLUMNS} FROM task_events
-        WHERE task_id = $1 AND seq > $2 AND kind IN ('message', 'status')
-          AND EXISTS (SELECT 1 FROM a2a_tasks a WHERE a.task_id = $1 AND a.tenant_id = $3)
-        ORDER BY seq`,
-      [taskId, afterSeq, tenantId],
-    );
-    return toStoredEvents(rows);
+    if (taskId.length > 64) return [];
+    return toStoredEvents(await this.sql.query<EventRow>(CONTROL_EVENTS, [taskId, afterSeq, tenantId]));
   }
 
   /** Runs `work` in one transaction (row locks taken in it hold until it ends). */

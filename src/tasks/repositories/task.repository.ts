@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { Params } from '../../database/sql-params.js';
+import { Sql, type Statement } from '../../database/sql.service.js';
 import { InstanceIdentity } from '../runs/instance-identity.js';
 import type { ArtifactJson, MessageJson } from '../../common/a2a-json.js';
 import type { StoredTaskEvent, TaskEventBody } from '../task-events.js';
@@ -71,6 +72,20 @@ const COLUMNS = `task_id AS "taskId", tenant_id AS "tenantId", agent_id AS "agen
   created_at AS "createdAt", updated_at AS "updatedAt", status_message AS "statusMessage", error_message AS "errorMessage",
   history, artifacts, metadata, input_tokens AS "inputTokens", output_tokens AS "outputTokens", last_seq AS "lastSeq"`;
 
+/** A task by id, within its tenant (the hot reads: GetTask, streams, cancels). */
+const FIND: Statement = {
+  name: 'arbiter_task_find',
+  text: `SELECT ${COLUMNS} FROM a2a_tasks WHERE task_id = $1 AND tenant_id = $2`,
+};
+const FIND_BY_MESSAGE: Statement = {
+  name: 'arbiter_task_by_message',
+  text: `SELECT ${COLUMNS} FROM a2a_tasks WHERE tenant_id = $1 AND agent_id = $2 AND message_id = $3`,
+};
+const STATE_OF: Statement = {
+  name: 'arbiter_task_state',
+  text: `SELECT state, error_message FROM a2a_tasks WHERE task_id = $1 AND tenant_id = $2`,
+};
+
 /**
  * Task rows: creation, continuation, reads, leases and retention. Every
  * read of tenant data filters by `tenant_id`; every write that adds events
@@ -81,6 +96,7 @@ export class TaskRepository {
   constructor(
     @InjectDataSource() private readonly ds: DataSource,
     private readonly identity: InstanceIdentity,
+    private readonly sql: Sql,
   ) {}
 
   /**
@@ -153,19 +169,13 @@ export class TaskRepository {
 
   async find(tenantId: string, taskId: string): Promise<TaskRow | null> {
     if (taskId.length > 64) return null;
-    const rows = await this.ds.query<TaskRow[]>(
-      `SELECT ${COLUMNS} FROM a2a_tasks WHERE task_id = $1 AND tenant_id = $2`,
-      [taskId, tenantId],
-    );
+    const rows = await this.sql.query<TaskRow>(FIND, [taskId, tenantId]);
     return rows[0] ?? null;
   }
 
   /** The task a message created, if that message was already sent to this tenant's agent. */
   async findByMessage(tenantId: string, agentId: string, messageId: string): Promise<TaskRow | null> {
-    const rows = await this.ds.query<TaskRow[]>(
-      `SELECT ${COLUMNS} FROM a2a_tasks WHERE tenant_id = $1 AND agent_id = $2 AND message_id = $3`,
-      [tenantId, agentId, messageId],
-    );
+    const rows = await this.sql.query<TaskRow>(FIND_BY_MESSAGE, [tenantId, agentId, messageId]);
     return rows[0] ?? null;
   }
 
@@ -179,10 +189,8 @@ export class TaskRepository {
   }
 
   async stateOf(tenantId: string, taskId: string): Promise<{ state: TaskStateName; errorMessage: string } | null> {
-    const rows = await this.ds.query<{ state: TaskStateName; error_message: string }[]>(
-      `SELECT state, error_message FROM a2a_tasks WHERE task_id = $1 AND tenant_id = $2`,
-      [taskId, tenantId],
-    );
+    if (taskId.length > 64) return null;
+    const rows = await this.sql.query<{ state: TaskStateName; error_message: string }>(STATE_OF, [taskId, tenantId]);
     const row = rows[0];
     return row ? { state: row.state, errorMessage: row.error_message } : null;
   }
