@@ -257,9 +257,16 @@ async function main(): Promise<void> {
   out(markdown(rows, new Map(scenarios.map((s) => [s.key, s.label]))));
   if (memory) {
     out(
-      `resident memory of one arbiter-pg replica: ${memory.beforeMiB.toFixed(1)} MiB idle, ${memory.afterMiB.toFixed(1)} MiB ` +
-        `with ${memory.subscriptions} open idle subscriptions (+${memory.kibEach.toFixed(1)} KiB each)`,
+      `\n## Idle subscriptions: resident memory of one arbiter-pg replica (steady state, ${memory.settleSeconds} s idle before each reading)\n`,
     );
+    out('| subscriptions | without (MiB) | with (MiB) | per subscription |');
+    out('|---|--:|--:|--:|');
+    for (const k of memory.kinds) {
+      out(
+        `| ${memory.subscriptions} × ${k.kind === 'native' ? 'native GET /v1/requests/:id/events' : 'A2A SubscribeToTask (JSON-RPC)'} | ` +
+          `${k.beforeMiB.toFixed(1)} | ${k.afterMiB.toFixed(1)} | ${k.kibEach.toFixed(1)} KiB |`,
+      );
+    }
   }
   writeJson(RESULTS, {
     date: new Date().toISOString(),

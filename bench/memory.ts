@@ -1,13 +1,23 @@
 /**
- * Resident memory of one Arbiter replica holding `n` open, idle SSE
- * subscriptions (`/v1/requests/:id/events` on a task that stays working),
- * against the same process before them.
+ * Resident memory of an Arbiter replica holding `n` open, idle SSE
+ * subscriptions to a task that stays working — the native API's
+ * `GET /v1/requests/:id/events`, and A2A `SubscribeToTask` over JSON-RPC,
+ * each in a replica of its own — against the same process without them.
+ *
+ * Every reading is taken in the process's steady state: opening a thousand
+ * connections at once leaves garbage and a grown young generation that V8's
+ * memory reducer gives back only after the process has been idle for a
+ * while (about 20–30 s here), so each reading waits `SETTLE_S` seconds, then
+ * takes the median of three samples. Without that, the figure says more
+ * about when it was read than about the subscriptions.
  */
 import { readFileSync } from 'node:fs';
-import { get as httpGet, type ClientRequest } from 'node:http';
+import { request, type ClientRequest } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { Client, closedLoop, sendMessage } from './load.js';
 import { arbiter } from './targets.js';
+
+const SETTLE_S = Number(process.env.BENCH_SETTLE_SECONDS ?? 35);
 
 /** Resident memory of a process, from /proc (MiB). */
 function rssMiB(pid: number): number {
@@ -16,20 +26,46 @@ function rssMiB(pid: number): number {
   return kb / 1024;
 }
 
-export interface MemoryResult {
-  subscriptions: number;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The steady-state RSS: after `SETTLE_S` s idle, the median of three samples 2 s apart. */
+async function settled(pid: number): Promise<number> {
+  await sleep(SETTLE_S * 1000);
+  const samples: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    if (i) await sleep(2000);
+    samples.push(rssMiB(pid));
+  }
+  return samples.sort((a, b) => a - b)[1]!;
+}
+
+export interface SubscriptionMemory {
+  kind: 'native' | 'a2a-jsonrpc';
   beforeMiB: number;
   afterMiB: number;
   kibEach: number;
 }
 
+export interface MemoryResult {
+  subscriptions: number;
+  settleSeconds: number;
+  kinds: SubscriptionMemory[];
+}
+
 export async function idleSubscriptions(databaseUrl: string, n: number): Promise<MemoryResult> {
-  const t = await arbiter('rss', databaseUrl);
-  const pid = t.pids[0];
-  const sockets: ClientRequest[] = [];
+  const kinds: SubscriptionMemory[] = [];
+  for (const kind of ['native', 'a2a-jsonrpc'] as const) kinds.push(await oneKind(databaseUrl, n, kind));
+  return { subscriptions: n, settleSeconds: SETTLE_S, kinds };
+}
+
+async function oneKind(databaseUrl: string, n: number, kind: SubscriptionMemory['kind']): Promise<SubscriptionMemory> {
+  const t = await arbiter(`rss-${kind}`, databaseUrl);
+  const pid = t.pids[0]!;
+  const base = new URL(t.urls[0]!);
   const client = new Client(4);
+  const open: ClientRequest[] = [];
   try {
-    const started = await fetch(t.endpoints[0], {
+    const started = await fetch(t.endpoints[0]!, {
       method: 'POST',
       headers: { ...t.headers, 'content-type': 'application/json' },
       body: JSON.stringify({
@@ -44,36 +80,54 @@ export async function idleSubscriptions(databaseUrl: string, n: number): Promise
     });
     const taskId = ((await started.json()) as { result: { task: { id: string } } }).result.task.id;
     // Warm the process up as the throughput runs do.
-    const endpoint = new URL(t.endpoints[0]);
-    await closedLoop(4, 1, () => sendMessage(client, endpoint, t.headers));
-    await new Promise((r) => setTimeout(r, 1000));
-    const beforeMiB = rssMiB(pid);
-    const url = new URL(`${t.urls[0]}/v1/requests/${taskId}/events`);
-    await Promise.all(
-      Array.from(
-        { length: n },
-        () =>
-          new Promise<void>((resolve, reject) => {
-            const req = httpGet(url, { headers: { authorization: t.headers.authorization }, agent: false }, (res) => {
-              res.once('data', () => resolve()); // the first frame: subscribed
-              res.on('error', () => undefined);
-            });
-            req.on('error', reject);
-            sockets.push(req);
-          }),
-      ),
-    );
-    await new Promise((r) => setTimeout(r, 2000));
-    const afterMiB = rssMiB(pid);
-    for (const s of sockets) s.destroy();
+    await closedLoop(4, 1, () => sendMessage(client, new URL(t.endpoints[0]!), t.headers));
+    const beforeMiB = await settled(pid);
+    const target =
+      kind === 'native'
+        ? { path: `/v1/requests/${taskId}/events`, method: 'GET', body: '' }
+        : {
+            path: new URL(t.endpoints[0]!).pathname,
+            method: 'POST',
+            body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SubscribeToTask', params: { id: taskId } }),
+          };
+    // Fifty at a time; each resolves at its first frame (subscribed).
+    for (let i = 0; i < n; i += 50) {
+      await Promise.all(
+        Array.from(
+          { length: Math.min(50, n - i) },
+          () =>
+            new Promise<void>((resolve, reject) => {
+              const req = request(
+                {
+                  host: base.hostname,
+                  port: base.port,
+                  path: target.path,
+                  method: target.method,
+                  agent: false,
+                  headers: { ...t.headers, 'content-type': 'application/json' },
+                },
+                (res) => {
+                  res.once('data', () => resolve());
+                  res.on('error', () => undefined);
+                },
+              );
+              req.on('error', reject);
+              req.end(target.body);
+              open.push(req);
+            }),
+        ),
+      );
+    }
+    const afterMiB = await settled(pid);
+    for (const s of open) s.destroy();
     await fetch(`${t.urls[0]}/v1/requests/${taskId}/cancel`, {
       method: 'POST',
-      headers: { authorization: t.headers.authorization },
+      headers: { authorization: t.headers.authorization! },
     });
-    return { subscriptions: n, beforeMiB, afterMiB, kibEach: ((afterMiB - beforeMiB) * 1024) / n };
+    return { kind, beforeMiB, afterMiB, kibEach: ((afterMiB - beforeMiB) * 1024) / n };
   } finally {
     client.close();
-    for (const s of sockets) s.destroy();
+    for (const s of open) s.destroy();
     await t.stop();
   }
 }

@@ -18,6 +18,39 @@ export interface SseFrame {
 /** SSE responses open in this process (for the metrics). */
 export const sseStreams = { open: 0 };
 
+/**
+ * Heartbeats of the open streams, one timer per heartbeat period for all of
+ * them (not one per stream: thousands of idle subscribers are thousands of
+ * timers otherwise). Each beat sends a comment to the streams idle for a period.
+ */
+const beats = new Map<number, { timer: NodeJS.Timeout; streams: Set<() => void> }>();
+
+function onBeat(periodMs: number, beat: () => void): () => void {
+  let group = beats.get(periodMs);
+  if (!group) {
+    const streams = new Set<() => void>();
+    const timer = setInterval(
+      () => {
+        for (const b of streams) b();
+      },
+      Math.max(50, Math.floor(periodMs / 2)),
+    );
+    timer.unref();
+    group = { timer, streams };
+    beats.set(periodMs, group);
+  }
+  group.streams.add(beat);
+  return () => {
+    const g = beats.get(periodMs);
+    if (!g) return;
+    g.streams.delete(beat);
+    if (g.streams.size === 0) {
+      clearInterval(g.timer);
+      beats.delete(periodMs);
+    }
+  };
+}
+
 const SSE_HEADERS = [
   'Content-Type',
   'text/event-stream; charset=utf-8',
@@ -65,16 +98,13 @@ export async function writeSse(
   };
   res.on('close', onClose);
   let lastWrite = Date.now();
-  const heartbeat = setInterval(
-    () => {
-      if (!closed && Date.now() - lastWrite >= opts.heartbeatMs) {
-        burst();
-        res.write(': keep-alive\n\n');
-        lastWrite = Date.now();
-      }
-    },
-    Math.max(50, Math.floor(opts.heartbeatMs / 2)),
-  );
+  const stopBeats = onBeat(opts.heartbeatMs, () => {
+    if (!closed && Date.now() - lastWrite >= opts.heartbeatMs) {
+      burst();
+      res.write(': keep-alive\n\n');
+      lastWrite = Date.now();
+    }
+  });
 
   const write = async (frame: SseFrame): Promise<void> => {
     let chunk = '';
@@ -104,7 +134,7 @@ export async function writeSse(
     if (last && !closed) await write(last);
   } finally {
     sseStreams.open--;
-    clearInterval(heartbeat);
+    stopBeats();
     res.off('close', onClose);
     if (!closed) res.end();
   }

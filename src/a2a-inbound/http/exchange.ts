@@ -27,7 +27,7 @@ export class HttpExchange {
     private readonly search: string,
     /** `http` or `https`, as the client reached us (X-Forwarded-Proto from a trusted proxy). */
     readonly protocol: string,
-    /** The headers of every answer (`name, value …`), the request id among them. */
+    /** The headers of every answer (`name, value …`), shared by all requests; the request id is added. */
     private readonly fixed: readonly string[],
   ) {}
 
@@ -49,9 +49,9 @@ export class HttpExchange {
     this.extra.push(name, value);
   }
 
-  /** The response headers so far (fixed, then added), for `writeHead`. */
+  /** The response headers so far (fixed, the request id, then added), for `writeHead`. */
   headers(...more: string[]): string[] {
-    return [...this.fixed, ...this.extra, ...more];
+    return [...this.fixed, 'X-Request-Id', this.id, ...this.extra, ...more];
   }
 
   /** Writes a complete answer, unless one has begun. */
