@@ -36,7 +36,7 @@ async function settled(pid: number): Promise<number> {
     if (i) await sleep(2000);
     samples.push(rssMiB(pid));
   }
-  return samples.sort((a, b) => a - b)[1]!;
+  return samples.sort((a, b) => a - b)[1];
 }
 
 export interface SubscriptionMemory {
@@ -60,12 +60,12 @@ export async function idleSubscriptions(databaseUrl: string, n: number): Promise
 
 async function oneKind(databaseUrl: string, n: number, kind: SubscriptionMemory['kind']): Promise<SubscriptionMemory> {
   const t = await arbiter(`rss-${kind}`, databaseUrl);
-  const pid = t.pids[0]!;
-  const base = new URL(t.urls[0]!);
+  const pid = t.pids[0];
+  const base = new URL(t.urls[0]);
   const client = new Client(4);
   const open: ClientRequest[] = [];
   try {
-    const started = await fetch(t.endpoints[0]!, {
+    const started = await fetch(t.endpoints[0], {
       method: 'POST',
       headers: { ...t.headers, 'content-type': 'application/json' },
       body: JSON.stringify({
@@ -80,13 +80,13 @@ async function oneKind(databaseUrl: string, n: number, kind: SubscriptionMemory[
     });
     const taskId = ((await started.json()) as { result: { task: { id: string } } }).result.task.id;
     // Warm the process up as the throughput runs do.
-    await closedLoop(4, 1, () => sendMessage(client, new URL(t.endpoints[0]!), t.headers));
+    await closedLoop(4, 1, () => sendMessage(client, new URL(t.endpoints[0]), t.headers));
     const beforeMiB = await settled(pid);
     const target =
       kind === 'native'
         ? { path: `/v1/requests/${taskId}/events`, method: 'GET', body: '' }
         : {
-            path: new URL(t.endpoints[0]!).pathname,
+            path: new URL(t.endpoints[0]).pathname,
             method: 'POST',
             body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SubscribeToTask', params: { id: taskId } }),
           };
@@ -122,7 +122,7 @@ async function oneKind(databaseUrl: string, n: number, kind: SubscriptionMemory[
     for (const s of open) s.destroy();
     await fetch(`${t.urls[0]}/v1/requests/${taskId}/cancel`, {
       method: 'POST',
-      headers: { authorization: t.headers.authorization! },
+      headers: { authorization: t.headers.authorization },
     });
     return { kind, beforeMiB, afterMiB, kibEach: ((afterMiB - beforeMiB) * 1024) / n };
   } finally {
