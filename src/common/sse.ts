@@ -15,6 +15,9 @@ export interface SseFrame {
  * so the producer can stop). When the server aborts the stream with a
  * `DomainError` (its access was revoked), `onError` gives the last frame.
  */
+/** The abort reason when a client goes away: one shared error (a new one per request would capture a stack trace each). */
+export const CLIENT_GONE = new Error('client disconnected');
+
 /** SSE responses open in this process (for the metrics). */
 export const sseStreams = { open: 0 };
 
@@ -94,7 +97,7 @@ export async function writeSse(
   let closed = false;
   const onClose = (): void => {
     closed = true;
-    opts.abort?.abort(new Error('client disconnected'));
+    opts.abort?.abort(CLIENT_GONE);
   };
   res.on('close', onClose);
   let lastWrite = Date.now();

@@ -13,6 +13,9 @@ import { AgentCatalog } from '../registry/services/agent-catalog.service.js';
 import { McpTool } from '../mcp/mcp-tool.service.js';
 import { searchProvider } from './tools/search.tool.js';
 
+/** Why a turn loop is stopped when its run's consumer stopped reading (the task ended elsewhere). */
+const ABANDONED = new Error('run abandoned');
+
 /**
  * Runs an agent turn on the agent's model — a real provider (Anthropic, or
  * any OpenAI-compatible server) or the offline `echo` placeholder — through
@@ -82,8 +85,10 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
     signal.addEventListener('abort', onAbort, { once: true });
     if (signal.aborted) onAbort(); // canceled before we listened
     const loop = new TurnLoop(this.deps, ctx.tenantId, local.signal, (e) => events.push(e), ctx.durable);
+    let over = false;
     const finished = loop.agentTurn(ctx.agent, messages, 0).then(
       (content) => {
+        over = true;
         // A later turn of this run (a message that arrived meanwhile) sees this one.
         ctx.history = [
           ...(ctx.history ?? []),
@@ -94,6 +99,7 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
         events.close();
       },
       (err: unknown) => {
+        over = true;
         if (local.signal.aborted) {
           events.fail(local.signal.reason instanceof Error ? local.signal.reason : new Error('aborted'));
           return;
@@ -113,7 +119,7 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
     } finally {
       signal.removeEventListener('abort', onAbort);
       // The consumer stopped early (the task ended elsewhere): stop the loop too.
-      if (!local.signal.aborted) local.abort(new Error('run abandoned'));
+      if (!over && !local.signal.aborted) local.abort(ABANDONED);
       await finished;
     }
   }

@@ -21,6 +21,11 @@ export type TaskEventKind = TaskEventBody['kind'];
 
 export type StoredTaskEvent = TaskEventBody & { taskId: string; seq: number; createdAt: string };
 
+/** An event as committed: one object shape for every kind (no spread, which costs more and varies it). */
+export function stored(e: TaskEventBody, taskId: string, seq: number, createdAt: string): StoredTaskEvent {
+  return { kind: e.kind, payload: e.payload, taskId, seq, createdAt } as StoredTaskEvent;
+}
+
 /** Folds artifact events into artifacts, in first-seen order (spec §4.2.2 append semantics). */
 export function foldArtifacts(base: ArtifactJson[], events: Iterable<TaskEventBody>): ArtifactJson[] {
   const byId = new Map<string, ArtifactJson>(base.map((a) => [a.artifactId, { ...a, parts: [...a.parts] }]));

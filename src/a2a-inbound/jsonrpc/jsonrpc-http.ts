@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import type { TenantPrincipal } from '../../common/auth.decorators.js';
 import { DomainError } from '../../common/errors.js';
 import { safeError } from '../../common/safe-error.js';
-import { detachSse, releaseOnClose } from '../../common/sse.js';
+import { CLIENT_GONE, detachSse, releaseOnClose } from '../../common/sse.js';
 import { isDatabaseUnavailable } from '../../common/db-errors.js';
 import { AppConfig } from '../../config/app-config.js';
 import { AGENT_ID_PATTERN } from '../../registry/constitution.js';
@@ -106,7 +106,7 @@ export class JsonRpcHttp {
     const release = this.streams.hold(t, abort);
     let detached = false;
     const { res } = x;
-    const onClose = (): void => abort.abort(new Error('client disconnected'));
+    const onClose = (): void => abort.abort(CLIENT_GONE);
     res.once('close', onClose);
     try {
       const envelope = parseEnvelope(body);

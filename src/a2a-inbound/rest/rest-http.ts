@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import type { TenantPrincipal } from '../../common/auth.decorators.js';
 import { DomainError } from '../../common/errors.js';
 import { safeError } from '../../common/safe-error.js';
-import { releaseOnClose, writeSse } from '../../common/sse.js';
+import { CLIENT_GONE, releaseOnClose, writeSse } from '../../common/sse.js';
 import { AppConfig } from '../../config/app-config.js';
 import { AGENT_ID_PATTERN } from '../../registry/constitution.js';
 import { AgentCatalog } from '../../registry/services/agent-catalog.service.js';
@@ -80,7 +80,7 @@ export class RestHttp {
     const abort = new AbortController();
     const release = this.streams.hold(t, abort);
     const { res } = x;
-    const onClose = (): void => abort.abort(new Error('client disconnected'));
+    const onClose = (): void => abort.abort(CLIENT_GONE);
     res.once('close', onClose);
     try {
       if (!AGENT_ID_PATTERN.test(agentId)) throw DomainError.notFound(`agent '${agentId.slice(0, 64)}'`);

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { GroupCommit } from '../../database/group-commit.js';
 import { Sql, type Statement } from '../../database/sql.service.js';
 import { InstanceIdentity } from '../runs/instance-identity.js';
-import type { StoredTaskEvent, TaskEventBody } from '../task-events.js';
+import { stored, type StoredTaskEvent, type TaskEventBody } from '../task-events.js';
 import type { NewTaskFile } from '../task-files.js';
 import { allowedFrom, isSettled, NON_TERMINAL_STATES, type TaskStateName } from '../task-state.js';
 import { fileRow, statusTimestamp, TASK_EVENTS_CHANNEL, type Lease } from './sql.js';
@@ -341,7 +341,7 @@ export class TaskWrites {
       const { i: _i, at, ...row } = r;
       const first = r.lastSeq - item.events.length;
       const createdAt = at.toISOString();
-      const events = item.events.map((e, k) => ({ ...e, taskId: item.taskId, seq: first + k + 1, createdAt }));
+      const events = item.events.map((e, k) => stored(e, item.taskId, first + k + 1, createdAt));
       out[r.i] = item.change.state ? { events: events, row } : { events: events };
       if (item.change.state && isSettled(item.change.state)) {
         this.metrics.tasksEnded.inc({ state: item.change.state, agent: this.metrics.agent(row.agentId) });
@@ -386,19 +386,19 @@ export class TaskWrites {
     const createdAt = r.at.toISOString();
     return items.map((item, i) => {
       const f = folded[i];
-      const stored = f.events.map((e, k) => ({ ...e, taskId: item.task.taskId, seq: k + 1, createdAt }));
-      this.answerMerged(item, f, stored, r.at);
-      return stored.slice(0, item.first.length);
+      const events = f.events.map((e, k) => stored(e, item.task.taskId, k + 1, createdAt));
+      this.answerMerged(item, f, events, r.at);
+      return events.slice(0, item.first.length);
     });
   }
 
   /** Answers the appends merged into a committed creation, each with its own events (and the row, if it moved the state). */
-  private answerMerged(item: CreateItem, f: Folded, stored: StoredTaskEvent[], at: Date): void {
+  private answerMerged(item: CreateItem, f: Folded, all: StoredTaskEvent[], at: Date): void {
     const tail = item.tail.splice(0);
     tail.forEach((m, k) => {
       const part = f.parts[k];
       if (!part) return m.resolve(null);
-      const events = stored.slice(part.from, part.from + m.events.length);
+      const events = all.slice(part.from, part.from + m.events.length);
       if (!part.row) return m.resolve({ events });
       const upto = part.row;
       if (isSettled(upto.state)) {
@@ -414,7 +414,7 @@ export class TaskWrites {
           contextId: item.task.contextId,
           state: upto.state,
           createdAt: at,
-          updatedAt: new Date(statusTimestamp(stored.slice(0, part.from + m.events.length)) ?? at),
+          updatedAt: new Date(statusTimestamp(all.slice(0, part.from + m.events.length)) ?? at),
           statusMessage: upto.statusMessage,
           errorMessage: upto.errorMessage ?? '',
           history: upto.history,
