@@ -159,14 +159,18 @@ export interface ArbiterTarget extends Target {
   adminToken: string;
 }
 
-async function startReplica(adminToken: string, databaseUrl?: string): Promise<{ child: ChildProcess; url: string }> {
+async function startReplica(
+  adminToken: string,
+  databaseUrl?: string,
+  checkout = '.',
+): Promise<{ child: ChildProcess; url: string }> {
   const home = mkdtempSync(join(tmpdir(), 'arbiter-bench-'));
   homes.add(home);
   // Logs at warn (the reference logs nothing per request), so the port is chosen here.
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const child = launch(
-    ['dist/src/main.js'],
+    [join(checkout, 'dist/src/main.js')],
     {
       ARBITER_HOME: home,
       ARBITER_ADMIN_TOKEN: adminToken,
@@ -191,15 +195,21 @@ async function startReplica(adminToken: string, databaseUrl?: string): Promise<{
 /**
  * `replicas` Arbiter processes on one database (PGlite in its own ARBITER_HOME
  * when `databaseUrl` is absent), a tenant created through the admin API.
+ * `checkout`: the built checkout to run (`npm run bench:ab` compares several).
  */
-export async function arbiter(name: string, databaseUrl?: string, replicas = 1): Promise<ArbiterTarget> {
+export async function arbiter(
+  name: string,
+  databaseUrl?: string,
+  replicas = 1,
+  checkout = '.',
+): Promise<ArbiterTarget> {
   const adminToken = `adm_${randomBytes(24).toString('hex')}`;
   const started: { child: ChildProcess; url: string }[] = [];
   const stop = async () => {
     for (const r of started) await stopChild(r.child);
   };
   try {
-    for (let i = 0; i < replicas; i++) started.push(await startReplica(adminToken, databaseUrl));
+    for (let i = 0; i < replicas; i++) started.push(await startReplica(adminToken, databaseUrl, checkout));
     const res = await fetch(`${started[0].url}/v1/admin/tenants`, {
       method: 'POST',
       headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },

@@ -77,15 +77,22 @@ export async function writeSse(
   },
 ): Promise<void> {
   // What is ready at once — the headers, the task, the events its creation committed with — leaves in one write:
-  // the socket is corked until the event loop moves on, not written to frame by frame.
-  let corked = false;
+  // the socket is corked until the event loop moves on, not written to frame by frame. It is uncorked before
+  // `end()` too: Node 24 drops what was written while corked when `end()` comes in the same tick.
+  let corked = 0;
+  let corks = 0;
+  const flush = (): void => {
+    if (!corked) return;
+    corked = 0;
+    res.uncork();
+  };
   const burst = (): void => {
     if (corked) return;
-    corked = true;
+    const id = ++corks;
+    corked = id;
     res.cork();
     setImmediate(() => {
-      corked = false;
-      res.uncork();
+      if (corked === id) flush();
     });
   };
   burst();
@@ -139,6 +146,7 @@ export async function writeSse(
     sseStreams.open--;
     stopBeats();
     res.off('close', onClose);
+    flush();
     if (!closed) res.end();
   }
 }

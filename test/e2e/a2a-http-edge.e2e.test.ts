@@ -91,6 +91,57 @@ describe('the A2A HTTP edge', () => {
     assert.equal(stranger.headers.get('access-control-allow-origin'), null);
   });
 
+  it('each header once, with CORS and without, in every answer shape (JSON, SSE, 401)', async () => {
+    const raw = (base: string, path: string, body: string, headers: Record<string, string>) =>
+      new Promise<string[]>((resolve, reject) => {
+        const u = new URL(base);
+        const req = request(
+          {
+            host: u.hostname,
+            port: u.port,
+            path,
+            method: 'POST',
+            headers: { 'content-type': 'application/json', ...V1, ...headers },
+          },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.rawHeaders.filter((_, i) => i % 2 === 0).map((h) => h.toLowerCase())));
+          },
+        );
+        req.on('error', reject);
+        req.end(body);
+      });
+    const stream = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'SendStreamingMessage',
+      params: { message: { messageId: `m-${Math.random()}`, role: 'ROLE_USER', parts: [{ text: 'x' }] } },
+    });
+    // This file's server has CORS on; answers without it are written another way by Node: check both.
+    const plain = await startTestServer();
+    try {
+      const plainTenant = await newTenant(plain);
+      for (const [base, token, extra] of [
+        [server.url, t.token, { origin: 'https://console.example.com' }],
+        [plain.url, plainTenant.token, {}],
+      ] as [string, string, Record<string, string>][]) {
+        const auth = { authorization: `Bearer ${token}`, ...extra };
+        for (const names of [
+          await raw(base, '/v1/a2a/agents/index', send('once'), auth),
+          await raw(base, '/v1/a2a/agents/index', stream, auth),
+          await raw(base, '/v1/a2a/agents/index/message:send', restSend('once'), auth),
+          await raw(base, '/v1/a2a/agents/index', send('no token'), extra),
+        ]) {
+          const twice = names.filter((n, i) => names.indexOf(n) !== i);
+          assert.deepEqual(twice, [], `headers sent twice: ${twice.join(', ')}`);
+          assert.ok(names.includes('x-request-id'));
+        }
+      }
+    } finally {
+      await plain.close();
+    }
+  });
+
   it('every A2A route and method refuses a request without a valid token, in its binding’s shape', async () => {
     const jsonRpc = [
       ['POST', '/v1/a2a/agents/index'],

@@ -124,7 +124,7 @@ export class A2aHttpEdge {
     const route = target.kind === 'jsonrpc' ? JSONRPC_ROUTE : REST_ROUTE;
     setup.recorder.track(req, res, id, () => route);
     setHttpRoute(route);
-    const x = new HttpExchange(req, res, id, path, search, this.protocolOf(req), [...this.fixed, 'X-Request-Id', id]);
+    const x = new HttpExchange(req, res, id, path, search, this.protocolOf(req), this.fixed);
     const run = (): void => {
       const done = target.kind === 'jsonrpc' ? this.jsonRpcCall(x, target.agent) : this.restCall(x, target);
       done.catch((err: unknown) => {
