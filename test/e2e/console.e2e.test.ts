@@ -430,6 +430,11 @@ describe('web console (/console) in Chromium', { skip }, () => {
     assert.equal(await tenant.locator('[data-event="file"] pre').textContent(), '- try the console');
     // The sub-agent's own streamed text is indented under the parent's.
     assert.ok((await tenant.locator('[data-event="text"].depth-1').count()) >= 1, 'depth-1 text');
+    // The page has read the whole log and stopped following the task (it makes no more requests).
+    await tenant
+      .getByTestId('stream-state')
+      .getByText(/^complete \(seq \d+\)$/)
+      .waitFor();
     await shot(tenant, 'tenant-task-tools');
   });
 
