@@ -10,7 +10,9 @@
  *
  * BENCH_SCENARIOS (default send-16): send-1, send-16, send-64, stream-16,
  * stream-64, get-16; BENCH_REPS (5), BENCH_SECONDS (3). A checkout may carry
- * Node flags after `@` (`../wt@--max-semi-space-size=64`).
+ * Node flags after `@` (`../wt@--max-semi-space-size=64`). Each replica's
+ * pool is 20 connections, fewer when many checkouts would pass PostgreSQL's
+ * 100 (`BENCH_DB_POOL` sets it).
  */
 import { resolve } from 'node:path';
 import { Client, closedLoop, cpuMicros, getTask, sendMessage, streamMessage, type LoadResult } from './load.js';
@@ -113,6 +115,8 @@ async function main(): Promise<void> {
     throw new Error('PostgreSQL is unreachable (BENCH_DB=pglite to use PGlite)');
   const scenarios = (process.env.BENCH_SCENARIOS ?? 'send-16').split(',').map((s) => s.trim());
   for (const s of scenarios) if (!SCENARIOS[s]) throw new Error(`unknown scenario ${s}`);
+  // Every checkout's pool within PostgreSQL's connections (100 by default), unless set.
+  process.env.BENCH_DB_POOL ??= String(Math.min(20, Math.floor(80 / checkouts.length) - 2));
   const running: Running[] = [];
   for (const spec of checkouts) running.push(await start(spec));
   out(`${checkouts.length} checkouts, ${REPS} reps × ${SECONDS} s, ${ON_PGLITE ? 'PGlite' : 'PostgreSQL'}`);

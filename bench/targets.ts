@@ -179,7 +179,7 @@ async function startReplica(
       // The bench holds thousands of idle subscriptions for one tenant: above the default stream cap.
       ARBITER_TENANT_MAX_OPEN_STREAMS: '0',
       ARBITER_TENANT_MAX_RUNNING_TASKS: '0',
-      ...(databaseUrl ? { DATABASE_URL: databaseUrl, ARBITER_DB_POOL_SIZE: '20' } : {}),
+      ...(databaseUrl ? { DATABASE_URL: databaseUrl, ARBITER_DB_POOL_SIZE: process.env.BENCH_DB_POOL ?? '20' } : {}),
       ...ECHO_ENV,
     },
     'ignore',
