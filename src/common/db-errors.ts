@@ -43,3 +43,15 @@ export function isDatabaseUnavailable(err: unknown): boolean {
 }
 
 export const DATABASE_UNAVAILABLE = 'database unavailable; retry the request';
+
+/**
+ * True when PostgreSQL answered that the statement failed (an error with a
+ * SQLSTATE, not a lost connection or a shutdown): its transaction rolled back
+ * and nothing of it was committed. A client-side timeout or a dropped
+ * connection is not: the statement may still commit.
+ */
+export function isStatementRefused(err: unknown): boolean {
+  const e = (err as { driverError?: unknown }).driverError ?? err;
+  const code = (e as { code?: unknown }).code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !isDatabaseUnavailable(e);
+}

@@ -19,6 +19,14 @@ export interface GroupCommitOptions<I> {
   maxBatchWeight?: number;
   /** Called with the size of every batch sent (metrics, tests). */
   onBatch?: (size: number) => void;
+  /**
+   * Whether a failed batch may be split and its items retried alone: only
+   * when the failure says the statement did not commit (the database refused
+   * it). After a timeout or a lost connection the statement may still
+   * commit, and retrying it would write twice: every caller gets the error.
+   * Default: always.
+   */
+  splittable?: (err: unknown) => boolean;
 }
 
 interface Pending<I, O> {
@@ -32,8 +40,9 @@ interface Pending<I, O> {
  * to the database together, as one statement (`execute` gets the batch and
  * returns one result per item, in order), and each caller is resolved when
  * that statement has committed — never before. While batches are in flight
- * the next one gathers. A batch that fails is split: every item is retried
- * alone, so only the callers whose own write fails see an error.
+ * the next one gathers. A batch that the database refused is split: every
+ * item is retried alone, so only the callers whose own write fails see an
+ * error (see `splittable` for failures whose outcome is unknown).
  */
 export class GroupCommit<I, O> {
   private queue: Pending<I, O>[] = [];
@@ -108,8 +117,8 @@ export class GroupCommit<I, O> {
       batch.forEach((p, i) => p.resolve(results[i]));
       return;
     } catch (err) {
-      if (batch.length === 1) {
-        batch[0]?.reject(err);
+      if (batch.length === 1 || (this.options.splittable && !this.options.splittable(err))) {
+        for (const p of batch) p.reject(err);
         return;
       }
     }

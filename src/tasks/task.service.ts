@@ -9,7 +9,7 @@ import { TaskWrites } from './repositories/task-writes.js';
 import { LeaseService } from './runs/lease.service.js';
 import { RunEnd } from './runs/run-end.js';
 import { messageText, runInputOf } from './runs/run-event-mapper.js';
-import { CancelReason, RunRegistry, type HeldRun } from './runs/run-registry.js';
+import { RunAbandoned, RunRegistry, type HeldRun } from './runs/run-registry.js';
 import { TaskRunner } from './runs/task-runner.service.js';
 import { TaskError } from './task.errors.js';
 import { toSnapshot, type TaskSnapshot } from './task-snapshot.js';
@@ -135,7 +135,7 @@ export class TaskService {
       await creating;
     } catch (err) {
       watch?.close();
-      run.abort.abort(new CancelReason('the task could not be stored'));
+      run.abort.abort(new RunAbandoned());
       // The same messageId again (a client retry, or the same request on two replicas at once): the
       // unique index decides, and the resend gets the task the first one created instead of a second run.
       if (!isDuplicateMessage(err)) throw err;

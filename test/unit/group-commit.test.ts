@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { GroupCommit } from '../../src/database/group-commit.js';
+import { isStatementRefused } from '../../src/common/db-errors.js';
 
 interface Item {
   key: string;
@@ -62,5 +63,32 @@ describe('group commit', () => {
       batches.some((b) => b.length === 1 && b[0] === 3),
       'the heavy item alone',
     );
+  });
+
+  it('a batch the database refused is split and retried item by item; one whose outcome is unknown is not', async () => {
+    const attempt = async (failure: Error) => {
+      const calls: number[][] = [];
+      const gc = new GroupCommit<Item, number>(
+        (batch) => {
+          calls.push(batch.map((i) => i.n));
+          if (batch.length > 1 || batch[0]?.n === 2) return Promise.reject(failure);
+          return Promise.resolve(batch.map((i) => i.n * 10));
+        },
+        { maxBatch: 64, maxInFlight: 1, keyOf: (i) => i.key, splittable: isStatementRefused },
+      );
+      const results = await Promise.allSettled([1, 2, 3].map((n) => gc.submit({ key: `k${n}`, n, weight: 0 })));
+      return { calls, results: results.map((r) => (r.status === 'fulfilled' ? r.value : 'failed')) };
+    };
+    // A unique violation: PostgreSQL rolled the statement back; the others are retried alone and commit.
+    const refused = Object.assign(new Error('duplicate key value'), { code: '23505' });
+    assert.deepEqual(await attempt(refused), { calls: [[1, 2, 3], [1], [2], [3]], results: [10, 'failed', 30] });
+    // A client-side timeout or a lost connection: the statement may still commit, so nothing is sent twice.
+    for (const unknown of [
+      new Error('Query read timeout'),
+      Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET' }),
+      Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }),
+    ]) {
+      assert.deepEqual(await attempt(unknown), { calls: [[1, 2, 3]], results: ['failed', 'failed', 'failed'] });
+    }
   });
 });

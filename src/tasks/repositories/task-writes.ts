@@ -9,6 +9,7 @@ import { fileRow, statusTimestamp, TASK_EVENTS_CHANNEL, type Lease } from './sql
 import type { TaskRowChange } from './task-event.repository.js';
 import type { NewTask, TaskRow } from './task.repository.js';
 import { Metrics } from '../../metrics/metrics.service.js';
+import { isStatementRefused } from '../../common/db-errors.js';
 import type { ArtifactJson, MessageJson } from '../../common/a2a-json.js';
 
 /** What an append committed: its events, and the task row after it when the append changed the state. */
@@ -249,7 +250,14 @@ export class TaskWrites {
       this.batches.writes += size;
       metrics.writeBatch.observe(size);
     };
-    const options = { maxBatch: MAX_BATCH, maxInFlight: IN_FLIGHT, onBatch, maxBatchWeight: MAX_BATCH_FILE_BYTES };
+    const options = {
+      maxBatch: MAX_BATCH,
+      maxInFlight: IN_FLIGHT,
+      onBatch,
+      maxBatchWeight: MAX_BATCH_FILE_BYTES,
+      // A batch whose outcome is unknown (a timeout, a lost connection) is not retried: it may have committed.
+      splittable: isStatementRefused,
+    };
     const bytes = (files: readonly NewTaskFile[] | undefined): number =>
       (files ?? []).reduce((n, f) => n + f.b64.length, 0);
     this.appends = new GroupCommit((items) => this.appendMany(items), {
@@ -272,7 +280,8 @@ export class TaskWrites {
   append(taskId: string, events: TaskEventBody[], change: TaskRowChange = {}): Promise<Appended | null> {
     if (events.length === 0) return Promise.resolve({ events: [] });
     const creating = this.pending.get(taskId);
-    if (creating && !creating.item.sent) {
+    // Files are weighed when the creation is batched: an append that carries some follows it instead of joining it.
+    if (creating && !creating.item.sent && !change.files?.length) {
       return new Promise((resolve) => creating.item.tail.push({ events, change, resolve }));
     }
     if (creating) {

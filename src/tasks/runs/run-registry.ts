@@ -17,6 +17,19 @@ export class CancelReason extends Error {
   }
 }
 
+/**
+ * Why a run was given up before its task was stored (its creation failed, or
+ * its outcome is unknown): the run stops and writes nothing — not even an end,
+ * since as far as it knows there is no task (one that committed after all is
+ * ended by the lease sweep).
+ */
+export class RunAbandoned extends Error {
+  constructor(message = 'the task could not be stored') {
+    super(message);
+    this.name = 'RunAbandoned';
+  }
+}
+
 /** A message for the running turn, with its place in the task's log. */
 export type QueuedInput = RunInput & { seq: number };
 

@@ -15,7 +15,7 @@ import { foldArtifacts, type TaskEventBody } from '../task-events.js';
 import { isTerminal } from '../task-state.js';
 import { RunEnd, type RunEnding, type RunState } from './run-end.js';
 import { RunEventMapper, turnsIn } from './run-event-mapper.js';
-import { RunRegistry, type HeldRun, type QueuedInput } from './run-registry.js';
+import { RunAbandoned, RunRegistry, type HeldRun, type QueuedInput } from './run-registry.js';
 import { RunWriter } from './run-writer.js';
 import { Metrics } from '../../metrics/metrics.service.js';
 import { currentContext, inSpan } from '../../tracing/spans.js';
@@ -77,7 +77,9 @@ export class TaskRunner {
       .catch((err: unknown) => this.logger.error({ err: safeError(err), taskId: start.ctx.taskId }, 'run crashed'))
       .finally(() => {
         this.registry.release(run);
-        this.metrics.runDuration.observe((performance.now() - started) / 1000);
+        if (!(run.abort.signal.reason instanceof RunAbandoned)) {
+          this.metrics.runDuration.observe((performance.now() - started) / 1000);
+        }
       });
     return run;
   }
@@ -158,6 +160,8 @@ export class TaskRunner {
         mapper.nextTurn();
       }
     } catch (err) {
+      // Given up before its task was stored: there is nothing to end.
+      if (signal.reason instanceof RunAbandoned) return;
       if (signal.aborted) {
         const reason = signal.reason instanceof Error ? signal.reason.message : 'canceled';
         await this.ends.fromRun(run, writer, { state: 'TASK_STATE_CANCELED', error: reason }, known());
