@@ -3,7 +3,10 @@ import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { REST_ROUTE_PATHS } from '../../src/a2a-inbound/rest/rest-routes.js';
-import { a2aTarget } from '../../src/a2a-inbound/http/a2a-http-edge.js';
+import { a2aTarget, splitTarget } from '../../src/a2a-inbound/http/a2a-http-edge.js';
+import { BodyAborted, readBody } from '../../src/common/http/read-body.js';
+import { connect } from 'node:net';
+import { createServer, type IncomingMessage } from 'node:http';
 import { newTenant, type TestTenant } from '../helpers/factories.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -31,7 +34,13 @@ describe('the A2A HTTP edge', () => {
 
   before(async () => {
     server = await startTestServer({
-      env: { ARBITER_MAX_BODY_BYTES: '4096', ARBITER_CORS_ORIGINS: 'https://console.example.com' },
+      env: {
+        ARBITER_MAX_BODY_BYTES: '4096',
+        // The A2A body limit is this plus the files' allowance (base64): 8,096 bytes here.
+        ARBITER_MAX_MESSAGE_FILE_BYTES: '3000',
+        ARBITER_MAX_FILE_BYTES: '3000',
+        ARBITER_CORS_ORIGINS: 'https://console.example.com',
+      },
     });
     t = await newTenant(server);
   });
@@ -54,9 +63,30 @@ describe('the A2A HTTP edge', () => {
       agent: 'index',
       sub: 'tasks/a%2Fb',
     });
-    for (const card of ['agent-card.json', '.well-known/agent-card.json', '.well-known/AGENT.json']) {
+    for (const card of [
+      'agent-card.json',
+      '.well-known/agent-card.json',
+      '.well-known/AGENT.json',
+      'agent-card.json/',
+    ]) {
       assert.equal(a2aTarget(`/v1/a2a/agents/index/${card}`), undefined, card);
+      assert.equal(a2aTarget(`/v1/a2a/agents/index/${card}`, 'HEAD'), undefined, card);
     }
+    // Only GET and HEAD are the card's: another method there is an HTTP+JSON request (authenticated, then 404).
+    assert.deepEqual(a2aTarget('/v1/a2a/agents/index/agent-card.json', 'POST'), {
+      kind: 'rest',
+      agent: 'index',
+      sub: 'agent-card.json',
+    });
+    // An absolute-form target (RFC 9112 §3.2.2) by its path; a fragment a client sent is dropped.
+    assert.deepEqual(splitTarget('http://127.0.0.1:8080/v1/a2a/agents/index?A2A-Version=1.0'), {
+      path: '/v1/a2a/agents/index',
+      search: 'A2A-Version=1.0',
+    });
+    assert.deepEqual(splitTarget('/v1/a2a/agents/index/agent-card.json#x'), {
+      path: '/v1/a2a/agents/index/agent-card.json',
+      search: '',
+    });
     for (const other of ['/v1/a2a/agents/', '/v1/a2a/agents', '/v1/a2a/agents//x', '/v1/agents/index', '/']) {
       assert.equal(a2aTarget(other), undefined, other);
     }
@@ -87,6 +117,10 @@ describe('the A2A HTTP edge', () => {
     });
     assert.ok(preflight.status === 204 || preflight.status === 200, String(preflight.status));
     assert.match(preflight.headers.get('access-control-allow-headers') ?? '', /A2A-Version/i);
+    // … with the headers of every answer.
+    assert.equal(preflight.headers.get('x-content-type-options'), 'nosniff');
+    assert.match(preflight.headers.get('content-security-policy') ?? '', /default-src 'self'/);
+    assert.ok(preflight.headers.get('x-request-id'));
     const stranger = await post('/v1/a2a/agents/index', send('x'), { origin: 'https://evil.example.net' });
     assert.equal(stranger.headers.get('access-control-allow-origin'), null);
   });
@@ -118,9 +152,16 @@ describe('the A2A HTTP edge', () => {
       params: { message: { messageId: `m-${Math.random()}`, role: 'ROLE_USER', parts: [{ text: 'x' }] } },
     });
     // This file's server has CORS on; answers without it are written another way by Node: check both.
-    const plain = await startTestServer();
+    const plain = await startTestServer({ env: { ARBITER_TRUST_PROXY: 'true' } });
     try {
       const plainTenant = await newTenant(plain);
+      // Behind a trusted proxy the card's URLs take its X-Forwarded-Proto — only http or https.
+      const card = (proto: string) =>
+        fetch(`${plain.url}/v1/a2a/agents/index/extendedAgentCard`, {
+          headers: { ...V1, authorization: `Bearer ${plainTenant.token}`, 'x-forwarded-proto': proto },
+        }).then((r) => r.json() as Promise<{ supportedInterfaces: { url: string }[] }>);
+      assert.match((await card('https')).supportedInterfaces[0].url, /^https:\/\//);
+      assert.match((await card('evil://attacker.example/#')).supportedInterfaces[0].url, /^http:\/\/127\.0\.0\.1/);
       for (const [base, token, extra] of [
         [server.url, t.token, { origin: 'https://console.example.com' }],
         [plain.url, plainTenant.token, {}],
@@ -200,6 +241,67 @@ describe('the A2A HTTP edge', () => {
     });
     assert.equal(corrupt.status, 400);
     assert.equal(((await corrupt.json()) as { error: { status: string } }).error.status, 'INVALID_ARGUMENT');
+  });
+
+  it('an empty Content-Encoding is none; encoded bytes are bounded even when they inflate to little', async () => {
+    const empty = await post('/v1/a2a/agents/index', send('plain'), { 'content-encoding': ' ' });
+    assert.equal(empty.status, 200);
+    // 20,000 empty gzip members: about 400 KB that inflate to nothing, against an 8,096-byte limit.
+    const nothing = gzipSync(Buffer.alloc(0));
+    const padded = Buffer.concat([gzipSync(Buffer.from(send('x'))), ...Array.from({ length: 20_000 }, () => nothing)]);
+    const res = await post('/v1/a2a/agents/index', padded, { 'content-encoding': 'gzip' });
+    assert.equal(res.status, 413);
+  });
+
+  it('Expect: 100-continue — the bearer first: no invitation to a refused client, an invitation after the bearer', async () => {
+    const exchange = (token: string | undefined) =>
+      new Promise<string>((resolve, reject) => {
+        const u = new URL(server.url);
+        const body = send('continued');
+        const sock = connect(Number(u.port), u.hostname, () => {
+          sock.write(
+            `POST /v1/a2a/agents/index HTTP/1.1\r\nHost: ${u.host}\r\nContent-Type: application/json\r\n` +
+              `A2A-Version: 1.0\r\n${token ? `Authorization: Bearer ${token}\r\n` : ''}` +
+              `Content-Length: ${Buffer.byteLength(body)}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`,
+          );
+        });
+        let text = '';
+        let sent = false;
+        sock.setEncoding('utf8');
+        sock.on('data', (d: string) => {
+          text += d;
+          if (!sent && text.startsWith('HTTP/1.1 100') && text.includes('\r\n\r\n')) {
+            sent = true;
+            sock.write(body);
+          }
+        });
+        sock.on('end', () => resolve(text));
+        sock.on('error', reject);
+      });
+    const refused = await exchange(undefined);
+    assert.match(refused, /^HTTP\/1\.1 401/);
+    assert.doesNotMatch(refused, /100 Continue/);
+    const invited = await exchange(t.token);
+    assert.match(invited, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200/);
+    assert.match(invited, /TASK_STATE_COMPLETED/);
+  });
+
+  it('a body whose client left before it was read is given up at once, never waited for', async () => {
+    const srv = createServer();
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    try {
+      const gone = new Promise<IncomingMessage>((resolve) => srv.once('request', (req) => resolve(req)));
+      const sock = connect((srv.address() as { port: number }).port, '127.0.0.1', () =>
+        sock.write('POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"a":'),
+      );
+      const req = await gone;
+      sock.destroy();
+      await new Promise((r) => req.once('close', r));
+      await assert.rejects(readBody(req, 1000), BodyAborted);
+    } finally {
+      srv.closeAllConnections();
+      await new Promise((r) => srv.close(r));
+    }
   });
 
   it('a body over the declared limit is refused before it is read, and the connection closed', async () => {

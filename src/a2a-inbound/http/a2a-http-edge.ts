@@ -1,6 +1,6 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import type { TenantPrincipal } from '../../common/auth.decorators.js';
 import { DomainError } from '../../common/errors.js';
 import { findJsonProblem } from '../../common/json-guard.js';
@@ -14,7 +14,8 @@ import {
   readBody,
 } from '../../common/http/read-body.js';
 import { requestIdFor, JSONRPC_ROUTE, type RequestRecorder } from '../../common/http/request-record.js';
-import type { HeaderList } from '../../common/http/security-headers.js';
+import { setHeaders, type HeaderList } from '../../common/http/security-headers.js';
+import { safeError } from '../../common/safe-error.js';
 import { AppConfig } from '../../config/app-config.js';
 import { TenantGuard } from '../../tenants/auth/access.guard.js';
 import { setHttpRoute } from '../../tracing/spans.js';
@@ -37,20 +38,44 @@ const CARD_PATHS = new Set(['agent-card.json', '.well-known/agent-card.json', '.
 type Target = { kind: 'jsonrpc'; agent: string } | { kind: 'rest'; agent: string; sub: string };
 
 /**
- * Which binding a request path is for, or undefined for the routes Nest
- * serves. Like Express's routing here: the prefix is matched without
- * regard to case, and a trailing slash after the agent's id is the JSON-RPC
- * endpoint still.
+ * Which binding a request is for, or undefined for the routes Nest serves.
+ * Like Express's routing here: the prefix is matched without regard to case,
+ * a trailing slash after the agent's id is the JSON-RPC endpoint still, and
+ * a card's path (with or without a trailing slash) goes to Nest's card route
+ * for GET and HEAD — any other method on it is an HTTP+JSON request (a 401,
+ * or §11.6's 404 for a route that does not exist).
  */
-export function a2aTarget(path: string): Target | undefined {
+export function a2aTarget(path: string, method = 'GET'): Target | undefined {
   if (path.length <= PREFIX.length || path.slice(0, PREFIX.length).toLowerCase() !== PREFIX) return undefined;
   const slash = path.indexOf('/', PREFIX.length);
   const agent = path.slice(PREFIX.length, slash === -1 ? undefined : slash);
   if (agent === '') return undefined;
   if (slash === -1 || slash === path.length - 1) return { kind: 'jsonrpc', agent };
   const sub = path.slice(slash + 1);
-  if (CARD_PATHS.has(sub.toLowerCase())) return undefined;
+  const card = (sub.endsWith('/') ? sub.slice(0, -1) : sub).toLowerCase();
+  if (CARD_PATHS.has(card) && (method === 'GET' || method === 'HEAD')) return undefined;
   return { kind: 'rest', agent, sub };
+}
+
+/**
+ * A request target's path and query, as Express reads it: an absolute-form
+ * target (`http://host/path`, RFC 9112 §3.2.2) is taken by its path, and a
+ * `#fragment` a client sent is dropped.
+ */
+export function splitTarget(url: string): { path: string; search: string } {
+  let target = url;
+  const hash = target.indexOf('#');
+  if (hash !== -1) target = target.slice(0, hash);
+  if (target[0] !== '/') {
+    try {
+      const u = new URL(target);
+      return { path: u.pathname, search: u.search.slice(1) };
+    } catch {
+      return { path: target, search: '' };
+    }
+  }
+  const q = target.indexOf('?');
+  return q === -1 ? { path: target, search: '' } : { path: target.slice(0, q), search: target.slice(q + 1) };
 }
 
 /** Decodes a path segment; null when its percent-encoding is malformed. */
@@ -90,6 +115,7 @@ export interface EdgeSetup {
  */
 @Injectable()
 export class A2aHttpEdge {
+  private readonly logger = new Logger('A2A');
   private setup: EdgeSetup | undefined;
   private fixed: string[] = [];
 
@@ -108,32 +134,47 @@ export class A2aHttpEdge {
     if (listeners.length !== 1) throw new Error(`expected one request listener (Express), found ${listeners.length}`);
     const [fallback] = listeners as [Listener];
     server.removeAllListeners('request');
-    server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-      const url = req.url ?? '/';
-      const q = url.indexOf('?');
-      const path = q === -1 ? url : url.slice(0, q);
-      const target = a2aTarget(path);
-      if (!target) return fallback(req, res);
-      this.serve(req, res, target, path, q === -1 ? '' : url.slice(q + 1));
-    });
+    const dispatch = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): void => {
+      const { path, search } = splitTarget(req.url ?? '/');
+      const target = a2aTarget(path, req.method);
+      if (target) return this.serve(req, res, target, path, search, expectsContinue);
+      if (expectsContinue) res.writeContinue();
+      fallback(req, res);
+    };
+    server.on('request', (req: IncomingMessage, res: ServerResponse) => dispatch(req, res, false));
+    // `Expect: 100-continue`: Node would invite the body before anyone looked at the bearer; the edge checks it first.
+    server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => dispatch(req, res, true));
   }
 
-  private serve(req: IncomingMessage, res: ServerResponse, target: Target, path: string, search: string): void {
+  private serve(
+    req: IncomingMessage,
+    res: ServerResponse,
+    target: Target,
+    path: string,
+    search: string,
+    expectsContinue: boolean,
+  ): void {
     const setup = this.setup!;
     const id = requestIdFor(req);
     const route = target.kind === 'jsonrpc' ? JSONRPC_ROUTE : REST_ROUTE;
     setup.recorder.track(req, res, id, () => route);
     setHttpRoute(route);
-    const x = new HttpExchange(req, res, id, path, search, this.protocolOf(req), this.fixed);
+    const x = new HttpExchange(req, res, id, path, search, this.protocolOf(req), this.fixed, expectsContinue);
     const run = (): void => {
       const done = target.kind === 'jsonrpc' ? this.jsonRpcCall(x, target.agent) : this.restCall(x, target);
       done.catch((err: unknown) => {
         // Every path answers its own errors; this is a last resort (a bug), never an unhandled rejection.
+        this.logger.error({ err: safeError(err), request_id: id }, 'A2A request failed unexpectedly');
         if (x.open) x.refuse(err);
         else if (!res.writableEnded) res.destroy();
       });
     };
     if (!setup.cors) return run();
+    if (req.method === 'OPTIONS') {
+      // A preflight is answered by the CORS middleware itself: it carries the headers of every answer too.
+      setHeaders(res, setup.securityHeaders);
+      res.setHeader('X-Request-Id', id);
+    }
     setup.cors(req, res, (err) => (err ? x.refuse(err) : run()));
   }
 
@@ -156,6 +197,7 @@ export class A2aHttpEdge {
       body = await this.readRpcBody(x);
     } catch (err) {
       if (err instanceof BodyAborted) return;
+      this.bodyRefused(x, err);
       this.jsonRpc.refuse(x, err);
       return;
     }
@@ -172,10 +214,24 @@ export class A2aHttpEdge {
       body = await this.readRestBody(x);
     } catch (err) {
       if (err instanceof BodyAborted) return;
+      this.bodyRefused(x, err);
       this.rest.refuse(x, err);
       return;
     }
     await this.rest.serve(x, principal, agent, target.sub, body);
+  }
+
+  /** A body the edge would not take, for the operator (what the client sent is never logged). */
+  private bodyRefused(x: HttpExchange, err: unknown): void {
+    this.logger.warn(
+      {
+        request_id: x.id,
+        method: x.req.method,
+        url: x.path,
+        reason: err instanceof DomainError ? err.code : 'error',
+      },
+      'request body refused',
+    );
   }
 
   /** The tenant of the request's bearer, or undefined once `refuse` has answered (401, 403, 503). */
@@ -210,6 +266,7 @@ export class A2aHttpEdge {
         );
       }
     }
+    x.continue();
     const { text, bytes } = await readBody(x.req, this.config.a2aBodyBytes);
     this.checkWithoutFiles(text, bytes);
     return text;
@@ -222,6 +279,7 @@ export class A2aHttpEdge {
     if (!media || !isJsonType(media.type) || !isUtf8(media.charset)) {
       throw new DomainError('unsupported_media_type', 'request bodies must be JSON (Content-Type: application/json)');
     }
+    x.continue();
     const { text, bytes } = await readBody(x.req, this.config.a2aBodyBytes);
     this.checkWithoutFiles(text, bytes);
     const first = /\S/.exec(text)?.[0];
@@ -259,7 +317,9 @@ export class A2aHttpEdge {
     const forwarded = req.headers['x-forwarded-proto'];
     if (typeof forwarded !== 'string' || !this.setup!.trustProxy(req.socket.remoteAddress ?? '', 0)) return own;
     const comma = forwarded.indexOf(',');
-    return (comma === -1 ? forwarded : forwarded.slice(0, comma)).trim() || own;
+    const proto = (comma === -1 ? forwarded : forwarded.slice(0, comma)).trim().toLowerCase();
+    // Only a scheme a card's URL may carry; anything else a proxy passes on is ignored.
+    return proto === 'http' || proto === 'https' ? proto : own;
   }
 }
 

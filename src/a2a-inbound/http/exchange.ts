@@ -2,7 +2,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseQuery } from 'node:querystring';
 import { requestLog } from '../../common/logging.js';
 import { toErrorResponse, BEARER_CHALLENGE } from '../../common/http-exception.filter.js';
+import { Logger } from '@nestjs/common';
 import { DomainError } from '../../common/errors.js';
+import { safeError } from '../../common/safe-error.js';
+
+const logger = new Logger('A2A');
 
 /** Query parameters as Express's simple parser gives them: a string, or an array when repeated. */
 export type Query = Record<string, string | string[] | undefined>;
@@ -29,7 +33,16 @@ export class HttpExchange {
     readonly protocol: string,
     /** The headers of every answer (`name, value …`), shared by all requests; the request id is added. */
     private readonly fixed: readonly string[],
+    /** The client sent `Expect: 100-continue` and waits for an invitation before its body. */
+    private expectsContinue = false,
   ) {}
+
+  /** Invites the body of a client that asked first (`Expect: 100-continue`); the bearer has been accepted by now. */
+  continue(): void {
+    if (!this.expectsContinue) return;
+    this.expectsContinue = false;
+    this.res.writeContinue();
+  }
 
   get query(): Query {
     return (this.parsedQuery ??= this.search === '' ? {} : parseQuery(this.search));
@@ -83,6 +96,8 @@ export class HttpExchange {
    */
   refuse(err: unknown): void {
     const { status, body } = toErrorResponse(err, this.id);
+    if (status === 503) logger.warn({ request_id: this.id }, body.error);
+    else if (status >= 500) logger.error({ err: safeError(err), request_id: this.id }, 'unhandled error');
     if (err instanceof DomainError && err.retryAfterSeconds !== undefined) {
       this.header('Retry-After', String(err.retryAfterSeconds));
     } else if (status === 503) this.header('Retry-After', '1');

@@ -47,9 +47,14 @@ const tooLarge = (limit: number) => new DomainError('payload_too_large', `reques
  * unknown encoding is a 415; a corrupt one a 400. `bytes` is the decoded size.
  */
 export function readBody(req: IncomingMessage, limit: number): Promise<{ text: string; bytes: number }> {
-  const encoding = String(req.headers['content-encoding'] ?? 'identity')
-    .trim()
-    .toLowerCase();
+  if (req.destroyed || req.readableAborted) {
+    return Promise.reject(new BodyAborted('the client closed the request before its body was read'));
+  }
+  // An empty Content-Encoding is none, as body-parser reads it.
+  const encoding =
+    String(req.headers['content-encoding'] ?? '')
+      .trim()
+      .toLowerCase() || 'identity';
   let source: Readable = req;
   if (encoding === 'identity') {
     const declared = Number(req.headers['content-length']);
@@ -70,6 +75,8 @@ export function readBody(req: IncomingMessage, limit: number): Promise<{ text: s
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let bytes = 0;
+    let raw = 0;
+    let decoded: { text: string; bytes: number } | undefined;
     let settled = false;
     const finish = (err: Error | undefined, value?: { text: string; bytes: number }): void => {
       if (settled) return;
@@ -78,6 +85,8 @@ export function readBody(req: IncomingMessage, limit: number): Promise<{ text: s
       source.off('end', onEnd);
       source.off('error', onError);
       req.off('close', onClose);
+      req.off('data', onRaw);
+      req.off('end', onRawEnd);
       if (err) {
         if (source !== req) source.destroy();
         reject(err);
@@ -96,7 +105,21 @@ export function readBody(req: IncomingMessage, limit: number): Promise<{ text: s
     const onEnd = (): void => {
       let text = chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks, bytes).toString('utf8');
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-      finish(undefined, { text, bytes });
+      if (source === req || req.complete) return finish(undefined, { text, bytes });
+      // Decoded, but the request goes on (bytes after the encoded stream): read to its end, within the limit.
+      decoded = { text, bytes };
+      req.resume();
+    };
+    // An encoded body is bounded as it arrives too: empty gzip members, say, decode to nothing but still come.
+    const onRaw = (chunk: Buffer): void => {
+      raw += chunk.length;
+      if (raw > limit) {
+        req.pause();
+        finish(tooLarge(limit));
+      }
+    };
+    const onRawEnd = (): void => {
+      if (decoded) finish(undefined, decoded);
     };
     const onError = (err: Error): void =>
       finish(
@@ -111,6 +134,10 @@ export function readBody(req: IncomingMessage, limit: number): Promise<{ text: s
     source.on('end', onEnd);
     source.on('error', onError);
     req.on('close', onClose);
+    if (source !== req) {
+      req.on('data', onRaw);
+      req.on('end', onRawEnd);
+    }
   });
 }
 

@@ -55,7 +55,9 @@ export class RequestRecorder {
    */
   track(req: IncomingMessage, res: ServerResponse, id: string, route: () => string | undefined): void {
     const started = performance.now();
-    res.once('close', () => this.record(req, res, id, route() ?? 'unmatched', started));
+    // Read now: once the client has gone, its socket no longer says where it was.
+    const remote = req.socket?.remoteAddress;
+    res.once('close', () => this.record(req, res, id, route() ?? 'unmatched', started, remote));
   }
 
   /** The Express middleware form, for the routes Nest serves: the route template from `req.route`. */
@@ -69,7 +71,14 @@ export class RequestRecorder {
     };
   }
 
-  private record(req: IncomingMessage, res: ServerResponse, id: string, route: string, started: number): void {
+  private record(
+    req: IncomingMessage,
+    res: ServerResponse,
+    id: string,
+    route: string,
+    started: number,
+    remoteAddress: string | undefined,
+  ): void {
     const seconds = (performance.now() - started) / 1000;
     const method = req.method ?? '';
     const status = res.writableFinished || res.headersSent ? String(res.statusCode) : 'aborted';
@@ -90,9 +99,10 @@ export class RequestRecorder {
     const q = url.indexOf('?');
     const line: Record<string, unknown> = {
       request_id: id,
-      req: { id, method, url: q === -1 ? url : url.slice(0, q), remoteAddress: req.socket?.remoteAddress },
+      req: { id, method, url: q === -1 ? url : url.slice(0, q), remoteAddress },
       ...fields,
-      res: { statusCode: res.statusCode },
+      // No answer went out (the client left first): no status.
+      res: { statusCode: res.headersSent ? res.statusCode : null },
       responseTime: Math.round(seconds * 1000),
     };
     if (res.statusCode >= 500) {
