@@ -236,6 +236,39 @@ describe('binary file parts (spec §4.1.6 Part raw/url; v0.3 FilePart)', () => {
     // …and the whole body by ARBITER_MAX_BODY_BYTES plus the base64 of ARBITER_MAX_MESSAGE_FILE_BYTES.
     const huge = await rpc(server.url, t.token, 'index', send([part(MAX_MESSAGE_FILES * 2)]), V1);
     assert.equal(huge.status, 413);
+    // Keys named like file bytes elsewhere (metadata) are not file bytes: the plain limit holds for them.
+    const disguised = await rpc(
+      server.url,
+      t.token,
+      'index',
+      {
+        ...send([{ text: 'hi' }]),
+        params: {
+          message: {
+            messageId: randomUUID(),
+            role: 'ROLE_USER',
+            parts: [{ text: 'hi' }],
+            metadata: { raw: 'A'.repeat(MAX_BODY), bytes: 'A'.repeat(MAX_BODY) },
+          },
+        },
+      },
+      V1,
+    );
+    assert.equal(disguised.status, 413);
+    const restDisguised = await fetch(`${server.url}/v1/a2a/agents/index/message:send`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${t.token}`, 'a2a-version': '1.0', 'content-type': 'application/json' },
+      body: JSON.stringify({
+        message: {
+          messageId: randomUUID(),
+          role: 'ROLE_USER',
+          parts: [{ text: 'hi' }],
+          metadata: { raw: 'A'.repeat(MAX_BODY) },
+        },
+      }),
+    });
+    assert.equal(restDisguised.status, 413);
+    assert.equal(((await restDisguised.json()) as any).error.code, 413);
     // A file within the limits in a body larger than ARBITER_MAX_BODY_BYTES is accepted.
     const fits = (await (await rpc(server.url, t.token, 'index', send([part(MAX_FILE)]), V1)).json()) as any;
     assert.equal(fits.result.task.status.state, 'TASK_STATE_COMPLETED');

@@ -4,15 +4,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import type { TenantPrincipal } from '../../common/auth.decorators.js';
 import { DomainError } from '../../common/errors.js';
 import { findJsonProblem } from '../../common/json-guard.js';
-import {
-  BodyAborted,
-  hasBody,
-  isJsonType,
-  isUtf8,
-  lengthWithoutFiles,
-  mediaTypeOf,
-  readBody,
-} from '../../common/http/read-body.js';
+import { BodyAborted, hasBody, isJsonType, isUtf8, mediaTypeOf, readBody } from '../../common/http/read-body.js';
 import { requestIdFor, JSONRPC_ROUTE, type RequestRecorder } from '../../common/http/request-record.js';
 import { setHeaders, type HeaderList } from '../../common/http/security-headers.js';
 import { safeError } from '../../common/safe-error.js';
@@ -268,7 +260,7 @@ export class A2aHttpEdge {
     }
     x.continue();
     const { text, bytes } = await readBody(x.req, this.config.a2aBodyBytes);
-    this.checkWithoutFiles(text, bytes);
+    x.bodyBytes = bytes;
     return text;
   }
 
@@ -281,7 +273,7 @@ export class A2aHttpEdge {
     }
     x.continue();
     const { text, bytes } = await readBody(x.req, this.config.a2aBodyBytes);
-    this.checkWithoutFiles(text, bytes);
+    x.bodyBytes = bytes;
     const first = /\S/.exec(text)?.[0];
     if (first === undefined) return undefined;
     let body: unknown;
@@ -299,16 +291,6 @@ export class A2aHttpEdge {
       );
     }
     return body;
-  }
-
-  /** Besides its file bytes (`raw` / `bytes` values), a body stays within `ARBITER_MAX_BODY_BYTES`. */
-  private checkWithoutFiles(text: string, bytes: number): void {
-    const plain = this.config.maxBodyBytes;
-    if (bytes <= plain || lengthWithoutFiles(text, bytes) <= plain) return;
-    throw new DomainError(
-      'payload_too_large',
-      `request body exceeds ${plain} bytes besides its file bytes (files: ${this.config.a2aBodyBytes - plain} bytes more)`,
-    );
   }
 
   /** `http` or `https` as the client reached us: a trusted proxy's `X-Forwarded-Proto`, else the socket's. */

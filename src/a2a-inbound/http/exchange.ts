@@ -19,6 +19,8 @@ export type Query = Record<string, string | string[] | undefined>;
 export class HttpExchange {
   /** Extra response headers, as `name, value, name, value …`. */
   private readonly extra: string[] = [];
+  /** The size of the request's body as read (decoded), for the limit besides file bytes (see `checkBesidesFiles`). */
+  bodyBytes = 0;
   private parsedQuery: Query | undefined;
 
   constructor(

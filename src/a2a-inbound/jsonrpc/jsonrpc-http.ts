@@ -15,6 +15,7 @@ import { V03Dialect } from '../../a2a-wire/dialects/v03.dialect.js';
 import { V1Dialect } from '../../a2a-wire/dialects/v1.dialect.js';
 import type { A2aStream } from '../handler/a2a-request-handler.js';
 import type { HttpExchange } from '../http/exchange.js';
+import { checkBesidesFiles } from '../http/body-size.js';
 import { AgentCardService } from '../services/agent-card.service.js';
 import { negotiateVersion } from '../version.js';
 import { checkParamsJson, EnvelopeError, parseEnvelope, type RpcId } from './envelope.js';
@@ -131,6 +132,7 @@ export class JsonRpcHttp {
       });
       checkParamsJson(envelope.params);
       const call = dialect.parse(dialect.methods[envelope.method], envelope.params);
+      checkBesidesFiles(x.bodyBytes, call, this.config);
       const agent = await this.catalog.resolve(t.tenantId, agentId);
       if (!agent) throw DomainError.notFound(`agent '${agentId}'`);
       const outcome = await this.binding.invoke(dialect, call, {
@@ -152,6 +154,8 @@ export class JsonRpcHttp {
       }
     } catch (err) {
       if (err instanceof EnvelopeError) this.reply(x, err.id, this.error(x, err.error, dialect.version));
+      // Too large is the HTTP answer it was before the call was read: 413.
+      else if (err instanceof DomainError && err.code === 'payload_too_large') x.refuse(err);
       else if (!x.open)
         return; // the client went away: nobody to answer
       else {

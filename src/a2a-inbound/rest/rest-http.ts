@@ -14,6 +14,7 @@ import { V03Dialect } from '../../a2a-wire/dialects/v03.dialect.js';
 import { V1Dialect } from '../../a2a-wire/dialects/v1.dialect.js';
 import type { A2aStream } from '../handler/a2a-request-handler.js';
 import type { HttpExchange } from '../http/exchange.js';
+import { checkBesidesFiles } from '../http/body-size.js';
 import { checkParamsJson } from '../jsonrpc/envelope.js';
 import { JsonRpcBinding } from '../jsonrpc/jsonrpc-binding.js';
 import { AgentCardService } from '../services/agent-card.service.js';
@@ -116,6 +117,7 @@ export class RestHttp {
       const params = restParams(route, x.query, body);
       checkParamsJson(params);
       const call = dialect.parse(route.op, params);
+      checkBesidesFiles(x.bodyBytes, call, this.config);
       const agent = await this.catalog.resolve(t.tenantId, agentId);
       if (!agent) throw DomainError.notFound(`agent '${agentId}'`);
       const baseUrl = this.cards.baseUrl({ protocol: x.protocol, headers: x.req.headers });

@@ -140,13 +140,3 @@ export function readBody(req: IncomingMessage, limit: number): Promise<{ text: s
     }
   });
 }
-
-/** Base64 values of `raw` (v1.0) and `bytes` (v0.3) members: base64 never needs a JSON escape. */
-const FILE_VALUE = /"(?:raw|bytes)"\s*:\s*"([A-Za-z0-9+/=]*)"/g;
-
-/** A body's size in bytes (`bytes`) without its file bytes (the `raw` / v0.3 `bytes` values of its file parts). */
-export function lengthWithoutFiles(body: string, bytes: number): number {
-  let files = 0;
-  for (const m of body.matchAll(FILE_VALUE)) files += m[1]?.length ?? 0;
-  return bytes - files;
-}

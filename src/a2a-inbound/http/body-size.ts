@@ -1,0 +1,25 @@
+import { DomainError } from '../../common/errors.js';
+import type { AppConfig } from '../../config/app-config.js';
+import type { ParsedParams } from '../../a2a-wire/dialects/dialect.js';
+
+/**
+ * An A2A request body may be `ARBITER_MAX_BODY_BYTES` plus the base64 of
+ * `ARBITER_MAX_MESSAGE_FILE_BYTES` (the edge reads up to that), but besides
+ * its message's file bytes — the `raw` of its file parts, as the dialect
+ * parsed them (v0.3's `file.bytes` too) — it stays within
+ * `ARBITER_MAX_BODY_BYTES`: text, data, metadata and every other method's
+ * body are held to the plain limit, whatever keys they use. A 413.
+ */
+export function checkBesidesFiles(bytes: number, call: ParsedParams, config: AppConfig): void {
+  const plain = config.maxBodyBytes;
+  if (bytes <= plain) return;
+  let files = 0;
+  if (call.op === 'send' || call.op === 'stream') {
+    for (const part of call.params.message.parts) if (typeof part.raw === 'string') files += part.raw.length;
+  }
+  if (bytes - files <= plain) return;
+  throw new DomainError(
+    'payload_too_large',
+    `request body exceeds ${plain} bytes besides its file bytes (files: ${config.a2aBodyBytes - plain} bytes more)`,
+  );
+}
