@@ -104,10 +104,19 @@ export class Api {
     return this.call<T>('GET', path, undefined, signal);
   }
 
-  /** Opens an SSE response (GET or POST) and hands each frame to `onFrame` until the stream ends. */
+  /**
+   * Opens an SSE response (GET or POST) and hands each frame to `onFrame` until the stream ends; `onOpen` once the
+   * server has answered with the stream (before any frame: a live stream may be quiet for a long time).
+   */
   async stream(
     path: string,
-    init: { method?: string; body?: unknown; headers?: Record<string, string>; signal?: AbortSignal },
+    init: {
+      method?: string;
+      body?: unknown;
+      headers?: Record<string, string>;
+      signal?: AbortSignal;
+      onOpen?: () => void;
+    },
     onFrame: (f: SseFrame) => void,
   ): Promise<void> {
     const res = await fetch(path, {
@@ -127,6 +136,7 @@ export class Api {
       if (res.status === 401) onUnauthorized(err.message);
       throw err;
     }
+    init.onOpen?.();
     await readSse(res.body, onFrame);
   }
 }

@@ -173,6 +173,9 @@ function describe(name: string, d: Record<string, unknown>): string {
   }
 }
 
+/** Native frames that mark a change of the task's state. */
+const STATE_FRAMES = new Set(['stream_start', 'input_required', 'done']);
+
 /**
  * The live timeline of one task, from `/v1/requests/:id/events`: the stored events, then live ones. When the
  * stream drops before the task ends it reconnects with `since_seq` = the last seq seen (backing off to 5 s).
@@ -205,13 +208,15 @@ export function TaskPage(props: { api: Api; id: string }) {
         return [...list, { kind: 'event', seq, name, data: f }];
       });
     };
+    let reads = 0;
     void (async () => {
       let delay = 250;
       while (!ctl.signal.aborted) {
         let t: RequestView;
         try {
+          const n = ++reads;
           t = await api.get<RequestView>(`/v1/requests/${encodeURIComponent(id)}`, ctl.signal);
-          setTask(t);
+          if (n === reads) setTask(t);
           setError(null);
         } catch (err) {
           if (ctl.signal.aborted) return;
@@ -221,7 +226,8 @@ export function TaskPage(props: { api: Api; id: string }) {
           delay = Math.min(delay * 2, 5_000);
           continue;
         }
-        if ((TERMINAL.has(t.state) || t.state === 'input-required') && lastSeq.current >= t.last_seq) {
+        // Only an ended task ends the timeline: one waiting for input goes on when it is answered (from anywhere).
+        if (TERMINAL.has(t.state) && lastSeq.current >= t.last_seq) {
           setConn('ended');
           return;
         }
@@ -229,7 +235,13 @@ export function TaskPage(props: { api: Api; id: string }) {
           setConn(lastSeq.current > 0 ? 'reconnecting' : 'connecting');
           await api.stream(
             `/v1/requests/${encodeURIComponent(id)}/events${q({ since_seq: lastSeq.current })}`,
-            { signal: ctl.signal },
+            {
+              signal: ctl.signal,
+              onOpen: () => {
+                setConn('live');
+                delay = 250;
+              },
+            },
             (frame) => {
               setConn('live');
               delay = 250;
@@ -242,6 +254,14 @@ export function TaskPage(props: { api: Api; id: string }) {
                 return;
               }
               add(frame.event, data);
+              // The state moved (started, waits for input, ended): read it again for the facts above.
+              if (STATE_FRAMES.has(frame.event)) {
+                const n = ++reads;
+                api.get<RequestView>(`/v1/requests/${encodeURIComponent(id)}`, ctl.signal).then(
+                  (t) => n === reads && setTask(t), // an older read answering late does not undo a newer one
+                  () => {},
+                );
+              }
             },
           );
         } catch (err) {

@@ -401,6 +401,54 @@ describe('web console (/console) in Chromium', { skip }, () => {
     }
   });
 
+  it('task page: a task waiting for input stays live, across a dropped connection, and follows its continuation', async () => {
+    const a2a = (body: unknown) =>
+      fetch(`${server.url}/v1/a2a/agents/helper/message:send`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${tenantToken}`, 'A2A-Version': '1.0', 'Content-Type': 'application/json' },
+        body: JSON.stringify(body),
+      }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+    const asked = await a2a({ message: { messageId: 'wait-1', role: 'ROLE_USER', parts: [{ text: 'ask' }] } });
+    assert.equal(asked.body.task?.status?.state, 'TASK_STATE_INPUT_REQUIRED', JSON.stringify(asked.body));
+    const taskId: string = asked.body.task.id;
+    const proxy = new TcpProxy('127.0.0.1', Number(new URL(server.url).port));
+    await proxy.start();
+    const { ctx, page } = await openTab(browser, `http://127.0.0.1:${proxy.port}`, offOrigin);
+    try {
+      await signIn(page, tenantToken, 'Agents');
+      await page.goto(`/console/tasks/${taskId}`);
+      await page.getByTestId('task-state').getByText('input-required').waitFor();
+      await page.locator('[data-event="input_required"]').waitFor();
+      await page.getByTestId('stream-state').getByText(/live/).waitFor();
+      // The connection drops while the task waits: the page comes back to it rather than calling it complete.
+      await proxy.cut();
+      await page
+        .getByTestId('stream-state')
+        .getByText(/reconnecting/)
+        .waitFor();
+      await proxy.restore();
+      await page.getByTestId('stream-state').getByText(/live/).waitFor({ timeout: 15_000 });
+
+      // Answered elsewhere (another client): the open page follows the continuation without a reload.
+      const answered = await a2a({
+        message: { messageId: 'wait-2', role: 'ROLE_USER', taskId, parts: [{ text: 'answered from elsewhere' }] },
+      });
+      assert.equal(answered.body.task?.status?.state, 'TASK_STATE_COMPLETED', JSON.stringify(answered.body));
+      await page.locator('[data-event="done"]').waitFor();
+      await page.getByTestId('task-state').getByText('completed').waitFor();
+      await page
+        .getByTestId('stream-state')
+        .getByText(/complete/)
+        .waitFor();
+      assert.equal(await page.locator('[data-event="request_received"]').count(), 2);
+      assert.equal(await page.locator('[data-event="input_required"]').count(), 1, 'nothing repeated');
+      assert.match((await page.locator('[data-event="text"] .ev-text-body').last().textContent()) ?? '', /answered/);
+    } finally {
+      await ctx.close();
+      await proxy.stop();
+    }
+  });
+
   it('task page: tool calls, a sub-agent reply and a file in the timeline', async () => {
     const api = server.as(tenantToken);
     assert.equal((await api.post('/v1/agents', { id: 'parrot' })).status, 201);
