@@ -42,30 +42,50 @@ export class WritScanner {
   private readonly writs: Writ[] = [];
   private visible = '';
 
-  /** Feeds a chunk of the reply; returns the text that may be shown now. */
+  /**
+   * Feeds a chunk of the reply; returns the text that may be shown now.
+   * Linear in the chunk: it is taken a line's piece at a time, never a
+   * character at a time against the whole line (a reply of one long line
+   * costs what its length does).
+   */
   push(chunk: string): string {
     let out = '';
-    for (const ch of chunk) {
-      this.line += ch;
-      if (ch === '\n') {
-        out += this.endLine();
-        continue;
-      }
-      if (this.held) continue;
-      if (this.block) {
-        this.held = true;
-        continue;
-      }
-      if (this.shown === 0 && this.line.trim() === '') continue; // leading blanks: undecided yet
-      if (this.shown === 0 && !this.inFence && this.line.trimStart().startsWith('/')) {
-        this.held = true;
-        continue;
-      }
-      out += this.line.slice(this.shown);
-      this.shown = this.line.length;
+    let from = 0;
+    while (from < chunk.length) {
+      const nl = chunk.indexOf('\n', from);
+      const to = nl === -1 ? chunk.length : nl;
+      out += this.feed(chunk.slice(from, to));
+      if (nl === -1) break;
+      this.line += '\n';
+      out += this.endLine();
+      from = nl + 1;
     }
     this.visible += out;
     return out;
+  }
+
+  /** Text of the current line (no newline in it): what of it may be shown now. */
+  private feed(text: string): string {
+    if (text === '') return '';
+    this.line += text;
+    if (this.held) return '';
+    if (this.block) {
+      this.held = true;
+      return '';
+    }
+    if (this.shown > 0) {
+      this.shown += text.length;
+      return text;
+    }
+    // Undecided so far (the line was blank): its first non-blank character decides.
+    const first = text.search(/\S/);
+    if (first === -1) return ''; // leading blanks: undecided yet
+    if (!this.inFence && text[first] === '/') {
+      this.held = true;
+      return '';
+    }
+    this.shown = this.line.length;
+    return this.line;
   }
 
   /** Ends the reply: returns the remaining visible text and every writ, in order. */

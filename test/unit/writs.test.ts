@@ -67,6 +67,22 @@ describe('writ scanner', () => {
       assert.deepEqual(end.writs, whole.writs, `chunk size ${size}`);
       assert.ok(!shown.includes('/agent'));
     }
+    // The same for fences, indentation, blank lines before a command, CRLF and unicode, at every chunking.
+    for (const other of [
+      '  \t  /mem add x\r\n  text after blanks\n```\n/agent no\n```\n\u00a0/fetch http://a\nend',
+      '\n\n   \n/parallel\n/agent a x\n/endparallel\n  \u{1F600} emoji line\n/usr/bin not a command',
+      '/write a\nunterminated\n  ',
+    ]) {
+      const ref = parseWrits(other);
+      for (const size of [1, 2, 5, 11]) {
+        const s = new WritScanner();
+        let shown = '';
+        for (let i = 0; i < other.length; i += size) shown += s.push(other.slice(i, i + size));
+        const end = s.end();
+        assert.equal(shown + end.tail, ref.visible, `${JSON.stringify(other)} by ${size}`);
+        assert.deepEqual(end.writs, ref.writs, `${JSON.stringify(other)} by ${size}`);
+      }
+    }
     // Ordinary text is released before its line ends.
     const s = new WritScanner();
     assert.equal(s.push('Hel'), 'Hel');
