@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import {
   AgentCard,
@@ -366,6 +366,37 @@ describe('§10 gRPC binding', () => {
       );
       assert.ok('err' in r);
       assert.equal(r.err.code, grpc.status.RESOURCE_EXHAUSTED);
+    });
+
+    it('besides its file bytes a message stays within ARBITER_MAX_BODY_BYTES; file bytes count as the bytes they are', async () => {
+      const plain = server.config.maxBodyBytes;
+      const send = (parts: Obj[], meta?: Obj) =>
+        unary(
+          raw,
+          'SendMessage',
+          { tenant: 'twin', message: { messageId: randomUUID(), role: 'ROLE_USER', parts, metadata: meta } },
+          metadata(a.token),
+        );
+      // Text over the plain limit (the message is far under the gRPC limit, which makes room for files).
+      const text = await send([{ text: 'x'.repeat(plain + 10) }]);
+      assert.ok('err' in text, 'refused');
+      assert.equal(text.err.code, grpc.status.RESOURCE_EXHAUSTED);
+      assert.match(text.err.message, /besides its file bytes/);
+      // Metadata whose keys look like file bytes are not file bytes.
+      const disguised = await send([{ text: 'hi' }], {
+        fields: { raw: { stringValue: 'A'.repeat(plain) }, bytes: { stringValue: 'A'.repeat(plain) } },
+      });
+      assert.ok('err' in disguised, 'refused');
+      assert.equal(disguised.err.code, grpc.status.RESOURCE_EXHAUSTED);
+      // A file larger than the plain limit (within ARBITER_MAX_FILE_BYTES), sent as raw bytes, goes through.
+      const bytes = randomBytes(plain + 4096);
+      const file = await send([{ text: 'keep this' }, { raw: bytes, mediaType: 'application/octet-stream' }]);
+      assert.ok('ok' in file, JSON.stringify('err' in file ? file.err : {}));
+      const task = file.ok.task as Obj;
+      const stored = await unary(raw, 'GetTask', { tenant: 'twin', id: task.id }, metadata(a.token));
+      assert.ok('ok' in stored);
+      const part = (stored.ok.history as Obj[])[0]?.parts[1];
+      assert.ok(Buffer.from(part.raw).equals(bytes), 'the same bytes back');
     });
 
     it('an unknown method → UNIMPLEMENTED', async () => {

@@ -17,7 +17,17 @@ import { AgentCardService } from '../services/agent-card.service.js';
 import { Metrics } from '../../metrics/metrics.service.js';
 import { grpcErrorLabel } from './grpc-errors.js';
 import { negotiateVersion } from '../version.js';
-import { A2A_PACKAGE, A2A_ROOT, A2A_SERVICE, fromProtoJson, MalformedMessage, toProtoJson } from './grpc-codec.js';
+import {
+  A2A_PACKAGE,
+  A2A_ROOT,
+  A2A_SERVICE,
+  fromProtoJson,
+  MalformedMessage,
+  toProtoJson,
+  wireSizeOf,
+} from './grpc-codec.js';
+import { AppConfig } from '../../config/app-config.js';
+import { checkBesidesFiles } from '../http/body-size.js';
 
 const V1 = new V1Dialect();
 const SERVICE = A2A_ROOT.lookupService(`${A2A_PACKAGE}.${A2A_SERVICE}`);
@@ -61,6 +71,7 @@ export class GrpcBinding {
     private readonly cards: AgentCardService,
     private readonly bearer: TenantGuard,
     private readonly metrics: Metrics,
+    private readonly config: AppConfig,
   ) {}
 
   /** One A2A call counted (as the HTTP bindings' are): by method, and its error reason when it failed. */
@@ -180,6 +191,8 @@ export class GrpcBinding {
     checkParamsJson(params);
     const agentId = this.agentOf(params.tenant);
     const call: ParsedParams = V1.parse(V1.methods[method], params);
+    // grpc-js bounds the message at the A2A body limit (files included); besides its file bytes, the plain limit.
+    checkBesidesFiles(wireSizeOf(request) ?? 0, call, this.config, 'binary');
     const agent = await this.catalog.resolve(principal.tenantId, agentId);
     if (!agent) throw DomainError.notFound(`agent '${agentId}'`);
     const ctx: CallContext = { principal, agent, signal, baseUrl: this.cards.configuredBaseUrl() };

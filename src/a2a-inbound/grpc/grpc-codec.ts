@@ -49,6 +49,13 @@ export function a2aType(name: string): protobuf.Type {
   return A2A_ROOT.lookupType(`${A2A_PACKAGE}.${name}`);
 }
 
+const wireSizes = new WeakMap<object, number>();
+
+/** The size in bytes of a request message as it arrived (for the body limit besides its file bytes). */
+export function wireSizeOf(message: unknown): number | undefined {
+  return typeof message === 'object' && message !== null ? wireSizes.get(message) : undefined;
+}
+
 /**
  * The package definition the Nest gRPC server loads. Each method's request
  * deserializer is wrapped: bytes that are not a valid message become a
@@ -62,7 +69,9 @@ export function a2aPackageDefinition(): protoLoader.PackageDefinition {
     const decode = method.requestDeserialize;
     method.requestDeserialize = (bytes: Buffer) => {
       try {
-        return decode(bytes);
+        const message = decode(bytes);
+        wireSizes.set(message, bytes.length);
+        return message;
       } catch (err) {
         return new MalformedMessage(err instanceof Error ? err.message.slice(0, 200) : 'undecodable');
       }

@@ -2,6 +2,7 @@ import { Metadata, status as GrpcStatus } from '@grpc/grpc-js';
 import { Catch, Logger, type RpcExceptionFilter } from '@nestjs/common';
 import protobuf from 'protobufjs';
 import { throwError, type Observable } from 'rxjs';
+import { DomainError } from '../../common/errors.js';
 import { safeError } from '../../common/safe-error.js';
 import { toRestError } from '../rest/rest-errors.js';
 
@@ -52,7 +53,10 @@ export interface GrpcServiceError {
  */
 export function toGrpcError(err: unknown, onUnexpected?: (err: unknown) => void): GrpcServiceError {
   const { body } = toRestError(err, onUnexpected);
-  const code = codeOf(body.error.status);
+  // Too large is RESOURCE_EXHAUSTED on gRPC (HTTP+JSON says OUT_OF_RANGE for a 413), as grpc-js itself answers a
+  // message over its receive limit.
+  const tooLarge = err instanceof DomainError && err.code === 'payload_too_large';
+  const code = tooLarge ? GrpcStatus.RESOURCE_EXHAUSTED : codeOf(body.error.status);
   const details = body.error.details.flatMap((d) => {
     const typeUrl = String(d['@type']);
     const type = DETAIL_TYPES[typeUrl];

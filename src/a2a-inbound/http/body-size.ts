@@ -8,16 +8,27 @@ import type { ParsedParams } from '../../a2a-wire/dialects/dialect.js';
  * its message's file bytes — the `raw` of its file parts, as the dialect
  * parsed them (v0.3's `file.bytes` too) — it stays within
  * `ARBITER_MAX_BODY_BYTES`: text, data, metadata and every other method's
- * body are held to the plain limit, whatever keys they use. A 413.
+ * body are held to the plain limit, whatever keys they use. A 413 (on
+ * gRPC, RESOURCE_EXHAUSTED: `bytes` is then the protobuf message's size and
+ * its file bytes are counted as the bytes they are, not as base64).
  */
-export function checkBesidesFiles(bytes: number, call: ParsedParams, config: AppConfig): void {
+export function checkBesidesFiles(
+  bytes: number,
+  call: ParsedParams,
+  config: AppConfig,
+  files: 'base64' | 'binary' = 'base64',
+): void {
   const plain = config.maxBodyBytes;
   if (bytes <= plain) return;
-  let files = 0;
+  let fileBytes = 0;
   if (call.op === 'send' || call.op === 'stream') {
-    for (const part of call.params.message.parts) if (typeof part.raw === 'string') files += part.raw.length;
+    for (const part of call.params.message.parts) {
+      if (typeof part.raw !== 'string') continue;
+      // JSON bodies carry the base64 text; a protobuf message carries the bytes themselves.
+      fileBytes += files === 'base64' ? part.raw.length : Buffer.byteLength(part.raw, 'base64');
+    }
   }
-  if (bytes - files <= plain) return;
+  if (bytes - fileBytes <= plain) return;
   throw new DomainError(
     'payload_too_large',
     `request body exceeds ${plain} bytes besides its file bytes (files: ${config.a2aBodyBytes - plain} bytes more)`,
