@@ -28,18 +28,35 @@ export function stored(e: TaskEventBody, taskId: string, seq: number, createdAt:
 
 /** Folds artifact events into artifacts, in first-seen order (spec §4.2.2 append semantics). */
 export function foldArtifacts(base: ArtifactJson[], events: Iterable<TaskEventBody>): ArtifactJson[] {
-  const byId = new Map<string, ArtifactJson>(base.map((a) => [a.artifactId, { ...a, parts: [...a.parts] }]));
-  for (const e of events) {
-    if (e.kind !== 'artifact') continue;
+  const fold = new ArtifactFold(base);
+  for (const e of events) fold.add(e);
+  return fold.list();
+}
+
+/**
+ * A run's artifacts, folded in place as its events come: each event costs
+ * its own size, not the size of every artifact so far (a run of thousands
+ * of events folds in linear time). `list()` is a copy that later events do
+ * not change.
+ */
+export class ArtifactFold {
+  private readonly byId = new Map<string, ArtifactJson>();
+
+  constructor(base: ArtifactJson[]) {
+    for (const a of base) this.byId.set(a.artifactId, { ...a, parts: [...a.parts] });
+  }
+
+  add(e: TaskEventBody): void {
+    if (e.kind !== 'artifact') return;
     const { artifact, append } = e.payload;
-    const existing = byId.get(artifact.artifactId);
+    const existing = this.byId.get(artifact.artifactId);
     if (!existing || !append) {
-      byId.set(artifact.artifactId, { ...artifact, parts: [...artifact.parts] });
-      continue;
+      this.byId.set(artifact.artifactId, { ...artifact, parts: [...artifact.parts] });
+      return;
     }
     for (const part of artifact.parts) {
       const last = existing.parts[existing.parts.length - 1];
-      // Consecutive text chunks merge into one text part.
+      // Consecutive text chunks merge into one text part (a new part object: listed copies keep theirs).
       if (last && typeof last.text === 'string' && typeof part.text === 'string' && !part.metadata) {
         existing.parts[existing.parts.length - 1] = { ...last, text: last.text + part.text };
       } else if (!(typeof part.text === 'string' && part.text === '')) {
@@ -47,5 +64,11 @@ export function foldArtifacts(base: ArtifactJson[], events: Iterable<TaskEventBo
       }
     }
   }
-  return [...byId.values()];
+
+  /** The artifacts now, in first-seen order. */
+  list(): ArtifactJson[] {
+    const out: ArtifactJson[] = [];
+    for (const a of this.byId.values()) out.push({ ...a, parts: [...a.parts] });
+    return out;
+  }
 }

@@ -12,7 +12,8 @@ import { TaskEventRepository } from '../../src/tasks/repositories/task-event.rep
 import { Metrics } from '../../src/metrics/metrics.service.js';
 import { TaskWrites } from '../../src/tasks/repositories/task-writes.js';
 import { Sql } from '../../src/database/sql.service.js';
-import { foldArtifacts } from '../../src/tasks/task-events.js';
+import { ArtifactFold, foldArtifacts } from '../../src/tasks/task-events.js';
+import type { ArtifactJson } from '../../src/common/a2a-json.js';
 import { freshDatabase, REAL_POSTGRES, type TestDatabase } from '../helpers/database.js';
 import { tempHome } from '../helpers/server.js';
 import { rmSync } from 'node:fs';
@@ -383,5 +384,32 @@ describe('artifact folding', () => {
     const folded = foldArtifacts([], [a('he', false), a('llo', true), a('', true)]);
     assert.deepEqual(folded, [{ artifactId: 'x', name: 'response', parts: [{ text: 'hello' }] }]);
     assert.deepEqual(foldArtifacts(folded, [a('new', false)])[0]?.parts, [{ text: 'new' }]);
+  });
+
+  it('an incremental fold lists what folding all at once gives, and later events leave a listed copy alone', () => {
+    const ev = (id: string, parts: ArtifactJson['parts'], append: boolean) => ({
+      kind: 'artifact' as const,
+      payload: { artifact: { artifactId: id, parts }, append, lastChunk: false },
+    });
+    const base: ArtifactJson[] = [{ artifactId: 'b', parts: [{ text: 'base' }] }];
+    const events = [
+      ev('r', [{ text: 'he' }], false),
+      ev('b', [{ text: '+more' }], true),
+      ev('r', [{ text: 'llo' }], true),
+      ev('f', [{ data: { k: 1 } }], false),
+      ev('r', [{ text: ' world', metadata: { m: 1 } }], true),
+      ev('r', [{ text: '' }], true),
+      ev('f', [{ data: { k: 2 } }], false),
+    ];
+    const fold = new ArtifactFold(base);
+    const seen: ArtifactJson[][] = [];
+    for (const [i, e] of events.entries()) {
+      fold.add(e);
+      seen.push(fold.list());
+      assert.deepEqual(seen[i], foldArtifacts(base, events.slice(0, i + 1)), `after event ${i}`);
+    }
+    // A list taken earlier is a snapshot: the appends after it did not change it, nor the base.
+    assert.deepEqual(seen[2]?.find((x) => x.artifactId === 'r')?.parts, [{ text: 'hello' }]);
+    assert.deepEqual(base, [{ artifactId: 'b', parts: [{ text: 'base' }] }]);
   });
 });

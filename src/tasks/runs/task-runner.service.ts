@@ -11,7 +11,7 @@ import {
 import { EventLog } from '../event-log/event-log.service.js';
 import { TaskRepository } from '../repositories/task.repository.js';
 import type { ArtifactJson } from '../../common/a2a-json.js';
-import { foldArtifacts, type TaskEventBody } from '../task-events.js';
+import { ArtifactFold, foldArtifacts, type TaskEventBody } from '../task-events.js';
 import { isTerminal } from '../task-state.js';
 import { RunEnd, type RunEnding, type RunState } from './run-end.js';
 import { RunEventMapper, turnsIn } from './run-event-mapper.js';
@@ -89,9 +89,9 @@ export class TaskRunner {
     const { ctx } = start;
     const writer = new RunWriter(ctx.taskId, this.log);
     const mapper = new RunEventMapper(ctx, turnsIn(ctx.taskId, start.artifacts), start.tokens);
-    let artifacts = start.artifacts;
+    const artifacts = new ArtifactFold(start.artifacts);
     let taken = start.first.seq;
-    const known = () => ({ artifacts, tokens: mapper.tokens });
+    const known = () => ({ artifacts: artifacts.list(), tokens: mapper.tokens });
     // The turn takes its input from the inbox; the newest message it took bounds what it may settle.
     const inputs: AsyncIterable<RunInput> = {
       [Symbol.asyncIterator]: () => {
@@ -121,7 +121,7 @@ export class TaskRunner {
           if (ev.type === 'file') {
             // The file's bytes and the artifact that refers to them are written together, in order.
             const { event, file } = mapper.file(ev);
-            artifacts = foldArtifacts(artifacts, [event]);
+            artifacts.add(event);
             if ((await writer.write([event], { files: [file] })) === null) return; // the task ended elsewhere
             continue;
           }
@@ -131,7 +131,7 @@ export class TaskRunner {
               first = false;
               this.metrics.timeToFirstEvent.observe((performance.now() - started) / 1000);
             }
-            artifacts = foldArtifacts(artifacts, [event]);
+            artifacts.add(event);
             writer.enqueue(event);
           }
         }
@@ -156,7 +156,7 @@ export class TaskRunner {
             : { state: 'TASK_STATE_INPUT_REQUIRED', message: mapper.question(end.prompt) };
         const closing = mapper.closing();
         if (await this.settle(run, writer, ending, { closing, ...known(), inputsUpTo: taken })) return;
-        artifacts = foldArtifacts(artifacts, closing);
+        for (const e of closing) artifacts.add(e);
         mapper.nextTurn();
       }
     } catch (err) {
