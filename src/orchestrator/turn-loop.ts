@@ -22,6 +22,8 @@ import { BLOCK_VERBS, parseCommandLine, WritScanner, type Writ } from './writs.j
 export const RESULT_CAP = 16 * 1024;
 export const STEP_BUDGET = 32 * 1024;
 export const MAX_PARALLEL = 16;
+/** Commands one model response may run; the rest are answered together, not run (nor logged one by one). */
+export const MAX_COMMANDS = 32;
 const MAX_FILES_PER_RUN = 32;
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
@@ -134,20 +136,42 @@ export class TurnLoop {
         const reply = end.visible.trim() ? end.visible : allVisible.join('\n\n');
         return reply.trimEnd();
       }
+      const writs = end.writs.slice(0, MAX_COMMANDS);
+      const extra = end.writs.slice(MAX_COMMANDS);
       if (call >= maxCalls) {
         // Never dropped silently: each left-over command is answered, in the reply too.
-        const refused = end.writs.map((w) => {
+        const refused = writs.map((w) => {
           this.emit({ type: 'tool_call', tool: `/${w.verb}`, args: short(w.args), ok: false, depth, agent: agent.id });
           return frame(w.verb, w.args, 'ERR: turn limit reached');
         });
-        const note = refused.join('\n');
+        const note = [...refused, ...this.beyond(agent, extra, depth)].join('\n');
         show(`${end.visible.trim() ? '\n\n' : ''}${note}`);
         return `${end.visible.trimEnd()}${end.visible.trim() ? '\n\n' : ''}${note}`;
       }
       await this.stored();
-      const results = await this.runStep(agent, end.writs, depth);
+      const results = [await this.runStep(agent, writs, depth), ...this.beyond(agent, extra, depth)].join('\n');
       convo.push({ role: 'assistant', content: raw }, { role: 'user', content: results });
     }
+  }
+
+  /**
+   * The commands of a response beyond `MAX_COMMANDS`: not run, answered by
+   * one line, and logged as one failed `tool_call` that counts them (a reply
+   * of thousands of command lines costs one event, not thousands).
+   */
+  private beyond(agent: ResolvedAgent, extra: Writ[], depth: number): string[] {
+    const first = extra[0];
+    if (!first) return [];
+    const n = extra.length;
+    this.emit({
+      type: 'tool_call',
+      tool: `/${first.verb}`,
+      args: `${short(first.args)} (and ${n - 1} more: not run)`,
+      ok: false,
+      depth,
+      agent: agent.id,
+    });
+    return [`ERR: ${n} more command${n === 1 ? '' : 's'} not run: at most ${MAX_COMMANDS} run per response`];
   }
 
   /** Runs one response's commands in order; returns their framed results within the step budget. */

@@ -404,6 +404,36 @@ describe('orchestrator: turn loop, tools and delegation (scripted models over re
     assert.equal(calls.at(-1).ok, false);
   });
 
+  it('a response of hundreds of commands runs the first 32; the rest are answered in one line and one event', async () => {
+    const model = script('flooder', (c) =>
+      c.call === 1 ? { text: 'flooding\n' + '/mem list\n'.repeat(400), delayMs: 0 } : 'all done',
+    );
+    await newAgent(t, { id: 'flooder', model });
+    const before = requestsFor('flooder').length;
+    const r = await orchestrate({ agent: 'flooder', message: 'go' });
+    assert.equal(done(r.events).data.ok, true, JSON.stringify(done(r.events).data));
+    const calls = named(r.events, 'tool_call');
+    assert.equal(calls.length, 33, 'the 32 that ran, and one for the rest');
+    assert.ok(
+      calls.slice(0, 32).every((c: any) => c.tool === '/mem' && c.ok === true),
+      JSON.stringify(calls.slice(0, 2)),
+    );
+    assert.equal(calls[32].ok, false);
+    assert.match(calls[32].args, /and 367 more: not run/);
+    // The model got the 32 results and one line for the rest.
+    const fed = lastMessage(requestsFor('flooder')[before + 1]);
+    assert.equal(fed.match(/\[END MEM\]/g)?.length, 32);
+    assert.match(fed, /ERR: 368 more commands not run: at most 32 run per response$/);
+
+    // In the last allowed response the same: 32 answered "turn limit reached", one line for the rest.
+    const last = script('flood-end', () => ({ text: 'again\n' + '/mem list\n'.repeat(40), delayMs: 0 }));
+    await newAgent(t, { id: 'flood-end', model: last });
+    const e = await orchestrate({ agent: 'flood-end', message: 'go' });
+    const content: string = done(e.events).data.content;
+    assert.equal(content.match(/ERR: turn limit reached/g)?.length, 32);
+    assert.match(content, /ERR: 8 more commands not run: at most 32 run per response$/);
+  });
+
   it('delegation depth is limited; no self-delegation; index cannot be delegated to; unknown agents are named', async () => {
     script('depth-a', (c) =>
       c.last.startsWith('[/agent')
