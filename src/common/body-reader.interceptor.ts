@@ -21,6 +21,8 @@ const run = (mw: RequestHandler, req: Request, res: Response): Promise<void> =>
  * (the refusal closes the connection; see `sendError`), so it costs a few
  * KiB of headers at most. JSON only, up to `ARBITER_MAX_BODY_BYTES`; a body
  * of another media type is a 415, malformed JSON a 400, an oversize body a 413.
+ * Path parameters and the query string are held to the same text rules as
+ * the body (no NUL, no unpaired surrogate: a 400 naming the parameter).
  */
 @Injectable()
 export class BodyReader implements NestInterceptor {
@@ -37,6 +39,15 @@ export class BodyReader implements NestInterceptor {
     if (ctx.getType() !== 'http') return next.handle();
     const req = ctx.switchToHttp().getRequest<Request>();
     const res = ctx.switchToHttp().getResponse<Response>();
+    // Path parameters and the query string are outside input like a body: PostgreSQL refuses NUL and unpaired
+    // surrogates in text.
+    const inUrl = findJsonProblem(req.params, 2, 'path') ?? findJsonProblem(req.query, 8, 'query');
+    if (inUrl) {
+      throw DomainError.validation(
+        [{ field: inUrl.path.replace(/^(path|query)\.?/, '') || 'query', messages: [inUrl.problem] }],
+        `${inUrl.path} ${inUrl.problem}`,
+      );
+    }
     try {
       await this.readJson(req, res, this.json);
     } catch (err) {

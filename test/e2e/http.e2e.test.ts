@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { REAL_POSTGRES } from '../helpers/database.js';
+import type { HttpClient } from '../helpers/http.js';
 import { newTenant, type TestTenant } from '../helpers/factories.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -89,6 +90,28 @@ describe('HTTP surface', () => {
     });
     assert.equal(tenant.status, 400);
     assert.equal((await t.client.get('/v1/agents/deep')).status, 404);
+  });
+
+  it('NUL in path parameters and query strings → 400 naming them, never a 500', async () => {
+    const cases: [HttpClient, string, string][] = [
+      [t.client, '/v1/requests/a%00b', 'id'],
+      [t.client, '/v1/requests/a%00b/events', 'id'],
+      [t.client, '/v1/requests?context_id=%00', 'context_id'],
+      [t.client, '/v1/requests/00000000-0000-4000-8000-000000000000/events?since_seq=1%00', 'since_seq'],
+      [t.client, '/v1/conversations/%00', 'id'],
+      [t.client, '/v1/agents?cursor=x%00', 'cursor'],
+      [server.admin, '/v1/admin/tenants/%00', 'id'],
+      [server.admin, '/v1/admin/audit?tenant_id=%00', 'tenant_id'],
+    ];
+    for (const [client, path, field] of cases) {
+      const res = await client.get(path);
+      assert.equal(res.status, 400, `${path}: ${res.text}`);
+      assert.equal(res.body.code, 'validation_failed', path);
+      assert.ok(
+        (res.body.details as { field: string }[]).some((d) => d.field === field),
+        `${path} names ${field}: ${res.text}`,
+      );
+    }
   });
 
   it('__proto__ and constructor keys are unknown fields, and change nothing', async () => {
