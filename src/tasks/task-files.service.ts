@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { PartJson } from '../common/a2a-json.js';
 import { TaskFileRepository } from './repositories/task-file.repository.js';
 import type { StoredTaskEvent } from './task-events.js';
-import { artifactWithBytes, fileIdsIn, messagesWithBytes, messageWithBytes } from './task-files.js';
+import { artifactWithBytes, fileBytesIn, fileIdsIn, messagesWithBytes, messageWithBytes } from './task-files.js';
 import type { TaskSnapshot } from './task-snapshot.js';
 
 function* snapshotParts(t: TaskSnapshot): Generator<PartJson> {
@@ -28,6 +28,20 @@ export class TaskFiles {
 
   async task(tenantId: string, t: TaskSnapshot): Promise<TaskSnapshot> {
     return (await this.tasks(tenantId, [t]))[0] ?? t;
+  }
+
+  /**
+   * The longest head of `ts` whose stored files come to at most `budget`
+   * bytes — at least one task, however large — so that a page of tasks
+   * cannot pull every file of a hundred tasks into memory at once.
+   */
+  withinBudget(ts: TaskSnapshot[], budget: number): TaskSnapshot[] {
+    let used = 0;
+    for (let i = 0; i < ts.length; i++) {
+      used += fileBytesIn(snapshotParts(ts[i]));
+      if (used > budget && i > 0) return ts.slice(0, i);
+    }
+    return ts;
   }
 
   /** Tasks of one tenant, with one read for all their files. */

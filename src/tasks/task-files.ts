@@ -122,6 +122,20 @@ export function fileIdsIn(parts: Iterable<PartJson>): string[] {
   return ids;
 }
 
+/** How many bytes of stored files the parts refer to (each file once), as their references record. */
+export function fileBytesIn(parts: Iterable<PartJson>): number {
+  const seen = new Set<string>();
+  let total = 0;
+  for (const p of parts) {
+    const ref = fileRefOf(p);
+    if (ref && !seen.has(ref.id)) {
+      seen.add(ref.id);
+      total += ref.size;
+    }
+  }
+  return total;
+}
+
 /** Parts with their stored files' bytes back in `raw`, as the client sent or the tool wrote them. */
 export function withBytes(parts: PartJson[], bytes: ReadonlyMap<string, Buffer>): PartJson[] {
   if (!parts.some((p) => fileRefOf(p))) return parts;

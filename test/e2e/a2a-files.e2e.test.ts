@@ -279,6 +279,40 @@ describe('binary file parts (spec §4.1.6 Part raw/url; v0.3 FilePart)', () => {
     assert.equal(bad.error.code, -32602);
   });
 
+  it('ListTasks: a page carries at most twice ARBITER_MAX_MESSAGE_FILE_BYTES of files; a shorter page and a token for the rest', async () => {
+    const u = await newTenant(server, 'files-pages');
+    const call = async (method: string, params: unknown): Promise<any> =>
+      (await (await rpc(server.url, u.token, 'index', { jsonrpc: '2.0', id: 1, method, params }, V1)).json()) as any;
+    const sent: Buffer[] = [];
+    for (let i = 0; i < 4; i++) {
+      const bytes = randomBytes(MAX_FILE); // 4 × 64 KiB; the page allowance is 2 × 100 KiB
+      sent.push(bytes);
+      const r = await call('SendMessage', {
+        message: {
+          messageId: randomUUID(),
+          role: 'ROLE_USER',
+          parts: [{ text: `file ${i}` }, { raw: bytes.toString('base64'), mediaType: 'application/octet-stream' }],
+        },
+      });
+      assert.equal(r.result?.task?.status?.state, 'TASK_STATE_COMPLETED', JSON.stringify(r));
+    }
+    const first = await call('ListTasks', { pageSize: 10 });
+    assert.equal(first.result.tasks.length, 3, 'three files fit the allowance, four do not');
+    assert.equal(first.result.totalSize, 4);
+    assert.ok(first.result.nextPageToken, 'a token for the rest');
+    const second = await call('ListTasks', { pageSize: 10, pageToken: first.result.nextPageToken });
+    assert.equal(second.result.tasks.length, 1);
+    assert.equal(second.result.nextPageToken ?? '', '');
+    // Every task once, each with its own bytes back.
+    const all = [...first.result.tasks, ...second.result.tasks];
+    const got = all.map((t: any) => Buffer.from(t.history[0].parts[1].raw, 'base64'));
+    assert.equal(new Set(all.map((t: any) => t.id)).size, 4);
+    for (const bytes of sent) assert.ok(got.some((g) => g.equals(bytes)), 'the bytes of each file');
+    // Without history (and artifacts) no file is carried: the whole page again.
+    const light = await call('ListTasks', { pageSize: 10, historyLength: 0 });
+    assert.equal(light.result.tasks.length, 4);
+  });
+
   it("files are the tenant's: another tenant's read is 'not found'; deleting the conversation deletes its files", async () => {
     const files = server.running.app.get(TaskFiles);
     const conv = await t.client.post('/v1/conversations', { title: 'with a file' });

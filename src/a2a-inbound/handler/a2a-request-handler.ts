@@ -118,14 +118,17 @@ export class A2aRequestHandler {
       limit: p.pageSize,
       before,
     });
-    const last = tasks[tasks.length - 1];
     const view = { historyLength: p.historyLength, includeArtifacts: p.includeArtifacts };
+    // A page carries at most twice a message's file allowance of file bytes: a shorter page, and a token for the rest.
+    const page = this.files.withinBudget(
+      tasks.map((t) => trimmed(t, view)),
+      2 * this.config.maxMessageFileBytes,
+    );
+    const last = page[page.length - 1];
     return {
-      tasks: await this.files.tasks(
-        ctx.principal.tenantId,
-        tasks.map((t) => trimmed(t, view)),
-      ),
-      nextPageToken: more && last ? encodeCursor({ u: last.timestamp, t: last.id }) : '',
+      tasks: await this.files.tasks(ctx.principal.tenantId, page),
+      nextPageToken:
+        (more || page.length < tasks.length) && last ? encodeCursor({ u: last.timestamp, t: last.id }) : '',
       pageSize: p.pageSize,
       totalSize: total,
       view,
