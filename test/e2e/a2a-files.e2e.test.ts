@@ -307,7 +307,11 @@ describe('binary file parts (spec §4.1.6 Part raw/url; v0.3 FilePart)', () => {
     const all = [...first.result.tasks, ...second.result.tasks];
     const got = all.map((t: any) => Buffer.from(t.history[0].parts[1].raw, 'base64'));
     assert.equal(new Set(all.map((t: any) => t.id)).size, 4);
-    for (const bytes of sent) assert.ok(got.some((g) => g.equals(bytes)), 'the bytes of each file');
+    for (const bytes of sent)
+      assert.ok(
+        got.some((g) => g.equals(bytes)),
+        'the bytes of each file',
+      );
     // Without history (and artifacts) no file is carried: the whole page again.
     const light = await call('ListTasks', { pageSize: 10, historyLength: 0 });
     assert.equal(light.result.tasks.length, 4);
