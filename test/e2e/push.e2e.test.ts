@@ -237,6 +237,57 @@ describe('push notifications (spec §3.1.7–3.1.10, §4.3)', () => {
       assert.equal(native.status, 404);
     });
 
+    it('16 configs a task: a 17th is -32602; a message continuing it with one more is refused before it is taken; another tenant gets "not found"', async () => {
+      const asked = await call(server, a.token, 'SendMessage', message('ask'));
+      const task = asked.result.task;
+      assert.equal(task.status.state, 'TASK_STATE_INPUT_REQUIRED');
+      for (let i = 0; i < 16; i++) {
+        const r = await call(server, a.token, 'CreateTaskPushNotificationConfig', {
+          taskId: task.id,
+          id: `c${i}`,
+          url: receiver.url,
+        });
+        assert.equal(r.result?.id, `c${i}`, JSON.stringify(r));
+      }
+      const extra = await call(server, a.token, 'CreateTaskPushNotificationConfig', {
+        taskId: task.id,
+        id: 'c16',
+        url: receiver.url,
+      });
+      assert.equal(extra.error?.code, -32602);
+      // Replacing one of the 16 is fine.
+      const again = await call(server, a.token, 'CreateTaskPushNotificationConfig', {
+        taskId: task.id,
+        id: 'c3',
+        url: receiver.url,
+      });
+      assert.equal(again.result?.id, 'c3');
+      // The answer with a 17th config: refused, and the task has not taken the message.
+      const before = (await server.as(a.token).get(`/v1/requests/${task.id}`)).body;
+      const answer = await call(server, a.token, 'SendMessage', {
+        message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', taskId: task.id, parts: [{ text: 'an answer' }] },
+        configuration: { taskPushNotificationConfig: { url: receiver.url } },
+      });
+      assert.equal(answer.error?.code, -32602, JSON.stringify(answer));
+      await new Promise((r) => setTimeout(r, 200));
+      const after = (await server.as(a.token).get(`/v1/requests/${task.id}`)).body;
+      assert.equal(after.state, 'input-required');
+      assert.equal(after.last_seq, before.last_seq, 'nothing was written to the task');
+      // Another tenant setting a config on the full task: exactly like a task that does not exist.
+      const theirs = await call(server, b.token, 'CreateTaskPushNotificationConfig', {
+        taskId: task.id,
+        id: 'x',
+        url: receiver.url,
+      });
+      const missing = await call(server, b.token, 'CreateTaskPushNotificationConfig', {
+        taskId: 'no-such-task',
+        id: 'x',
+        url: receiver.url,
+      });
+      assert.equal(theirs.error?.code, -32001, JSON.stringify(theirs));
+      assert.equal(theirs.error?.message.replace(task.id, 'ID'), missing.error?.message.replace('no-such-task', 'ID'));
+    });
+
     it('bad input on each method is -32602 naming the field, and stores nothing', async () => {
       const task = (await client.sendMessage(SendMessageRequest.fromJSON(message('bad input')))) as Task;
       const t = task.id;

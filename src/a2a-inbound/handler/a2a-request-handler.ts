@@ -232,6 +232,8 @@ export class A2aRequestHandler {
     if (p.push) await this.push.checkWebhook(p.push.config.url, p.push.urlField);
     const input = { tenantId: ctx.principal.tenantId, agent: ctx.agent, message: p.message };
     if (p.message.taskId) {
+      // A config the task has no room for refuses the message before it is taken.
+      if (p.push) await this.push.checkRoom(this.scope(ctx), p.message.taskId, p.push.config, p.push.dialect);
       const { taskId, seq } = await this.tasks.continue({ ...input, taskId: p.message.taskId });
       if (p.push) await this.push.attach(this.scope(ctx), taskId, p.push.config, p.push.dialect, seq - 1);
       return { taskId, afterSeq: seq };

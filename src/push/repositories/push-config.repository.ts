@@ -65,10 +65,12 @@ export class PushConfigRepository {
     return rows.length > 0;
   }
 
-  async count(taskId: string): Promise<number> {
-    const [r] = await this.ds.query<{ n: number }[]>(`SELECT count(*)::int AS n FROM push_configs WHERE task_id = $1`, [
-      taskId,
-    ]);
+  async count(tenantId: string, agentId: string | undefined, taskId: string): Promise<number> {
+    // The tenant's task only: another tenant's task has no configs here (its count would tell it exists).
+    const [r] = await this.ds.query<{ n: number }[]>(
+      `SELECT count(*)::int AS n FROM push_configs c JOIN a2a_tasks a ON a.task_id = c.task_id WHERE ${TASK_OF}`,
+      [taskId, tenantId, agentId ?? null],
+    );
     return r?.n ?? 0;
   }
 

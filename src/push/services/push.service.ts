@@ -142,6 +142,23 @@ export class PushService {
     return this.configs.taskExists(scope.tenantId, taskId, scope.agentId);
   }
 
+  /**
+   * Refuses a config the task has no room for (a new id beyond
+   * `MAX_CONFIGS_PER_TASK`). A message that continues a task with a config
+   * is checked before the message is taken, so a refusal changes nothing.
+   */
+  async checkRoom(scope: PushScope, taskId: string, input: PushConfigInput, dialect: PushDialect): Promise<void> {
+    const named = input.id ?? (dialect === '0.3' ? taskId : undefined); // else a fresh id: always a new config
+    if (named !== undefined && (await this.configs.get(scope.tenantId, scope.agentId, taskId, named))) return;
+    if ((await this.configs.count(scope.tenantId, scope.agentId, taskId)) >= MAX_CONFIGS_PER_TASK) {
+      const field = dialect === '1.0' ? 'params.id' : 'params.pushNotificationConfig.id';
+      throw DomainError.validation(
+        [{ field, messages: [`a task has at most ${MAX_CONFIGS_PER_TASK} push notification configs`] }],
+        `invalid params: task '${taskId}' already has ${MAX_CONFIGS_PER_TASK} push notification configs; delete one first`,
+      );
+    }
+  }
+
   private async store(
     scope: PushScope,
     taskId: string,
@@ -149,17 +166,9 @@ export class PushService {
     dialect: PushDialect,
     fromSeq?: number,
   ): Promise<PushConfigView> {
+    await this.checkRoom(scope, taskId, input, dialect);
     // v0.3 clients (and the official SDK) name a config without an id after its task.
     const id = input.id ?? (dialect === '0.3' ? taskId : randomUUID());
-    if (!(await this.configs.get(scope.tenantId, scope.agentId, taskId, id))) {
-      if ((await this.configs.count(taskId)) >= MAX_CONFIGS_PER_TASK) {
-        const field = dialect === '1.0' ? 'params.id' : 'params.pushNotificationConfig.id';
-        throw DomainError.validation(
-          [{ field, messages: [`a task has at most ${MAX_CONFIGS_PER_TASK} push notification configs`] }],
-          `invalid params: task '${taskId}' already has ${MAX_CONFIGS_PER_TASK} push notification configs; delete one first`,
-        );
-      }
-    }
     const view = await this.configs.upsert(scope.tenantId, scope.agentId, taskId, id, input, dialect, fromSeq);
     if (!view) throw TaskError.notFound(taskId);
     this.worker.watch(taskId);
