@@ -8,13 +8,6 @@ export interface SseFrame {
   data: unknown;
 }
 
-/**
- * Writes an SSE response from `frames`: an `id:` line when the frame has
- * one, heartbeat comments while idle, and backpressure from the socket.
- * Returns when the frames end or the client goes away (then `abort` fires,
- * so the producer can stop). When the server aborts the stream with a
- * `DomainError` (its access was revoked), `onError` gives the last frame.
- */
 /** The abort reason when a client goes away: one shared error (a new one per request would capture a stack trace each). */
 export const CLIENT_GONE = new Error('client disconnected');
 
@@ -65,6 +58,13 @@ const SSE_HEADERS = [
   'no',
 ];
 
+/**
+ * Writes an SSE response from `frames`: an `id:` line when the frame has
+ * one, heartbeat comments while idle, and backpressure from the socket.
+ * Returns when the frames end or the client goes away (then `abort` fires,
+ * so the producer can stop). When the server aborts the stream with a
+ * `DomainError` (its access was revoked), `onError` gives the last frame.
+ */
 export async function writeSse(
   res: ServerResponse,
   frames: AsyncIterable<SseFrame>,

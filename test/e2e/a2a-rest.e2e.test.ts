@@ -1,3 +1,5 @@
+// Also loaded by the test runner (--import); here too so that running this file alone keeps the tripwire.
+import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { request } from 'node:http';

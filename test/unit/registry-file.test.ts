@@ -1,3 +1,5 @@
+// Also loaded by the test runner (--import); here too so that running this file alone keeps the tripwire.
+import '../helpers/loopback-only.js';
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseRegistry, RegistryError } from '../../src/a2a-outbound/remote-registry.service.js';

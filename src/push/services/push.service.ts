@@ -88,12 +88,14 @@ export class PushService {
   ): Promise<PushConfigView> {
     if (!(await this.exists(scope, taskId))) throw TaskError.notFound(taskId);
     await this.checkWebhook(input.url, urlField);
+    await this.checkRoom(scope, taskId, input, dialect);
     return this.store(scope, taskId, input, dialect);
   }
 
   /**
-   * The config a SendMessage carries (its URL already checked): stored with
-   * the cursor at `fromSeq`, so the webhook gets the task's updates from the
+   * The config a SendMessage carries (its URL, and for a task it continues
+   * its room, already checked; a new task has none yet): stored with the
+   * cursor at `fromSeq`, so the webhook gets the task's updates from the
    * start of this message on.
    */
   async attach(
@@ -166,7 +168,6 @@ export class PushService {
     dialect: PushDialect,
     fromSeq?: number,
   ): Promise<PushConfigView> {
-    await this.checkRoom(scope, taskId, input, dialect);
     // v0.3 clients (and the official SDK) name a config without an id after its task.
     const id = input.id ?? (dialect === '0.3' ? taskId : randomUUID());
     const view = await this.configs.upsert(scope.tenantId, scope.agentId, taskId, id, input, dialect, fromSeq);
