@@ -1,3 +1,4 @@
+import { MAX_JSON_DEPTH, parseJsonText, tooDeepAt } from '../common/json-guard.js';
 import { egressRequest, type EgressPolicy } from '../common/net/egress.js';
 
 /** Why a remote call failed, in the seed's failure vocabulary. */
@@ -45,6 +46,9 @@ export function egressFetch(policy: EgressPolicy, token: string, timeoutMs: numb
       if (v === undefined) continue;
       for (const one of Array.isArray(v) ? v : [v]) out.append(k, one);
     }
+    if (tooDeep(res.body, out.get('content-type') ?? '')) {
+      throw new RemoteCallError('malformed', `the response is nested deeper than ${MAX_JSON_DEPTH} levels`);
+    }
     if (res.status >= 400 && !isJsonRpcError(res.body)) {
       throw new RemoteCallError('http', `HTTP ${res.status}: ${statusText(res.status)}`);
     }
@@ -63,9 +67,20 @@ function sameOrigin(url: string, origin: string): boolean {
   }
 }
 
+/**
+ * Whether a remote's JSON (a body, or each `data:` line of an event stream)
+ * nests deeper than we take: the SDK parses it with `JSON.parse`, whose cost
+ * on deep nesting is far from linear, in the thread every tenant shares.
+ */
+function tooDeep(body: Buffer, contentType: string): boolean {
+  const text = body.toString('utf8');
+  if (!contentType.toLowerCase().startsWith('text/event-stream')) return tooDeepAt(text) !== -1;
+  return text.split('\n').some((line) => line.startsWith('data:') && tooDeepAt(line) !== -1);
+}
+
 function isJsonRpcError(body: Buffer): boolean {
   try {
-    const j = JSON.parse(body.toString('utf8')) as { jsonrpc?: unknown; error?: unknown };
+    const j = parseJsonText(body.toString('utf8')) as { jsonrpc?: unknown; error?: unknown };
     return j.jsonrpc === '2.0' && j.error !== null && typeof j.error === 'object';
   } catch {
     return false;

@@ -1,7 +1,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
-import { jsonSyntaxProblem } from '../common/json-guard.js';
+import { jsonSyntaxProblem, parseJsonText } from '../common/json-guard.js';
 
 /** One remote A2A agent as the operator configured it. */
 export interface RemoteAgent {
@@ -51,7 +51,7 @@ export function parseRegistry(
 ): { agents: Map<string, RemoteAgent>; warnings: string[] } {
   let doc: unknown;
   try {
-    doc = JSON.parse(text);
+    doc = parseJsonText(text);
   } catch (err) {
     throw new RegistryError(jsonSyntaxProblem(err));
   }

@@ -3,7 +3,8 @@ import express, { type Request, type RequestHandler, type Response } from 'expre
 import type { Observable } from 'rxjs';
 import { AppConfig } from '../config/app-config.js';
 import { DomainError, requestIdOf } from './errors.js';
-import { findJsonProblem } from './json-guard.js';
+import { bodyProblem } from './http/read-body.js';
+import { findJsonProblem, JsonTextError, MAX_JSON_DEPTH, parseJsonText, tooDeep, tooDeepAt } from './json-guard.js';
 
 const JSON_TYPES = ['application/json', 'application/*+json'];
 
@@ -32,7 +33,17 @@ export class BodyReader implements NestInterceptor {
 
   constructor(config: AppConfig) {
     this.limit = config.maxBodyBytes;
-    this.json = express.json({ limit: this.limit, strict: true, type: JSON_TYPES });
+    this.json = express.json({
+      limit: this.limit,
+      strict: true,
+      type: JSON_TYPES,
+      // Nesting is bounded before body-parser's JSON.parse, whose cost on deep nesting is far from linear.
+      verify: (_req, _res, buf, encoding) => {
+        const text = buf.toString((encoding as BufferEncoding | undefined) ?? 'utf8');
+        const at = tooDeepAt(text);
+        if (at !== -1) throw tooDeep(text, at, MAX_JSON_DEPTH);
+      },
+    });
   }
 
   async intercept(ctx: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
@@ -77,6 +88,7 @@ export class BodyReader implements NestInterceptor {
   /** A body-parser failure as the error the client gets. */
   private refusal(err: unknown, req: Request, limit: number): unknown {
     if (err instanceof DomainError) return err;
+    if (err instanceof JsonTextError) return bodyProblem(err);
     const e = err as { type?: string; status?: number };
     this.logger.warn(
       {
@@ -89,7 +101,7 @@ export class BodyReader implements NestInterceptor {
     );
     if (e.type === 'entity.too.large')
       return new DomainError('payload_too_large', `request body exceeds ${limit} bytes`);
-    if (e.type === 'entity.parse.failed') return new DomainError('invalid_json', 'request body is not valid JSON');
+    if (e.type === 'entity.parse.failed') return invalidJson((err as { body?: unknown }).body);
     if (e.status === 415) {
       return new DomainError(
         'unsupported_media_type',
@@ -101,4 +113,19 @@ export class BodyReader implements NestInterceptor {
     }
     return err;
   }
+}
+
+/** body-parser's parse failure, located: the text is parsed again only to say where it broke (never quoted). */
+function invalidJson(text: unknown): DomainError {
+  if (typeof text !== 'string') return new DomainError('invalid_json', 'request body is not valid JSON');
+  const first = /\S/.exec(text)?.[0];
+  if (first !== '{' && first !== '[') {
+    return new DomainError('invalid_json', 'request body is not valid JSON: it must be an object or an array');
+  }
+  try {
+    parseJsonText(text);
+  } catch (err) {
+    if (err instanceof JsonTextError) return bodyProblem(err);
+  }
+  return new DomainError('invalid_json', 'request body is not valid JSON');
 }

@@ -3,7 +3,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
 import { MCP_SERVER_NAME } from '../registry/tools.js';
-import { jsonSyntaxProblem } from '../common/json-guard.js';
+import { jsonSyntaxProblem, parseJsonText } from '../common/json-guard.js';
 
 interface Common {
   name: string;
@@ -97,7 +97,7 @@ export function parseMcpRegistry(
 ): { servers: Map<string, McpServerConfig>; warnings: string[] } {
   let doc: unknown;
   try {
-    doc = JSON.parse(text);
+    doc = parseJsonText(text);
   } catch (err) {
     throw new McpRegistryError(jsonSyntaxProblem(err));
   }

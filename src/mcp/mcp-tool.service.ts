@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { capBytes } from '../common/text.js';
+import { jsonSyntaxProblem, parseJsonText } from '../common/json-guard.js';
 import { McpFailure, McpPool } from './mcp-pool.service.js';
 import { McpRegistry, type McpServerConfig } from './mcp-registry.service.js';
 
@@ -157,9 +158,9 @@ function parseArgs(json: string | undefined): Record<string, unknown> {
   if (Buffer.byteLength(json) > MAX_ARGS) throw new McpFailure(`ERR: arguments are larger than ${MAX_ARGS / 1024} KiB`);
   let v: unknown;
   try {
-    v = JSON.parse(json);
-  } catch {
-    throw new McpFailure('ERR: arguments must be a JSON object (not valid JSON)');
+    v = parseJsonText(json);
+  } catch (err) {
+    throw new McpFailure(`ERR: arguments must be a JSON object (${jsonSyntaxProblem(err)})`);
   }
   if (v === null || typeof v !== 'object' || Array.isArray(v))
     throw new McpFailure('ERR: arguments must be a JSON object');

@@ -291,6 +291,64 @@ describe('edges: requests in, replies out', () => {
     assert.equal(r.error?.code, -32005);
   });
 
+  describe('JSON bodies that cannot be taken are refused before they are parsed, saying where', () => {
+    const rest = (body: string) =>
+      fetch(`${server.url}/v1/a2a/agents/index/message:send`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${t.token}`, 'content-type': 'application/json', ...V1 },
+        body,
+      });
+
+    it('8 MiB of "[": a depth error at line 1, column 65 on JSON-RPC, REST and the native API (a parse would say -32700)', async () => {
+      const deep = '['.repeat(8 * 1024 * 1024);
+      const r = (await (await rpc(server.url, t.token, 'index', deep, V1)).json()) as RpcReply;
+      assert.equal(r.error?.code, -32600, JSON.stringify(r.error));
+      assert.match(r.error.message, /nested deeper than 64 levels \(line 1, column 65\)/);
+      const res = await rest(deep);
+      assert.equal(res.status, 400);
+      const status = (await res.json()) as { error: { status: string; message: string } };
+      assert.equal(status.error.status, 'INVALID_ARGUMENT');
+      assert.match(status.error.message, /nested deeper than 64 levels \(line 1, column 65\)/);
+      const native = await t.client.request('POST', '/v1/agents', {
+        raw: '['.repeat(3 * 1024 * 1024),
+        headers: { 'content-type': 'application/json' },
+      });
+      assert.equal(native.status, 400);
+      assert.equal(native.body.code, 'validation_failed');
+      assert.match(native.body.error, /nested deeper than 64 levels \(line 1, column 65\)/);
+    });
+
+    it('a body that is more than the limit besides its file bytes is a 413 before parsing (unterminated, it would be -32700)', async () => {
+      const filler = '[],'.repeat((5 * 1024 * 1024) / 3);
+      const body = `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"metadata":{"x":[${filler}`;
+      const res = await rpc(server.url, t.token, 'index', body, V1);
+      assert.equal(res.status, 413);
+      assert.match(await res.text(), /exceeds 4194304 bytes besides its file bytes/);
+      const viaRest = await rest(`{"message":{"metadata":{"x":[${filler}`);
+      assert.equal(viaRest.status, 413);
+    });
+
+    it('a syntax error names its line and column, on every route, without quoting the body', async () => {
+      const secret = 'sk-live-0123456789';
+      const broken = `{\n  "note": "${secret}",\n  "role": }`;
+      const r = (await (await rpc(server.url, t.token, 'index', broken, V1)).json()) as RpcReply;
+      assert.equal(r.error?.code, -32700);
+      assert.match(r.error.message, /value expected at line 3, column 11/);
+      const res = await rest(broken);
+      assert.equal(res.status, 400);
+      const text = await res.text();
+      assert.match(text, /value expected at line 3, column 11/);
+      const native = await t.client.request('POST', '/v1/agents', {
+        raw: broken,
+        headers: { 'content-type': 'application/json' },
+      });
+      assert.equal(native.status, 400);
+      assert.equal(native.body.code, 'invalid_json');
+      assert.match(native.body.error, /value expected at line 3, column 11/);
+      for (const answer of [JSON.stringify(r), text, native.text]) assert.ok(!answer.includes(secret), answer);
+    });
+  });
+
   it('validation errors stay small: 80,000 unknown keys list 20 problems and count the rest', async () => {
     const body: Record<string, number> = { id: 1 };
     for (let i = 0; i < 80_000; i++) body[`k${i}`] = 1;

@@ -189,7 +189,10 @@ describe('/mcp: MCP servers (reference servers over stdio and streamable HTTP) d
     );
     const results = fed.split(/\n(?=\[\/mcp )/);
     assert.match(results[0], /\nERR: invalid arguments for everything\/echo: data\/message must be string\n/);
-    assert.match(results[1], /\nERR: arguments must be a JSON object \(not valid JSON\)\n/);
+    assert.match(
+      results[1],
+      /\nERR: arguments must be a JSON object \(not valid JSON: value expected at line 1, column 12\)\n/,
+    );
     assert.match(results[2], /\nERR: arguments must be a JSON object\n/);
     assert.match(results[3], /\nERR: mcp server 'everything' has no tool 'no-such-tool'\n/);
     assert.match(results[4], /\nERR: no mcp server named 'nowhere'\n/);

@@ -47,7 +47,7 @@ describe('mcp_servers.json parsing (the Claude Desktop / Cursor shape, *_env sec
 
   it('refuses a malformed file with the path of the bad field, never quoting its content', () => {
     const cut = problem('{"mcpServers": {"a": {"command": "x", "env": {"K": "sk-SECRET');
-    assert.match(cut, /^not valid JSON( \(near position \d+\))?$/);
+    assert.match(cut, /^not valid JSON: unterminated string at line 1, column \d+$/);
     assert.ok(!problem('{"mcpServers": {"a": {"env": "sk-SECRET" x}}}').includes('SECRET'));
     assert.equal(problem({ servers: {} }), 'unknown field "servers"');
     assert.equal(

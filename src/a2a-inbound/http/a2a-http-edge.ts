@@ -3,8 +3,17 @@ import type { TLSSocket } from 'node:tls';
 import { Injectable, Logger } from '@nestjs/common';
 import type { TenantPrincipal } from '../../common/auth.decorators.js';
 import { DomainError } from '../../common/errors.js';
-import { findJsonProblem } from '../../common/json-guard.js';
-import { BodyAborted, hasBody, isJsonType, isUtf8, mediaTypeOf, readBody } from '../../common/http/read-body.js';
+import { findJsonProblem, type JsonTextError, parseJsonText, scanJson } from '../../common/json-guard.js';
+import { checkScanBesidesFiles } from './body-size.js';
+import {
+  BodyAborted,
+  bodyProblem,
+  hasBody,
+  isJsonType,
+  isUtf8,
+  mediaTypeOf,
+  readBody,
+} from '../../common/http/read-body.js';
 import { requestIdFor, JSONRPC_ROUTE, type RequestRecorder } from '../../common/http/request-record.js';
 import { setHeaders, type HeaderList } from '../../common/http/security-headers.js';
 import { safeError } from '../../common/safe-error.js';
@@ -261,6 +270,8 @@ export class A2aHttpEdge {
     x.continue();
     const { text, bytes } = await readBody(x.req, this.config.a2aBodyBytes);
     x.bodyBytes = bytes;
+    x.bodyScan = scanJson(text);
+    checkScanBesidesFiles(bytes, x.bodyScan, this.config);
     return text;
   }
 
@@ -274,14 +285,18 @@ export class A2aHttpEdge {
     x.continue();
     const { text, bytes } = await readBody(x.req, this.config.a2aBodyBytes);
     x.bodyBytes = bytes;
+    const scan = scanJson(text);
+    checkScanBesidesFiles(bytes, scan, this.config);
     const first = /\S/.exec(text)?.[0];
     if (first === undefined) return undefined;
+    if (first !== '{' && first !== '[') {
+      throw new DomainError('invalid_json', 'request body is not valid JSON: it must be an object or an array');
+    }
     let body: unknown;
     try {
-      if (first !== '{' && first !== '[') throw new SyntaxError('not an object or array');
-      body = JSON.parse(text);
-    } catch {
-      throw new DomainError('invalid_json', 'request body is not valid JSON');
+      body = parseJsonText(text, { scan });
+    } catch (err) {
+      throw bodyProblem(err as JsonTextError);
     }
     const problem = findJsonProblem(body);
     if (problem) {

@@ -1,6 +1,7 @@
 import { DomainError } from '../../common/errors.js';
 import type { AppConfig } from '../../config/app-config.js';
 import type { ParsedParams } from '../../a2a-wire/dialects/dialect.js';
+import type { JsonScan } from '../../common/json-guard.js';
 
 /**
  * An A2A request body may be `ARBITER_MAX_BODY_BYTES` plus the base64 of
@@ -29,8 +30,25 @@ export function checkBesidesFiles(
     }
   }
   if (bytes - fileBytes <= plain) return;
-  throw new DomainError(
-    'payload_too_large',
-    `request body exceeds ${plain} bytes besides its file bytes (files: ${config.a2aBodyBytes - plain} bytes more)`,
-  );
+  throw tooLargeBesidesFiles(config);
 }
+
+/**
+ * The same limit checked before the body is parsed, from the edge's scan:
+ * file bytes are long strings, so a body whose text besides long strings
+ * passes `ARBITER_MAX_BODY_BYTES` cannot pass `checkBesidesFiles` either —
+ * and parsing it first (say 14 MiB of `[],`) would hold the event loop for
+ * most of a second.
+ */
+export function checkScanBesidesFiles(bytes: number, scan: JsonScan, config: AppConfig): void {
+  // A body too deep is refused for its depth when it is parsed, which the scan's depth answer makes cheap.
+  if (scan.deepAt === -1 && bytes > config.maxBodyBytes && scan.besidesLongStrings > config.maxBodyBytes) {
+    throw tooLargeBesidesFiles(config);
+  }
+}
+
+const tooLargeBesidesFiles = (config: AppConfig): DomainError =>
+  new DomainError(
+    'payload_too_large',
+    `request body exceeds ${config.maxBodyBytes} bytes besides its file bytes (files: ${config.a2aBodyBytes - config.maxBodyBytes} bytes more)`,
+  );

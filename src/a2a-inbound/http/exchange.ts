@@ -5,6 +5,7 @@ import { toErrorResponse, BEARER_CHALLENGE } from '../../common/http-exception.f
 import { Logger } from '@nestjs/common';
 import { DomainError } from '../../common/errors.js';
 import { safeError } from '../../common/safe-error.js';
+import type { JsonScan } from '../../common/json-guard.js';
 
 const logger = new Logger('A2A');
 
@@ -21,6 +22,8 @@ export class HttpExchange {
   private readonly extra: string[] = [];
   /** The size of the request's body as read (decoded), for the limit besides file bytes (see `checkBesidesFiles`). */
   bodyBytes = 0;
+  /** What the edge's scan of a JSON body found before parsing (so it is scanned once). */
+  bodyScan: JsonScan | undefined;
   private parsedQuery: Query | undefined;
 
   constructor(

@@ -1,4 +1,10 @@
-import { findJsonProblem, MAX_JSON_DEPTH } from '../../common/json-guard.js';
+import {
+  findJsonProblem,
+  MAX_JSON_DEPTH,
+  parseJsonText,
+  type JsonScan,
+  type JsonTextError,
+} from '../../common/json-guard.js';
 import { A2aError } from '../../a2a-wire/a2a-errors.js';
 import { isObject, type Json } from '../../a2a-wire/dialects/params.js';
 
@@ -29,16 +35,22 @@ const MEMBERS = new Set(['jsonrpc', 'id', 'method', 'params']);
  * are unknown members. `params` is only checked to be an object here: its
  * content belongs to the method (see `checkParamsJson`).
  */
-export function parseEnvelope(text: string): Envelope {
+export function parseEnvelope(text: string, scan?: JsonScan): Envelope {
   let id: RpcId = null;
   const fail = (error: A2aError): never => {
     throw new EnvelopeError(id, error);
   };
   let body: unknown;
   try {
-    body = JSON.parse(text);
-  } catch {
-    return fail(new A2aError('parse_error', 'invalid JSON payload'));
+    body = parseJsonText(text, { root: '', scan });
+  } catch (err) {
+    const e = err as JsonTextError;
+    // Nesting is bounded before parsing (the id cannot be read then): too deep in params is bad params, elsewhere a bad request.
+    if (e.kind === 'depth' && e.path?.startsWith('params')) {
+      return fail(A2aError.invalidParams(e.path, `${e.reason} (line ${e.at.line}, column ${e.at.column})`));
+    }
+    if (e.kind === 'depth') return fail(new A2aError('invalid_request', `the request's ${e.message}`));
+    return fail(new A2aError('parse_error', `invalid JSON payload: ${e.message}`));
   }
   if (Array.isArray(body)) return fail(new A2aError('invalid_request', 'batch requests are not supported'));
   if (!isObject(body))

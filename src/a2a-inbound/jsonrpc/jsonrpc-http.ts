@@ -110,7 +110,7 @@ export class JsonRpcHttp {
     const onClose = (): void => abort.abort(CLIENT_GONE);
     res.once('close', onClose);
     try {
-      const envelope = parseEnvelope(body);
+      const envelope = parseEnvelope(body, x.bodyScan);
       id = envelope.id;
       const methodDialect = dialectOf(envelope.method);
       if (!methodDialect) throw new A2aError('method_not_found', `method '${envelope.method.slice(0, 64)}' not found`);

@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { parse as parseContentType } from 'content-type';
 import { DomainError } from '../errors.js';
+import type { JsonTextError } from '../json-guard.js';
 
 /** A request's media type and charset (both lower case), or null when the header is malformed. */
 export function mediaTypeOf(header: string): { type: string; charset?: string } | null {
@@ -139,4 +140,20 @@ export function readBody(req: IncomingMessage, limit: number): Promise<{ text: s
       req.on('end', onRawEnd);
     }
   });
+}
+
+/**
+ * A body whose text cannot be taken, as the client gets it: a syntax error
+ * (400 `invalid_json`, saying where) or a value nested too deep (400
+ * `validation_failed` naming it, as for any other field).
+ */
+export function bodyProblem(err: JsonTextError): DomainError {
+  if (err.kind === 'depth') {
+    const field = err.path?.replace(/^body\.?/, '') || 'body';
+    return DomainError.validation(
+      [{ field, messages: [`${err.reason} (line ${err.at.line}, column ${err.at.column})`] }],
+      err.message,
+    );
+  }
+  return new DomainError('invalid_json', `request body is ${err.message}`);
 }

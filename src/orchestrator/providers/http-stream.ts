@@ -1,6 +1,7 @@
 import { parseSseStream } from '@a2a-js/sdk';
 import { ProviderError, errorForStatus } from './provider.js';
 import { parseRetryAfter } from './retry-after.js';
+import { parseJsonText } from '../../common/json-guard.js';
 
 /** Largest single SSE event accepted from a provider. */
 const MAX_EVENT_BYTES = 1024 * 1024;
@@ -51,7 +52,7 @@ export async function* postSse(
 /** Parses one event's JSON payload; anything else is a malformed stream. */
 export function parseChunk(provider: string, data: string): unknown {
   try {
-    return JSON.parse(data);
+    return parseJsonText(data);
   } catch {
     throw new ProviderError('provider_error', `${provider} sent a malformed stream chunk`);
   }

@@ -1,4 +1,5 @@
 import type { AppConfig, SearchProviderName } from '../../config/app-config.js';
+import { parseJsonText } from '../../common/json-guard.js';
 
 /** One search hit as every provider's answer is reduced to. */
 export interface SearchResult {
@@ -73,7 +74,7 @@ async function getJson(
     throw new SearchError(`${provider} sent a malformed response`);
   }
   try {
-    return JSON.parse(text) as unknown;
+    return parseJsonText(text);
   } catch {
     throw new SearchError(`${provider} sent a malformed response (not JSON)`);
   }

@@ -10,7 +10,7 @@ import {
   MASTER_AGENT_ID,
   type Constitution,
 } from '../constitution.js';
-import { jsonSyntaxProblem } from '../../common/json-guard.js';
+import { jsonSyntaxProblem, parseJsonText } from '../../common/json-guard.js';
 
 export interface FileAgent {
   id: string;
@@ -55,7 +55,7 @@ export function loadFileAgents(dir: string): { agents: FileAgent[]; problems: Fi
       if (stat.size > MAX_FILE_BYTES) throw new Error(`larger than ${MAX_FILE_BYTES} bytes`);
       let parsed: unknown;
       try {
-        parsed = JSON.parse(readFileSync(file, 'utf8'));
+        parsed = parseJsonText(readFileSync(file, 'utf8'));
       } catch (err) {
         throw new Error(`invalid JSON: ${jsonSyntaxProblem(err)}`);
       }
