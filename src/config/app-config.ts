@@ -46,6 +46,7 @@ export const CONFIG_ENV = {
   maxTextFileBytes: 'ARBITER_MAX_TEXT_FILE_BYTES',
   maxFileBytes: 'ARBITER_MAX_FILE_BYTES',
   maxMessageFileBytes: 'ARBITER_MAX_MESSAGE_FILE_BYTES',
+  listPageBytes: 'ARBITER_LIST_PAGE_BYTES',
   leaseMs: 'ARBITER_LEASE_MS',
   tenantSendsPerMinute: 'ARBITER_TENANT_SENDS_PER_MINUTE',
   tenantMaxRunningTasks: 'ARBITER_TENANT_MAX_RUNNING_TASKS',
@@ -299,6 +300,16 @@ export class AppConfig {
   @Min(1, { message: 'must be an integer between 1 and 67108864' })
   @Max(64 * 1024 * 1024, { message: 'must be an integer between 1 and 67108864' })
   maxMessageFileBytes = 10 * 1024 * 1024;
+
+  /**
+   * The most content (history, artifacts, metadata and status messages, as JSON text) one page of a task
+   * list carries after its first task: a longer page is cut short and continued by its page token.
+   */
+  @Transform(toInt)
+  @IsInt({ message: 'must be an integer between 65536 and 268435456' })
+  @Min(64 * 1024, { message: 'must be an integer between 65536 and 268435456' })
+  @Max(256 * 1024 * 1024, { message: 'must be an integer between 65536 and 268435456' })
+  listPageBytes = 4 * 1024 * 1024;
 
   /**
    * The body limit of the A2A routes that take messages: `ARBITER_MAX_BODY_BYTES` for the JSON around
@@ -633,6 +644,7 @@ export class AppConfig {
       maxBodyBytes: this.maxBodyBytes,
       maxFileBytes: this.maxFileBytes,
       maxMessageFileBytes: this.maxMessageFileBytes,
+      listPageBytes: this.listPageBytes,
       adminToken: this.adminToken ? 'from ARBITER_ADMIN_TOKEN' : `from ${this.adminTokenFile}`,
       defaultModel: this.defaultModel,
       providers: {

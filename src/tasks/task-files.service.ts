@@ -4,6 +4,7 @@ import { TaskFileRepository } from './repositories/task-file.repository.js';
 import type { StoredTaskEvent } from './task-events.js';
 import { artifactWithBytes, fileBytesIn, fileIdsIn, messagesWithBytes, messageWithBytes } from './task-files.js';
 import type { TaskSnapshot } from './task-snapshot.js';
+import type { TaskListCursor } from './repositories/task.repository.js';
 
 function* snapshotParts(t: TaskSnapshot): Generator<PartJson> {
   for (const m of t.history) yield* m.parts;
@@ -42,6 +43,22 @@ export class TaskFiles {
       if (used > budget && i > 0) return ts.slice(0, i);
     }
     return ts;
+  }
+
+  /**
+   * A page of a task list as it is served: cut to `budget` bytes of stored
+   * files too (see `withinBudget`), their bytes restored, and the keyset the
+   * next page starts after — none when nothing follows.
+   */
+  async page(
+    tenantId: string,
+    listed: { tasks: TaskSnapshot[]; more: boolean; last?: TaskListCursor },
+    budget: number,
+  ): Promise<{ tasks: TaskSnapshot[]; next?: TaskListCursor }> {
+    const page = this.withinBudget(listed.tasks, budget);
+    const cut = page.length < listed.tasks.length ? page[page.length - 1] : undefined;
+    const next = cut ? { updatedAt: cut.timestamp, taskId: cut.id } : listed.more ? listed.last : undefined;
+    return { tasks: await this.tasks(tenantId, page), ...(next ? { next } : {}) };
   }
 
   /** Tasks of one tenant, with one read for all their files. */

@@ -4,7 +4,13 @@ import type { ChatMessage } from '../orchestrator/providers/provider.js';
 import type { ResolvedAgent } from '../registry/services/agent-catalog.service.js';
 import { EventLog, type Watch } from './event-log/event-log.service.js';
 import { TaskEventRepository } from './repositories/task-event.repository.js';
-import { TaskRepository, type TaskListQuery, type TaskRow } from './repositories/task.repository.js';
+import {
+  TaskRepository,
+  type TaskListCursor,
+  type TaskListQuery,
+  type TaskListView,
+  type TaskRow,
+} from './repositories/task.repository.js';
 import { TaskWrites } from './repositories/task-writes.js';
 import { LeaseService } from './runs/lease.service.js';
 import { RunEnd } from './runs/run-end.js';
@@ -243,15 +249,23 @@ export class TaskService {
     return this.snapshotOf(await this.findRow(tenantId, taskId, agentId));
   }
 
-  async list(q: TaskListQuery): Promise<{ tasks: TaskSnapshot[]; total: number; more: boolean }> {
-    const rows = await this.tasks.list({ ...q, limit: q.limit + 1 });
-    const page = rows.slice(0, q.limit);
+  /**
+   * A page of the tenant's tasks (see `TaskRepository.page`): at most
+   * `q.limit`, and after the first at most `ARBITER_LIST_PAGE_BYTES` of what
+   * the view shows; `last` is where the next page starts when `more`.
+   */
+  async list(
+    q: TaskListQuery,
+    view: TaskListView = { includeArtifacts: true },
+  ): Promise<{ tasks: TaskSnapshot[]; total: number; more: boolean; last?: TaskListCursor }> {
     const { limit: _l, before: _b, ...filter } = q;
-    const [tasks, total] = await Promise.all([
-      Promise.all(page.map((r) => this.snapshotOf(r))),
+    const [page, total] = await Promise.all([
+      this.tasks.page(q, view, this.config.listPageBytes),
       this.tasks.count(filter),
     ]);
-    return { tasks, total, more: rows.length > q.limit };
+    // A running task's artifacts are folded from its log, which only a view with artifacts needs.
+    const tasks = await Promise.all(page.rows.map((r) => (view.includeArtifacts ? this.snapshotOf(r) : toSnapshot(r))));
+    return { tasks, total, more: page.more, last: page.last };
   }
 
   /**

@@ -118,6 +118,24 @@ describe(`migrations (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
     assert.deepEqual(await tables(), TABLES);
   });
 
+  it('the content sizes of tasks stored before them are filled in', async () => {
+    await ds.undoLastMigration({ transaction: 'each' });
+    await ds.query(`INSERT INTO tenants (id, name) VALUES ('00000000-0000-4000-8000-000000000002', 'sizes')`);
+    const history = [{ messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'x'.repeat(1000) }] }];
+    await ds.query(
+      `INSERT INTO a2a_tasks (task_id, tenant_id, agent_id, context_id, state, updated_at, history, artifacts, metadata)
+       VALUES ('sized', '00000000-0000-4000-8000-000000000002', 'index', 'c', 'TASK_STATE_COMPLETED', now(), $1, '[]', '{"k":"v"}')`,
+      [JSON.stringify(history)],
+    );
+    await runMigrations(ds, !REAL_POSTGRES);
+    const [row] = await ds.query<{ h: string; a: string; e: string }[]>(
+      `SELECT history_bytes AS h, artifacts_bytes AS a, extra_bytes AS e FROM a2a_tasks WHERE task_id = 'sized'`,
+    );
+    assert.ok(Number(row.h) > 1000 && Number(row.h) < 1100, row.h);
+    assert.equal(Number(row.a), 2);
+    assert.equal(Number(row.e), '{"k": "v"}'.length);
+  });
+
   it('npm run migrate (dist/src/cli/migrate.js) logs JSON lines like the server, and exits 2 on bad settings', () => {
     const cli = (env: Record<string, string>) =>
       spawnSync(process.execPath, ['dist/src/cli/migrate.js'], {

@@ -109,26 +109,28 @@ export class A2aRequestHandler {
         throw A2aError.invalidParams('params.pageToken', 'is not a token this server issued');
       throw err;
     }
-    const { tasks, total, more } = await this.tasks.list({
-      tenantId: ctx.principal.tenantId,
-      agentId: ctx.agent.id,
-      contextId: p.contextId,
-      state: p.state,
-      updatedAfter: p.statusTimestampAfter,
-      limit: p.pageSize,
-      before,
-    });
     const view = { historyLength: p.historyLength, includeArtifacts: p.includeArtifacts };
-    // A page carries at most twice a message's file allowance of file bytes: a shorter page, and a token for the rest.
-    const page = this.files.withinBudget(
-      tasks.map((t) => trimmed(t, view)),
+    const { tasks, total, more, last } = await this.tasks.list(
+      {
+        tenantId: ctx.principal.tenantId,
+        agentId: ctx.agent.id,
+        contextId: p.contextId,
+        state: p.state,
+        updatedAfter: p.statusTimestampAfter,
+        limit: p.pageSize,
+        before,
+      },
+      { historyLength: p.historyLength, includeArtifacts: p.includeArtifacts !== false },
+    );
+    // Besides its content's byte budget, a page carries at most twice a message's file allowance of file bytes.
+    const page = await this.files.page(
+      ctx.principal.tenantId,
+      { tasks: tasks.map((t) => trimmed(t, view)), more, last },
       2 * this.config.maxMessageFileBytes,
     );
-    const last = page[page.length - 1];
     return {
-      tasks: await this.files.tasks(ctx.principal.tenantId, page),
-      nextPageToken:
-        (more || page.length < tasks.length) && last ? encodeCursor({ u: last.timestamp, t: last.id }) : '',
+      tasks: page.tasks,
+      nextPageToken: page.next ? encodeCursor({ u: page.next.updatedAt, t: page.next.taskId }) : '',
       pageSize: p.pageSize,
       totalSize: total,
       view,

@@ -6,6 +6,7 @@ import { TaskInputs1763810000000 } from './1763810000000-task-inputs.js';
 import { PushConfigs1763820000000 } from './1763820000000-push-configs.js';
 import { Quotas1763830000000 } from './1763830000000-quotas.js';
 import { TaskFiles1763840000000 } from './1763840000000-task-files.js';
+import { TaskContentBytes1763850000000 } from './1763850000000-task-content-bytes.js';
 
 /** Every migration, oldest first. Never edit one that has been committed; add a new one. */
 export const MIGRATIONS = [
@@ -17,4 +18,5 @@ export const MIGRATIONS = [
   PushConfigs1763820000000,
   Quotas1763830000000,
   TaskFiles1763840000000,
+  TaskContentBytes1763850000000,
 ];

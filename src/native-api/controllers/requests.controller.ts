@@ -87,7 +87,7 @@ export class RequestsController {
   async list(@CurrentTenant() t: TenantPrincipal, @Query() q: RequestListQuery) {
     const c = decodeCursor(q.cursor, ['u', 't'] as const, { u: CURSOR_FIELDS.timestamp, t: CURSOR_FIELDS.taskId });
     const limit = q.limit ?? DEFAULT_PAGE_SIZE;
-    const { tasks, more } = await this.tasks.list({
+    const { tasks, more, last } = await this.tasks.list({
       tenantId: t.tenantId,
       agentId: q.agent_id,
       contextId: q.context_id,
@@ -95,10 +95,11 @@ export class RequestsController {
       limit,
       before: c ? { updatedAt: c.u, taskId: c.t } : undefined,
     });
-    const last = tasks[tasks.length - 1];
+    // At most ARBITER_LIST_PAGE_BYTES of content and twice a message's file allowance of file bytes after the first.
+    const page = await this.files.page(t.tenantId, { tasks, more, last }, 2 * this.config.maxMessageFileBytes);
     return {
-      items: (await this.files.tasks(t.tenantId, tasks)).map(requestView),
-      next_cursor: more && last ? encodeCursor({ u: last.timestamp, t: last.id }) : null,
+      items: page.tasks.map(requestView),
+      next_cursor: page.next ? encodeCursor({ u: page.next.updatedAt, t: page.next.taskId }) : null,
     };
   }
 

@@ -61,6 +61,16 @@ export class TaskEntity {
   @Column({ type: 'jsonb', default: {} })
   metadata: Record<string, unknown>;
 
+  /** Sizes of the JSON text of `history`, `artifacts`, and `metadata` with the status message: a page's byte budget reads them, not the content. */
+  @Column({ name: 'history_bytes', type: 'bigint', default: 0 })
+  historyBytes: string;
+
+  @Column({ name: 'artifacts_bytes', type: 'bigint', default: 0 })
+  artifactsBytes: string;
+
+  @Column({ name: 'extra_bytes', type: 'bigint', default: 0 })
+  extraBytes: string;
+
   @Column({ name: 'input_tokens', type: 'integer', default: 0 })
   inputTokens: number;
 

@@ -189,6 +189,7 @@ export class TaskEventRepository {
            updated_at = ${p.add(status.timestamp)}::timestamptz,
            error_message = ${p.add(status.error ?? '')},
            artifacts = x.artifacts,
+           artifacts_bytes = octet_length(x.artifacts::text),
            owner_instance = NULL,
            lease_expires_at = NULL
          FROM x WHERE a.task_id = x.task_id AND ${where}

@@ -153,8 +153,13 @@ const APPEND: Statement = {
         THEN COALESCE(x.status_at, date_trunc('milliseconds', clock_timestamp())) ELSE a.updated_at END,
       status_message = CASE WHEN x.set_status THEN x.status_message ELSE a.status_message END,
       error_message = COALESCE(x.error_message, a.error_message),
-      history = a.history || COALESCE(x.history, '[]'::jsonb),
+      history = CASE WHEN x.history IS NULL THEN a.history ELSE a.history || x.history END,
+      history_bytes = a.history_bytes + COALESCE(octet_length(x.history::text), 0),
       artifacts = COALESCE(x.artifacts, a.artifacts),
+      artifacts_bytes = COALESCE(octet_length(x.artifacts::text), a.artifacts_bytes),
+      extra_bytes = CASE WHEN x.set_status
+        THEN octet_length(a.metadata::text) + COALESCE(octet_length(x.status_message::text), 0)
+        ELSE a.extra_bytes END,
       input_tokens = COALESCE(x.input_tokens, a.input_tokens),
       output_tokens = COALESCE(x.output_tokens, a.output_tokens),
       owner_instance = CASE WHEN x.set_lease THEN x.lease_owner ELSE a.owner_instance END,
@@ -197,12 +202,13 @@ const CREATE: Statement = {
   ), t AS (
     INSERT INTO a2a_tasks (task_id, tenant_id, agent_id, context_id, state, updated_at, history, metadata, last_seq,
                            last_input_seq, owner_instance, lease_expires_at, message_id, status_message, error_message,
-                           artifacts, input_tokens, output_tokens)
+                           artifacts, input_tokens, output_tokens, history_bytes, artifacts_bytes, extra_bytes)
     SELECT task_id, tenant_id, agent_id, context_id, state, COALESCE(status_at, date_trunc('milliseconds', now())),
            history, metadata, n, last_input, owner,
            CASE WHEN owner IS NULL THEN NULL ELSE now() + make_interval(secs => lease_ms / 1000.0) END, message_id,
            status_message, COALESCE(error_message, ''), COALESCE(artifacts, '[]'::jsonb), COALESCE(input_tokens, 0),
-           COALESCE(output_tokens, 0)
+           COALESCE(output_tokens, 0), octet_length(history::text), COALESCE(octet_length(artifacts::text), 2),
+           octet_length(metadata::text) + COALESCE(octet_length(status_message::text), 0)
       FROM x ORDER BY i
     RETURNING task_id
   ), f AS (

@@ -64,13 +64,35 @@ export interface TaskListQuery {
   state?: TaskStateName;
   updatedAfter?: Date;
   limit: number;
-  before?: { updatedAt: string; taskId: string };
+  before?: TaskListCursor;
 }
 
-/** The row's columns as a `TaskRow` (no mapping step: PostgreSQL names them). */
-const COLUMNS = `task_id AS "taskId", tenant_id AS "tenantId", agent_id AS "agentId", context_id AS "contextId", state,
+/** Where a page of tasks ends: the keyset of its last task. */
+export interface TaskListCursor {
+  updatedAt: string;
+  taskId: string;
+}
+
+/** What of each task a list shows: the last `historyLength` messages (all when unset), artifacts or not. */
+export interface TaskListView {
+  historyLength?: number;
+  includeArtifacts: boolean;
+}
+
+/** A page of task rows: `more` when tasks follow, and `last` (the keyset to continue after) then. */
+export interface TaskRowPage {
+  rows: TaskRow[];
+  more: boolean;
+  last?: TaskListCursor;
+}
+
+/** The row's columns as a `TaskRow` (no mapping step: PostgreSQL names them), history and artifacts as given. */
+const columns = (history: string, artifacts: string): string =>
+  `task_id AS "taskId", tenant_id AS "tenantId", agent_id AS "agentId", context_id AS "contextId", state,
   created_at AS "createdAt", updated_at AS "updatedAt", status_message AS "statusMessage", error_message AS "errorMessage",
-  history, artifacts, metadata, input_tokens AS "inputTokens", output_tokens AS "outputTokens", last_seq AS "lastSeq"`;
+  ${history} AS history, ${artifacts} AS artifacts, metadata, input_tokens AS "inputTokens",
+  output_tokens AS "outputTokens", last_seq AS "lastSeq"`;
+const COLUMNS = columns('history', 'artifacts');
 
 /** A task by id, within its tenant (the hot reads: GetTask, streams, cancels). */
 const FIND: Statement = {
@@ -127,6 +149,7 @@ export class TaskRepository {
            updated_at = CASE WHEN ${resumes} THEN $4::timestamptz ELSE updated_at END,
            status_message = CASE WHEN ${resumes} THEN NULL ELSE status_message END,
            history = history || $3::jsonb,
+           history_bytes = history_bytes + octet_length($3::jsonb::text),
            owner_instance = CASE WHEN ${resumes} THEN $6::varchar ELSE owner_instance END,
            lease_expires_at = CASE WHEN ${resumes} THEN ${leaseExpiry('$7')} ELSE lease_expires_at END
          WHERE task_id = $1 AND tenant_id = $2 AND state NOT IN ${TERMINAL_SQL}
@@ -195,18 +218,67 @@ export class TaskRepository {
     return row ? { state: row.state, errorMessage: row.error_message } : null;
   }
 
-  /** Newest status first; keyset on (updated_at, task_id). */
-  async list(q: TaskListQuery): Promise<TaskRow[]> {
+  /**
+   * A page of tasks, newest status first (keyset on `updated_at, task_id`):
+   * at most `limit`, and after the first at most `budget` bytes of the
+   * content the view shows. The page is chosen from the stored sizes of each
+   * task's content before any of it is read; only its tasks are then read,
+   * their history cut to the view in the database.
+   */
+  async page(q: TaskListQuery, view: TaskListView, budget: number): Promise<TaskRowPage> {
     const p = new Params();
     let where = this.filter(q, p);
     if (q.before) {
       where += ` AND (updated_at, task_id) < (${p.add(q.before.updatedAt)}::timestamptz, ${p.add(q.before.taskId)})`;
     }
-    const rows = await this.ds.query<TaskRow[]>(
-      `SELECT ${COLUMNS} FROM a2a_tasks WHERE ${where} ORDER BY updated_at DESC, task_id DESC LIMIT ${p.add(q.limit)}`,
+    const history = view.historyLength === 0 ? '0' : 'history_bytes';
+    const artifacts = view.includeArtifacts ? 'artifacts_bytes' : '0';
+    const candidates = await this.ds.query<{ task_id: string; updated_at: Date; bytes: string }[]>(
+      `SELECT task_id, updated_at, ${history} + ${artifacts} + extra_bytes AS bytes FROM a2a_tasks
+        WHERE ${where} ORDER BY updated_at DESC, task_id DESC LIMIT ${p.add(q.limit + 1)}`,
       p.values,
     );
-    return rows;
+    let used = 0;
+    let n = 0;
+    for (; n < Math.min(candidates.length, q.limit); n++) {
+      used += Number(candidates[n].bytes);
+      if (used > budget && n > 0) break;
+    }
+    const chosen = candidates.slice(0, n);
+    if (chosen.length === 0) return { rows: [], more: false };
+    const rows = await this.rowsWithView(
+      q.tenantId,
+      chosen.map((c) => c.task_id),
+      view,
+    );
+    const byId = new Map(rows.map((r) => [r.taskId, r]));
+    const last = chosen[chosen.length - 1];
+    return {
+      // In the order chosen (a task that moved meanwhile keeps its place; one deleted meanwhile is left out).
+      rows: chosen.flatMap((c) => byId.get(c.task_id) ?? []),
+      more: candidates.length > n,
+      last: { updatedAt: last.updated_at.toISOString(), taskId: last.task_id },
+    };
+  }
+
+  /** Tasks of a tenant by id, their history cut to the view's last messages and artifacts left out unless shown. */
+  private async rowsWithView(tenantId: string, taskIds: string[], view: TaskListView): Promise<TaskRow[]> {
+    const p = new Params();
+    const tenant = p.add(tenantId);
+    const ids = p.add(taskIds);
+    let history = 'history';
+    if (view.historyLength === 0) history = `'[]'::jsonb`;
+    else if (view.historyLength !== undefined) {
+      const keep = p.add(view.historyLength);
+      history = `(SELECT COALESCE(jsonb_agg(h.m ORDER BY h.i), '[]'::jsonb)
+          FROM jsonb_array_elements(history) WITH ORDINALITY AS h(m, i)
+         WHERE h.i > jsonb_array_length(history) - ${keep}::int)`;
+    }
+    const artifacts = view.includeArtifacts ? 'artifacts' : `'[]'::jsonb`;
+    return this.ds.query<TaskRow[]>(
+      `SELECT ${columns(history, artifacts)} FROM a2a_tasks WHERE tenant_id = ${tenant} AND task_id = ANY(${ids}::varchar[])`,
+      p.values,
+    );
   }
 
   async count(q: Omit<TaskListQuery, 'limit' | 'before'>): Promise<number> {
