@@ -264,7 +264,9 @@ export class TaskService {
       this.tasks.count(filter),
     ]);
     // A running task's artifacts are folded from its log, which only a view with artifacts needs.
-    const tasks = await Promise.all(page.rows.map((r) => (view.includeArtifacts ? this.snapshotOf(r) : toSnapshot(r))));
+    const tasks = view.includeArtifacts
+      ? await Promise.all(page.rows.map((r) => this.snapshotOf(r)))
+      : page.rows.map((r) => toSnapshot(r));
     return { tasks, total, more: page.more, last: page.last };
   }
 
