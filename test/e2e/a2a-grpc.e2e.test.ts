@@ -17,7 +17,7 @@ import type { Client } from '@a2a-js/sdk/client';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import protobuf from 'protobufjs';
-import { A2A_PROTO } from '../../src/a2a-inbound/grpc/a2a-proto.js';
+import { A2A_PROTO } from '../../src/a2a-wire/a2a-proto.js';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { GRPC_ON, startTestServer, type TestServer } from '../helpers/server.js';
 import { authFetch, cardUrl, grpcClient, textMessage, waitFor } from '../helpers/a2a.js';

@@ -321,6 +321,43 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
       assert.deepEqual(task.history[0].parts, [{ text: 'shape' }]);
     });
 
+    it('v1.0 params in proto field names (message_id, history_length …) read as ProtoJSON does; both names of one field is -32602', async () => {
+      const messageId = randomUUID();
+      const snake = {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendMessage',
+        params: {
+          message: {
+            message_id: messageId,
+            role: 'ROLE_USER',
+            parts: [{ data: { some_key: 1 }, media_type: 'application/json' }],
+            metadata: { task_id: 'not a field here' },
+          },
+          configuration: { history_length: 1, return_immediately: false },
+        },
+      };
+      const r = await call(snake);
+      assert.equal(r.result?.task?.status.state, 'TASK_STATE_COMPLETED', JSON.stringify(r));
+      const id = r.result.task.id as string;
+      assert.equal(r.result.task.history.length, 1);
+      const got = await call({ jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id, history_length: 2 } });
+      assert.equal(got.result.history.length, 2);
+      assert.equal(got.result.history[0].messageId, messageId);
+      assert.deepEqual(got.result.history[0].parts[0].data, { some_key: 1 });
+      assert.equal(got.result.history[0].parts[0].mediaType, 'application/json');
+      assert.deepEqual(got.result.history[0].metadata, { task_id: 'not a field here' });
+      const twice = await call({
+        jsonrpc: '2.0',
+        id: 3,
+        method: 'GetTask',
+        params: { id, historyLength: 1, history_length: 1 },
+      });
+      assert.equal(twice.error?.code, -32602);
+      const bad = (twice.error?.data as any[]).find((d) => d['@type'] === 'type.googleapis.com/google.rpc.BadRequest');
+      assert.equal(bad?.fieldViolations?.[0]?.field, 'params.historyLength');
+    });
+
     it('v0.3 task: kind fields and lowercase states; a v0.3 method under A2A-Version 1.0 still gets v0.3 shapes', async () => {
       for (const headers of [{}, V1]) {
         const r = await call(send('message/send', 'legacy'), headers);

@@ -17,6 +17,7 @@ import { finishMessage, messageBase, parseParams } from './parse-params.js';
 import type { PushConfigView } from '../../push/push-config.js';
 import { v1PushConfig, v1PushDelete, v1PushGet, v1PushList, v1PushSet, v1SendPush } from './push-params.js';
 import { obj, optBool, optObj, optStr, str, type Json } from './params.js';
+import { readProtoNames, REQUEST_TYPES } from './proto-names.js';
 
 function parsePart(v: unknown, field: string): PartJson {
   const p = obj(v, field);
@@ -83,7 +84,14 @@ export class V1Dialect implements WireDialect {
     GetExtendedAgentCard: 'extended_card',
   };
 
-  parse(op: Operation, p: Json): ParsedParams {
+  /** Each operation's request message in `a2a.proto` (SendMessage and SendStreamingMessage share one). */
+  private readonly requestTypes = Object.fromEntries(
+    Object.entries(this.methods).map(([method, op]) => [op, REQUEST_TYPES[method]]),
+  ) as Record<Operation, string>;
+
+  parse(op: Operation, params: Json): ParsedParams {
+    // ProtoJSON: every field by its JSON name or its proto name (`message_id`), read as the JSON name.
+    const p = readProtoNames(this.requestTypes[op], params, 'params');
     // Every v1.0 request may name a tenant (a2a.proto); Arbiter's tenant is the bearer's, but the field is typed.
     optStr(p.tenant, 'params.tenant');
     return parseParams(op, p, {
