@@ -5,7 +5,8 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { readSse, rpc, waitFor } from '../helpers/a2a.js';
+import { TaskState, type Task } from '@a2a-js/sdk';
+import { readSse, rpc, textMessage, v03Client, waitFor } from '../helpers/a2a.js';
 import { EventBus } from '../../src/tasks/event-log/event-bus.js';
 
 const V1 = { 'a2a-version': '1.0' };
@@ -179,6 +180,24 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
       const v03 = await call(send('message/send', 'x', { messageId: 7 }));
       assert.equal(v03.error?.code, -32602);
       assert.equal(v03.error?.data?.field, 'params.message.messageId');
+    });
+
+    it('v0.3 message/send and message/stream need kind on the message and its parts; the SDK v0.3 client sends it', async () => {
+      for (const method of ['message/send', 'message/stream']) {
+        const body = send(method, 'no kind');
+        delete (body.params.message as Record<string, unknown>).kind;
+        const r = await call(body, {});
+        assert.equal(r.error?.code, -32602, `${method}: ${JSON.stringify(r)}`);
+        assert.equal(r.error?.data?.field, 'params.message.kind');
+        assert.match(r.error.message, /params\.message\.kind is required: "message"/);
+        const wrong = await call(send(method, 'x', { kind: 'task' }), {});
+        assert.equal(wrong.error?.data?.field, 'params.message.kind');
+        const part = await call(send(method, 'x', { parts: [{ text: 'no part kind' }] }), {});
+        assert.equal(part.error?.data?.field, 'params.message.parts[0].kind');
+      }
+      const sdk = await v03Client(url, t.token, 'helper');
+      const task = (await sdk.sendMessage(textMessage('from the v0.3 SDK'))) as Task;
+      assert.equal(task.status?.state, TaskState.TASK_STATE_COMPLETED);
     });
 
     it('NUL characters and bad base64 are invalid params, never a 500', async () => {

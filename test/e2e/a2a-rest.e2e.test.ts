@@ -285,6 +285,29 @@ describe('HTTP+JSON/REST binding (spec §11)', () => {
       assert.match(v03.message, /message\.messageId is required/);
     });
 
+    it('v0.3 bodies carry kind on the message and its parts (the v0.3 schema requires it): 400 naming it', async () => {
+      const noKind = assertStatus(
+        await post(
+          '/message:send',
+          { message: { messageId: 'm', role: 'user', parts: [{ kind: 'text', text: 'x' }] } },
+          {},
+        ),
+        400,
+        'INVALID_PARAMS',
+      );
+      assert.equal(noKind.details[0].fieldViolations[0].field, 'message.kind');
+      const noPartKind = assertStatus(
+        await post(
+          '/message:stream',
+          { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ text: 'x' }] } },
+          {},
+        ),
+        400,
+        'INVALID_PARAMS',
+      );
+      assert.equal(noPartKind.details[0].fieldViolations[0].field, 'message.parts[0].kind');
+    });
+
     it('v0.3 JSON-RPC aliases tasks/send and tasks/sendSubscribe (seed 004)', async () => {
       const v03 = (method: string) => ({
         jsonrpc: '2.0',

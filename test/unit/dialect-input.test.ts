@@ -177,3 +177,41 @@ describe('v1.0 reads ProtoJSON field names: the JSON name or the proto name (spe
     assert.equal(e.field, 'params.message.messageId');
   });
 });
+
+describe('v0.3 messages carry their kind (the v0.3 schema requires it on Message and on every Part)', () => {
+  const message = (extra: Json = {}, part: Json = { kind: 'text', text: 'x' }): Json => ({
+    message: { kind: 'message', messageId: 'm', role: 'user', parts: [part], ...extra },
+  });
+
+  it('what the v0.3 SDK client sends is read', () => {
+    for (const op of ['send', 'stream'] as const) {
+      const call = v03.parse(op, message());
+      assert.ok(call.op === op && call.params.message.parts[0]?.text === 'x');
+    }
+    const file = v03.parse(
+      'send',
+      message({}, { kind: 'file', file: { uri: 'https://example.test/a', mimeType: 'a/b' } }),
+    );
+    assert.ok(file.op === 'send' && file.params.message.parts[0]?.url === 'https://example.test/a');
+  });
+
+  it('a message without kind, or with another, is -32602 naming params.message.kind (send and stream)', () => {
+    for (const op of ['send', 'stream'] as const) {
+      const missing = refusal(() => v03.parse(op, message({ kind: undefined })));
+      assert.deepEqual([missing.reason, missing.field], ['invalid_params', 'params.message.kind']);
+      assert.match(missing.message, /params\.message\.kind is required: "message"/);
+      const task = refusal(() => v03.parse(op, message({ kind: 'task' })));
+      assert.equal(task.field, 'params.message.kind');
+    }
+  });
+
+  it('a part without kind, or with another, is -32602 naming its kind', () => {
+    const missing = refusal(() => v03.parse('send', message({}, { text: 'x' })));
+    assert.equal(missing.field, 'params.message.parts[0].kind');
+    assert.match(missing.message, /is required: "text", "data" or "file"/);
+    assert.equal(
+      refusal(() => v03.parse('send', message({}, { kind: 'image', text: 'x' }))).field,
+      'params.message.parts[0].kind',
+    );
+  });
+});

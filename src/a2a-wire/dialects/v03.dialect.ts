@@ -57,13 +57,23 @@ function parsePart(v: unknown, field: string): PartJson {
       return withMeta(part);
     }
     default:
-      throw A2aError.invalidParams(`${field}.kind`, 'must be "text", "data" or "file"');
+      // The schema's TextPart, FilePart and DataPart each require their `kind`.
+      throw A2aError.invalidParams(
+        `${field}.kind`,
+        p.kind === undefined ? 'is required: "text", "data" or "file"' : 'must be "text", "data" or "file"',
+      );
   }
 }
 
+/** The v0.3 schema's `Message` requires `kind: "message"` (every v0.3 client sends it, the SDK's included). */
 function parseMessage(v: unknown, field: string): MessageJson {
   const m = obj(v, field);
-  if (m.kind !== undefined && m.kind !== 'message') throw A2aError.invalidParams(`${field}.kind`, 'must be "message"');
+  if (m.kind !== 'message') {
+    throw A2aError.invalidParams(
+      `${field}.kind`,
+      m.kind === undefined ? 'is required: "message"' : 'must be "message"',
+    );
+  }
   if (m.role !== 'user' && m.role !== 'agent') throw A2aError.invalidParams(`${field}.role`, 'must be "user"');
   if (!Array.isArray(m.parts)) throw A2aError.invalidParams(`${field}.parts`, 'is required and must be an array');
   return finishMessage(m, messageBase(m, m.role === 'user' ? 'ROLE_USER' : 'ROLE_AGENT', field, parsePart), field);
