@@ -200,6 +200,22 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
       assert.equal(task.status?.state, TaskState.TASK_STATE_COMPLETED);
     });
 
+    it('a refused role or part says what it got (a short enum name, or key names), never a long value', async () => {
+      const role = await call(send('SendMessage', 'x', { role: 'UNRECOGNIZED' }));
+      assert.equal(role.error?.code, -32602);
+      assert.equal(role.error.message, 'invalid params: params.message.role must be ROLE_USER (got "UNRECOGNIZED")');
+      const part = await call(send('SendMessage', 'x', { parts: [{ kind: 'text', foo: 'a private note' }] }));
+      assert.equal(
+        part.error?.message,
+        'invalid params: params.message.parts[0] must have one of text, raw, url, data (got keys: kind, foo)',
+      );
+      const v03 = await call(send('message/send', 'x', { role: 'user-'.repeat(20) }), {});
+      assert.equal(
+        v03.error?.message,
+        'invalid params: params.message.role must be "user" (got a string of 100 characters)',
+      );
+    });
+
     it('NUL characters and bad base64 are invalid params, never a 500', async () => {
       const nul = await call(send('SendMessage', 'a\u0000b'));
       assert.equal(nul.error?.code, -32602);

@@ -373,6 +373,21 @@ describe('HTTP+JSON/REST binding (spec §11)', () => {
       assertStatus(await t.client.get('/v1/a2a/agents/bad%20id!/tasks', V1), 404, 'TASK_NOT_FOUND');
     });
 
+    it('a refused role or part says what it got, in the §11.6 message and the field violation', async () => {
+      const e = assertStatus(
+        await post('/message:send', msg('x', { parts: [{}], role: 'ROLE_USER' })),
+        400,
+        'INVALID_PARAMS',
+      );
+      assert.equal(
+        e.message,
+        'invalid params: message.parts[0] must have one of text, raw, url, data (got an empty object)',
+      );
+      assert.equal(e.details[0].fieldViolations[0].field, 'message.parts[0]');
+      const role = assertStatus(await post('/message:send', msg('x', { role: 'ROLE_AGENT' })), 400, 'INVALID_PARAMS');
+      assert.match(role.message, /message\.role must be ROLE_USER \(got "ROLE_AGENT"\)$/);
+    });
+
     it('bad query parameters are 400 naming the parameter (§11.5)', async () => {
       for (const [query, field] of [
         ['pageSize=0', 'pageSize'],

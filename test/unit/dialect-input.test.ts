@@ -215,3 +215,83 @@ describe('v0.3 messages carry their kind (the v0.3 schema requires it on Message
     );
   });
 });
+
+describe('refusals say what they received, briefly, never a long value', () => {
+  const v1Send = (message: Json): Json => ({
+    message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'x' }], ...message },
+  });
+
+  it('a role: the token it got, quoted; a long or odd one only described', () => {
+    assert.equal(
+      refusal(() => v1.parse('send', v1Send({ role: 'UNRECOGNIZED' }))).message,
+      'invalid params: params.message.role must be ROLE_USER (got "UNRECOGNIZED")',
+    );
+    assert.match(refusal(() => v1.parse('send', v1Send({ role: 'ROLE_AGENT' }))).message, /\(got "ROLE_AGENT"\)$/);
+    assert.match(refusal(() => v1.parse('send', v1Send({ role: undefined }))).message, /\(got nothing\)$/);
+    assert.match(refusal(() => v1.parse('send', v1Send({ role: 0 }))).message, /\(got 0\)$/);
+    const secret = 'sk-live-0123456789abcdef0123456789abcdef';
+    const long = refusal(() => v1.parse('send', v1Send({ role: secret })));
+    assert.match(long.message, /\(got a string of 40 characters\)$/);
+    assert.ok(!long.message.includes(secret));
+    assert.match(
+      refusal(() => v1.parse('send', v1Send({ role: 'user role' }))).message,
+      /\(got a string of 9 characters\)$/,
+    );
+    assert.equal(
+      refusal(() =>
+        v03.parse('send', {
+          message: { kind: 'message', messageId: 'm', role: 'agent', parts: [{ kind: 'text', text: 'x' }] },
+        }),
+      ).message,
+      'invalid params: params.message.role must be "user" (got "agent")',
+    );
+  });
+
+  it('a part without content: its key names (a few, cut short), never its values', () => {
+    assert.equal(
+      refusal(() => v1.parse('send', v1Send({ parts: [{}] }))).message,
+      'invalid params: params.message.parts[0] must have one of text, raw, url, data (got an empty object)',
+    );
+    const keyed = refusal(() =>
+      v1.parse('send', v1Send({ parts: [{ text: 'ok' }, { kind: 'text', foo: 'a secret value' }] })),
+    );
+    assert.equal(keyed.field, 'params.message.parts[1]');
+    assert.match(keyed.message, /\(got keys: kind, foo\)$/);
+    assert.ok(!keyed.message.includes('secret'));
+    const many = Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`${'k'.repeat(100)}${i}\u0007`, i]));
+    const bounded = refusal(() => v1.parse('send', v1Send({ parts: [many] })));
+    assert.ok(bounded.message.length < 400, bounded.message);
+    assert.match(bounded.message, /k{32}…, .*\(500 keys\)\)$/);
+    assert.match(
+      refusal(() => v1.parse('send', v1Send({ parts: [{ text: 'a', url: 'https://x.test' }] }))).message,
+      /\(got text and url\)$/,
+    );
+    assert.match(
+      refusal(() => v1.parse('send', v1Send({ parts: ['just text'] }))).message,
+      /must be an object \(got a string of 9 characters\)$/,
+    );
+  });
+
+  it('v0.3 kinds and states, and the other typed readers, say what came', () => {
+    const v03Send = (message: Json): Json => ({
+      message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'text', text: 'x' }], ...message },
+    });
+    assert.match(
+      refusal(() => v03.parse('send', v03Send({ kind: 'task' }))).message,
+      /must be "message" \(got "task"\)$/,
+    );
+    assert.match(
+      refusal(() => v03.parse('send', v03Send({ parts: [{ kind: 'image' }] }))).message,
+      /must be "text", "data" or "file" \(got "image"\)$/,
+    );
+    assert.match(
+      refusal(() => v03.parse('send', v03Send({ parts: [{ kind: 'file', file: { name: 'a' } }] }))).message,
+      /file must have bytes or uri \(got keys: name\)$/,
+    );
+    assert.match(refusal(() => v03.parse('list', { status: 'done' })).message, /\(got "done"\)$/);
+    assert.match(refusal(() => v1.parse('list', { status: 'RUNNING' })).message, /\(got "RUNNING"\)$/);
+    assert.match(refusal(() => v1.parse('list', { pageSize: 1000 })).message, /between 1 and 100 \(got 1000\)$/);
+    assert.match(refusal(() => v1.parse('get', { id: 5 })).message, /non-empty string \(got a number\)$/);
+    assert.match(refusal(() => v1.parse('list', { includeArtifacts: 'yes' })).message, /boolean \(got "yes"\)$/);
+  });
+});
