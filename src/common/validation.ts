@@ -15,13 +15,34 @@ function declaredProperties(cls: ClassConstructor<object>): Set<string> {
   return set;
 }
 
-/** Flattens class-validator's tree into `{field, messages}` with dotted paths. */
+/** Constraints that say what a value is (present, of its type): when one fails, the others have nothing to add. */
+const FIRST = ['whitelistValidation', 'isDefined', 'nestedValidation'];
+const TYPE_CHECKS = new Set(['isString', 'isNumber', 'isInt', 'isBoolean', 'isArray', 'isObject', 'isDate', 'isEnum']);
+
+/**
+ * The one problem of a property that applies: a missing value or a wrong
+ * type first (`temperature: "hot"` is "must be a number", not also out of
+ * range), else the first failing constraint as the DTO declares them.
+ * class-validator runs a property's decorators bottom-up, so `constraints`
+ * lists them last-declared first (and `stopAtFirstError` would stop at the
+ * last-declared one, usually a range check).
+ */
+function applicableMessage(constraints: Record<string, string>): string {
+  const names = Object.keys(constraints);
+  const chosen =
+    FIRST.find((n) => Object.hasOwn(constraints, n)) ??
+    names.find((n) => TYPE_CHECKS.has(n)) ??
+    names[names.length - 1];
+  return constraints[chosen].replace(/^property /, '').replace(/ conforming to the specified constraints$/, '');
+}
+
+/** Flattens class-validator's tree into `{field, messages}` with dotted paths: one message per field. */
 export function flattenValidationErrors(errors: ValidationError[], prefix = ''): FieldError[] {
   const out: FieldError[] = [];
   for (const e of errors) {
     const field = prefix ? `${prefix}.${e.property}` : e.property;
-    if (e.constraints) {
-      out.push({ field, messages: Object.values(e.constraints).map((m) => m.replace(/^property /, '')) });
+    if (e.constraints && Object.keys(e.constraints).length > 0) {
+      out.push({ field, messages: [applicableMessage(e.constraints)] });
     }
     if (e.children?.length) out.push(...flattenValidationErrors(e.children, field));
   }

@@ -1,7 +1,8 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import { validationMetadatasToSchemas } from 'class-validator-jsonschema';
-import { REST_ROUTE_PATHS } from '../a2a-inbound/rest/rest-routes.js';
+import { QUERY_TYPES, REST_ROUTE_PATHS } from '../a2a-inbound/rest/rest-routes.js';
+import { spellingsOf } from '../a2a-wire/dialects/proto-names.js';
 import type { Operation } from '../a2a-wire/dialects/dialect.js';
 import { A2A_SCHEMAS } from './a2a-schemas.js';
 import { SCHEMA_OPTIONS } from '../common/api-docs.js';
@@ -26,7 +27,7 @@ const REST_OPS: Record<Operation, { summary: string; body?: string; ok: object; 
     body: 'A2aSendMessageRequest',
     ok: sse('the task, then its updates'),
   },
-  get: { summary: 'GetTask', ok: { content: json(ref('A2aTask')) }, query: ['historyLength', 'history_length'] },
+  get: { summary: 'GetTask', ok: { content: json(ref('A2aTask')) }, query: ['historyLength'] },
   list: {
     summary: 'ListTasks',
     ok: { content: json(ref('A2aListTasksResponse')) },
@@ -71,7 +72,10 @@ function restOperation(path: string, op: Operation): OperationObject {
     param('agentId', 'path', 'the agent'),
     ...(path.includes('{taskId}') ? [param('taskId', 'path')] : []),
     ...(path.includes('{configId}') ? [param('configId', 'path')] : []),
-    ...(spec.query ?? []).map((q) => param(q, 'query')),
+    ...(spec.query ?? []).map((q) => {
+      const proto = spellingsOf(QUERY_TYPES[op] ?? '', q)[1];
+      return param(q, 'query', proto ? `also read as \`${proto}\`, its proto field name` : undefined);
+    }),
     param('A2A-Version', 'header', '1.0 (or ?A2A-Version=); absent means 0.3'),
   ];
   return {

@@ -17,7 +17,7 @@ import type { Client } from '@a2a-js/sdk/client';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import protobuf from 'protobufjs';
-import { A2A_PROTO } from '../../src/a2a-inbound/grpc/a2a-proto.js';
+import { A2A_PROTO } from '../../src/a2a-wire/a2a-proto.js';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { GRPC_ON, startTestServer, type TestServer } from '../helpers/server.js';
 import { authFetch, cardUrl, grpcClient, textMessage, waitFor } from '../helpers/a2a.js';
@@ -336,6 +336,33 @@ describe('§10 gRPC binding', () => {
       const noId = await unary(raw, 'CancelTask', { tenant: 'twin' }, md);
       assert.ok('err' in noId);
       assert.deepEqual([noId.err.code, noId.err.fields], [grpc.status.INVALID_ARGUMENT, ['id']]);
+    });
+
+    it('a refused role or part says what came: the enum name, or the part’s field names, never their values', async () => {
+      const md = metadata(a.token);
+      const send = (message: Obj) =>
+        unary(raw, 'SendMessage', { tenant: 'twin', message: { messageId: randomUUID(), ...message } }, md);
+      const agent = await send({ role: 'ROLE_AGENT', parts: [{ text: 'x' }] });
+      assert.ok('err' in agent);
+      assert.deepEqual([agent.err.code, agent.err.fields], [grpc.status.INVALID_ARGUMENT, ['message.role']]);
+      assert.equal(agent.err.message, 'invalid params: message.role must be ROLE_USER (got "ROLE_AGENT")');
+      const unspecified = await send({ role: 'ROLE_UNSPECIFIED', parts: [{ text: 'x' }] });
+      assert.ok('err' in unspecified);
+      assert.match(unspecified.err.message, /message\.role must be ROLE_USER \(got "ROLE_UNSPECIFIED"\)$/);
+      const unset = await send({ parts: [{ text: 'x' }] });
+      assert.ok('err' in unset);
+      assert.match(unset.err.message, /message\.role must be ROLE_USER \(got nothing\)$/);
+      const empty = await send({
+        role: 'ROLE_USER',
+        parts: [{ text: 'ok' }, { filename: 'secret-plan.txt', mediaType: 'text/plain' }],
+      });
+      assert.ok('err' in empty);
+      assert.deepEqual(empty.err.fields, ['message.parts[1]']);
+      assert.match(
+        empty.err.message,
+        /must have one of text, raw, url, data \(got keys: (filename, mediaType|mediaType, filename)\)$/,
+      );
+      assert.ok(!empty.err.message.includes('secret-plan'));
     });
 
     it('bytes that are not the message → INVALID_ARGUMENT / INVALID_REQUEST; the server carries on', async () => {

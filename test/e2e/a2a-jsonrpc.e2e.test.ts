@@ -5,7 +5,8 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { readSse, rpc, waitFor } from '../helpers/a2a.js';
+import { TaskState, type Task } from '@a2a-js/sdk';
+import { readSse, rpc, textMessage, v03Client, waitFor } from '../helpers/a2a.js';
 import { EventBus } from '../../src/tasks/event-log/event-bus.js';
 
 const V1 = { 'a2a-version': '1.0' };
@@ -181,6 +182,40 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
       assert.equal(v03.error?.data?.field, 'params.message.messageId');
     });
 
+    it('v0.3 message/send and message/stream need kind on the message and its parts; the SDK v0.3 client sends it', async () => {
+      for (const method of ['message/send', 'message/stream']) {
+        const body = send(method, 'no kind');
+        delete (body.params.message as Record<string, unknown>).kind;
+        const r = await call(body, {});
+        assert.equal(r.error?.code, -32602, `${method}: ${JSON.stringify(r)}`);
+        assert.equal(r.error?.data?.field, 'params.message.kind');
+        assert.match(r.error.message, /params\.message\.kind is required: "message"/);
+        const wrong = await call(send(method, 'x', { kind: 'task' }), {});
+        assert.equal(wrong.error?.data?.field, 'params.message.kind');
+        const part = await call(send(method, 'x', { parts: [{ text: 'no part kind' }] }), {});
+        assert.equal(part.error?.data?.field, 'params.message.parts[0].kind');
+      }
+      const sdk = await v03Client(url, t.token, 'helper');
+      const task = (await sdk.sendMessage(textMessage('from the v0.3 SDK'))) as Task;
+      assert.equal(task.status?.state, TaskState.TASK_STATE_COMPLETED);
+    });
+
+    it('a refused role or part says what it got (a short enum name, or key names), never a long value', async () => {
+      const role = await call(send('SendMessage', 'x', { role: 'UNRECOGNIZED' }));
+      assert.equal(role.error?.code, -32602);
+      assert.equal(role.error.message, 'invalid params: params.message.role must be ROLE_USER (got "UNRECOGNIZED")');
+      const part = await call(send('SendMessage', 'x', { parts: [{ kind: 'text', foo: 'a private note' }] }));
+      assert.equal(
+        part.error?.message,
+        'invalid params: params.message.parts[0] must have one of text, raw, url, data (got keys: kind, foo)',
+      );
+      const v03 = await call(send('message/send', 'x', { role: 'user-'.repeat(20) }), {});
+      assert.equal(
+        v03.error?.message,
+        'invalid params: params.message.role must be "user" (got a string of 100 characters)',
+      );
+    });
+
     it('NUL characters and bad base64 are invalid params, never a 500', async () => {
       const nul = await call(send('SendMessage', 'a\u0000b'));
       assert.equal(nul.error?.code, -32602);
@@ -319,6 +354,43 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
       assert.equal(task.history[0].role, 'ROLE_USER');
       assert.equal(task.history[1].role, 'ROLE_AGENT');
       assert.deepEqual(task.history[0].parts, [{ text: 'shape' }]);
+    });
+
+    it('v1.0 params in proto field names (message_id, history_length …) read as ProtoJSON does; both names of one field is -32602', async () => {
+      const messageId = randomUUID();
+      const snake = {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendMessage',
+        params: {
+          message: {
+            message_id: messageId,
+            role: 'ROLE_USER',
+            parts: [{ data: { some_key: 1 }, media_type: 'application/json' }],
+            metadata: { task_id: 'not a field here' },
+          },
+          configuration: { history_length: 1, return_immediately: false },
+        },
+      };
+      const r = await call(snake);
+      assert.equal(r.result?.task?.status.state, 'TASK_STATE_COMPLETED', JSON.stringify(r));
+      const id = r.result.task.id as string;
+      assert.equal(r.result.task.history.length, 1);
+      const got = await call({ jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id, history_length: 2 } });
+      assert.equal(got.result.history.length, 2);
+      assert.equal(got.result.history[0].messageId, messageId);
+      assert.deepEqual(got.result.history[0].parts[0].data, { some_key: 1 });
+      assert.equal(got.result.history[0].parts[0].mediaType, 'application/json');
+      assert.deepEqual(got.result.history[0].metadata, { task_id: 'not a field here' });
+      const twice = await call({
+        jsonrpc: '2.0',
+        id: 3,
+        method: 'GetTask',
+        params: { id, historyLength: 1, history_length: 1 },
+      });
+      assert.equal(twice.error?.code, -32602);
+      const bad = (twice.error?.data as any[]).find((d) => d['@type'] === 'type.googleapis.com/google.rpc.BadRequest');
+      assert.equal(bad?.fieldViolations?.[0]?.field, 'params.historyLength');
     });
 
     it('v0.3 task: kind fields and lowercase states; a v0.3 method under A2A-Version 1.0 still gets v0.3 shapes', async () => {

@@ -235,6 +235,79 @@ describe('HTTP+JSON/REST binding (spec §11)', () => {
       assert.match(both.message, /history_length/);
     });
 
+    it('v1.0 bodies and queries in proto field names (message_id, page_size …) as ProtoJSON reads them; answers in JSON names', async () => {
+      const messageId = randomUUID();
+      const sent = await post('/message:send', {
+        message: {
+          message_id: messageId,
+          role: 'ROLE_USER',
+          parts: [{ text: 'snake case', media_type: 'text/plain' }],
+          metadata: { client_key: 'kept' },
+        },
+        configuration: { history_length: 1, accepted_output_modes: ['text/plain'], return_immediately: false },
+      });
+      assert.equal(sent.status, 200, sent.text);
+      const task = sent.body.task;
+      assert.equal(task.status.state, 'TASK_STATE_COMPLETED');
+      assert.equal(typeof task.contextId, 'string');
+      assert.equal('context_id' in task, false);
+      assert.equal(task.history.length, 1, 'history_length was read');
+      const got = await get(`/tasks/${task.id}`);
+      assert.equal(got.body.history[0].messageId, messageId);
+      assert.deepEqual(got.body.history[0].metadata, { client_key: 'kept' });
+      const list = await get(`/tasks?context_id=${task.contextId}&page_size=1&include_artifacts=true`);
+      assert.equal(list.status, 200, list.text);
+      assert.deepEqual(
+        list.body.tasks.map((x: any) => x.id),
+        [task.id],
+      );
+      assert.equal(list.body.pageSize, 1);
+      assert.equal(list.body.tasks[0].artifacts.length, 1);
+      const both = assertStatus(
+        await post('/message:send', msg('twice', { message_id: messageId })),
+        400,
+        'INVALID_PARAMS',
+      );
+      assert.equal(both.details.find((d: any) => d.fieldViolations).fieldViolations[0].field, 'message.messageId');
+      assert.match(both.message, /messageId is given twice, as messageId and as message_id/);
+      const pages = assertStatus(await get('/tasks?pageSize=2&page_size=2'), 400, 'INVALID_PARAMS');
+      assert.match(pages.message, /pageSize is given twice/);
+      // v0.3 is JSON Schema, camelCase only: there message_id is no field.
+      const v03 = assertStatus(
+        await post(
+          '/message:send',
+          { message: { kind: 'message', message_id: 'm', role: 'user', parts: [{ kind: 'text', text: 'x' }] } },
+          {},
+        ),
+        400,
+        'INVALID_PARAMS',
+      );
+      assert.match(v03.message, /message\.messageId is required/);
+    });
+
+    it('v0.3 bodies carry kind on the message and its parts (the v0.3 schema requires it): 400 naming it', async () => {
+      const noKind = assertStatus(
+        await post(
+          '/message:send',
+          { message: { messageId: 'm', role: 'user', parts: [{ kind: 'text', text: 'x' }] } },
+          {},
+        ),
+        400,
+        'INVALID_PARAMS',
+      );
+      assert.equal(noKind.details[0].fieldViolations[0].field, 'message.kind');
+      const noPartKind = assertStatus(
+        await post(
+          '/message:stream',
+          { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ text: 'x' }] } },
+          {},
+        ),
+        400,
+        'INVALID_PARAMS',
+      );
+      assert.equal(noPartKind.details[0].fieldViolations[0].field, 'message.parts[0].kind');
+    });
+
     it('v0.3 JSON-RPC aliases tasks/send and tasks/sendSubscribe (seed 004)', async () => {
       const v03 = (method: string) => ({
         jsonrpc: '2.0',
@@ -298,6 +371,21 @@ describe('HTTP+JSON/REST binding (spec §11)', () => {
       assert.equal(del.headers.get('allow'), 'GET');
       assertStatus(await t.client.get('/v1/a2a/agents/nobody/tasks', V1), 404, 'TASK_NOT_FOUND');
       assertStatus(await t.client.get('/v1/a2a/agents/bad%20id!/tasks', V1), 404, 'TASK_NOT_FOUND');
+    });
+
+    it('a refused role or part says what it got, in the §11.6 message and the field violation', async () => {
+      const e = assertStatus(
+        await post('/message:send', msg('x', { parts: [{}], role: 'ROLE_USER' })),
+        400,
+        'INVALID_PARAMS',
+      );
+      assert.equal(
+        e.message,
+        'invalid params: message.parts[0] must have one of text, raw, url, data (got an empty object)',
+      );
+      assert.equal(e.details[0].fieldViolations[0].field, 'message.parts[0]');
+      const role = assertStatus(await post('/message:send', msg('x', { role: 'ROLE_AGENT' })), 400, 'INVALID_PARAMS');
+      assert.match(role.message, /message\.role must be ROLE_USER \(got "ROLE_AGENT"\)$/);
     });
 
     it('bad query parameters are 400 naming the parameter (§11.5)', async () => {

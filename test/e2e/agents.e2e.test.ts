@@ -144,6 +144,29 @@ describe('agent registry (/v1/agents)', () => {
       assert.equal(ok.status, 201);
     });
 
+    it('one message per field, the one that applies: a wrong type says only that, then range or format', async () => {
+      const res = await a.client.post('/v1/agents', {
+        id: 'typed',
+        temperature: 'hot',
+        max_tokens: 0,
+        agent_def: undefined,
+        rules: 'be nice',
+      });
+      assert.equal(res.status, 400);
+      assert.deepEqual(
+        Object.fromEntries(res.body.details.map((d: { field: string; messages: string[] }) => [d.field, d.messages])),
+        {
+          temperature: ['temperature must be a number'],
+          max_tokens: ['max_tokens must not be less than 1'],
+          rules: ['rules must be an array'],
+        },
+      );
+      const nested = await a.client.post('/v1/agents', { id: 'typed', agent_def: { temperature: 'hot' } });
+      assert.deepEqual(nested.body.details, [
+        { field: 'agent_def.temperature', messages: ['temperature must be a number'] },
+      ]);
+    });
+
     it('reports several bad fields at once', async () => {
       const res = await a.client.post('/v1/agents', { id: 'bad id', temperature: 3, mode: 'x' });
       const fields = res.body.details.map((d: { field: string }) => d.field).sort();

@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
-import { A2A_PROTO } from '../../src/a2a-inbound/grpc/a2a-proto.js';
+import { A2A_PROTO } from '../../src/a2a-wire/a2a-proto.js';
 import {
   A2A_ROOT,
   a2aPackageDefinition,

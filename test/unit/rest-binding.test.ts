@@ -66,6 +66,60 @@ describe('HTTP+JSON routes (spec §11.3)', () => {
       A2aError,
     );
   });
+
+  it('§11.5 query parameters by their JSON name or their proto name (page_size …); both names of one is 400', () => {
+    const defined = (p: Record<string, unknown>) =>
+      Object.fromEntries(Object.entries(p).filter(([, v]) => v !== undefined));
+    const list = restParams(
+      { kind: 'route', op: 'list' },
+      {
+        context_id: 'c',
+        page_size: '5',
+        page_token: 'tok',
+        history_length: '2',
+        status_timestamp_after: '2026-01-01T00:00:00Z',
+        include_artifacts: 'true',
+        status: 'TASK_STATE_WORKING',
+      },
+      undefined,
+    );
+    assert.deepEqual(defined(list), {
+      contextId: 'c',
+      status: 'TASK_STATE_WORKING',
+      pageSize: 5,
+      pageToken: 'tok',
+      historyLength: 2,
+      statusTimestampAfter: '2026-01-01T00:00:00Z',
+      includeArtifacts: true,
+    });
+    assert.deepEqual(
+      defined(restParams({ kind: 'route', op: 'push_list', taskId: 't' }, { page_size: '3' }, undefined)),
+      { taskId: 't', pageSize: 3 },
+    );
+    const both = (() => {
+      try {
+        restParams({ kind: 'route', op: 'list' }, { pageSize: '5', page_size: '5' }, undefined);
+      } catch (err) {
+        return err;
+      }
+      return undefined;
+    })();
+    assert.ok(both instanceof A2aError);
+    assert.equal(both.field, 'params.pageSize');
+    // An empty value is an absent one: no clash.
+    assert.equal(restParams({ kind: 'route', op: 'list' }, { pageSize: '', page_size: '4' }, undefined).pageSize, 4);
+  });
+
+  it('the path wins over the body under either name of the field (task_id in a push config body)', () => {
+    assert.deepEqual(
+      restParams(
+        { kind: 'route', op: 'push_set', taskId: 't' },
+        {},
+        { task_id: 'other', url: 'https://example.test/h' },
+      ),
+      { url: 'https://example.test/h', taskId: 't' },
+    );
+  });
 });
 
 describe('§11.6 / §5.4 error mapping', () => {

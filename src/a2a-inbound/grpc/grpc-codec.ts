@@ -3,7 +3,7 @@ import protobuf from 'protobufjs';
 import { MAX_JSON_DEPTH } from '../../common/json-guard.js';
 import { A2aError } from '../../a2a-wire/a2a-errors.js';
 import type { Json } from '../../a2a-wire/dialects/params.js';
-import { A2A_PROTO } from './a2a-proto.js';
+import { A2A_PROTO } from '../../a2a-wire/a2a-proto.js';
 
 /** The proto package and service (spec §10.1). */
 export const A2A_PACKAGE = 'lf.a2a.v1';

@@ -1,6 +1,7 @@
 import { A2aError } from '../../a2a-wire/a2a-errors.js';
 import type { Operation } from '../../a2a-wire/dialects/dialect.js';
 import { isObject, type Json } from '../../a2a-wire/dialects/params.js';
+import { readProtoNames, spellingsOf } from '../../a2a-wire/dialects/proto-names.js';
 
 /** A route of the HTTP+JSON binding under an agent's URL (spec §11.3, §5.3), matched to its operation. */
 export type RouteMatch =
@@ -56,6 +57,17 @@ export function matchRoute(method: string, path: string): RouteMatch {
 
 type Query = Record<string, unknown>;
 
+/** The request message whose fields a GET's query carries, per operation (`a2a.proto`). */
+export const QUERY_TYPES: Partial<Record<Operation, string>> = {
+  get: 'GetTaskRequest',
+  list: 'ListTasksRequest',
+  subscribe: 'SubscribeToTaskRequest',
+  push_get: 'GetTaskPushNotificationConfigRequest',
+  push_list: 'ListTaskPushNotificationConfigsRequest',
+  push_delete: 'DeleteTaskPushNotificationConfigRequest',
+  extended_card: 'GetExtendedAgentCardRequest',
+};
+
 /**
  * A query value as the dialects' readers take it (§11.5): numbers and
  * booleans arrive as strings; an empty value is absent; a repeated
@@ -70,14 +82,23 @@ function q(query: Query, name: string, kind: 'string' | 'int' | 'bool' = 'string
   return v;
 }
 
-/** `historyLength`, or PocketPaw's `history_length` (seed 003); both, when they differ, is an error. */
-function historyLength(query: Query): unknown {
-  const camel = q(query, 'historyLength', 'int');
-  const snake = q(query, 'history_length', 'int');
-  if (camel !== undefined && snake !== undefined && camel !== snake) {
-    throw A2aError.invalidParams('historyLength', 'and history_length differ; send one of them');
-  }
-  return camel ?? snake;
+/**
+ * The query of a GET as its request message's fields (§11.5): each by its
+ * JSON name or its proto name (`pageSize` or `page_size`, as ProtoJSON reads
+ * a body; PocketPaw sends `history_length`); both names of one field is an
+ * error naming it. Query names are the binding's, so this holds in both
+ * dialects.
+ */
+function queryOf(query: Query, type: string | undefined): Query {
+  if (!type) return query;
+  // An empty value is an absent one (see `q`), also when the other name is given.
+  return readProtoNames(type, Object.fromEntries(Object.entries(query).filter(([, v]) => v !== '')), 'params');
+}
+
+/** A body with the path's fields set: the path wins over the body, under either of the field's names. */
+function withPath(body: Json, type: string, path: Json): Json {
+  const drop = new Set(Object.keys(path).flatMap((k) => spellingsOf(type, k)));
+  return { ...Object.fromEntries(Object.entries(body).filter(([k]) => !drop.has(k))), ...path };
 }
 
 function bodyObject(body: unknown, required: boolean): Json {
@@ -95,7 +116,8 @@ function bodyObject(body: unknown, required: boolean): Json {
  * the path win over the body's. Unknown query parameters are ignored, like
  * unknown fields (§5.7).
  */
-export function restParams(route: Extract<RouteMatch, { kind: 'route' }>, query: Query, body: unknown): Json {
+export function restParams(route: Extract<RouteMatch, { kind: 'route' }>, raw: Query, body: unknown): Json {
+  const query = queryOf(raw, QUERY_TYPES[route.op]);
   const tenant = q(query, 'tenant');
   const withTenant = (p: Json): Json => (tenant === undefined ? p : { tenant, ...p });
   switch (route.op) {
@@ -103,23 +125,23 @@ export function restParams(route: Extract<RouteMatch, { kind: 'route' }>, query:
     case 'stream':
       return bodyObject(body, true);
     case 'get':
-      return withTenant({ id: route.taskId, historyLength: historyLength(query) });
+      return withTenant({ id: route.taskId, historyLength: q(query, 'historyLength', 'int') });
     case 'list':
       return withTenant({
         contextId: q(query, 'contextId'),
         status: q(query, 'status'),
         pageSize: q(query, 'pageSize', 'int'),
         pageToken: q(query, 'pageToken'),
-        historyLength: historyLength(query),
+        historyLength: q(query, 'historyLength', 'int'),
         statusTimestampAfter: q(query, 'statusTimestampAfter'),
         includeArtifacts: q(query, 'includeArtifacts', 'bool'),
       });
     case 'cancel':
-      return { ...bodyObject(body, false), id: route.taskId };
+      return withPath(bodyObject(body, false), 'CancelTaskRequest', { id: route.taskId });
     case 'subscribe':
       return withTenant({ id: route.taskId });
     case 'push_set':
-      return { ...bodyObject(body, true), taskId: route.taskId };
+      return withPath(bodyObject(body, true), 'TaskPushNotificationConfig', { taskId: route.taskId });
     case 'push_get':
     case 'push_delete':
       return withTenant({ taskId: route.taskId, id: route.configId });

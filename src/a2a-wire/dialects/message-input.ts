@@ -88,9 +88,8 @@ export function checkParts(parts: PartJson[], field: string, limits: FileLimits)
   });
 }
 
-/** Common checks of a user message, after a dialect has put it in v1.0 form. */
+/** Common checks of a user message, after a dialect has put it in v1.0 form (and checked its role). */
 export function checkUserMessage(m: MessageJson, field: string): void {
-  if (m.role !== 'ROLE_USER') throw A2aError.invalidParams(`${field}.role`, 'must be the user role');
   if (m.parts.length === 0) throw A2aError.invalidParams(`${field}.parts`, 'must contain at least one part');
   if (m.parts.length > 64) throw A2aError.invalidParams(`${field}.parts`, 'must contain at most 64 parts');
 }

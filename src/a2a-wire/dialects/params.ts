@@ -3,12 +3,57 @@ import { A2aError } from '../a2a-errors.js';
 /** Small readers for untrusted JSON params; each failure names its field. */
 export type Json = Record<string, unknown>;
 
+/** Longest string (or key name) a refusal repeats; longer ones are only described. */
+const MAX_QUOTED = 32;
+/** Key names a refusal lists before it only counts the rest. */
+const MAX_KEYS = 5;
+/** A value that reads like an enum or an id token: no spaces, quotes or control characters. */
+const ENUM_LIKE = /^[A-Za-z0-9_.:/+-]+$/;
+
+function plural(n: number, one: string): string {
+  return `${n} ${one}${n === 1 ? '' : 's'}`;
+}
+
+/** A key name as a refusal lists it: printable ASCII, at most `MAX_QUOTED` characters. */
+function keyName(k: string): string {
+  const shown = k.slice(0, MAX_QUOTED).replace(/[^\x20-\x7e]/g, '?');
+  return k.length > MAX_QUOTED ? `${shown}…` : shown;
+}
+
+/**
+ * What a refused value was, without repeating it: its type, an array's
+ * length, or an object's first key names (never its values, which may hold a
+ * document or a secret). For fields whose value may be sensitive.
+ */
+export function shapeOf(v: unknown): string {
+  if (v === undefined) return 'nothing';
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return `an array of ${plural(v.length, 'item')}`;
+  if (typeof v === 'string') return v === '' ? 'an empty string' : `a string of ${plural(v.length, 'character')}`;
+  if (typeof v !== 'object') return `a ${typeof v}`;
+  const keys = Object.keys(v);
+  if (keys.length === 0) return 'an empty object';
+  const more = keys.length > MAX_KEYS ? `, … (${keys.length} keys)` : '';
+  return `keys: ${keys.slice(0, MAX_KEYS).map(keyName).join(', ')}${more}`;
+}
+
+/**
+ * What a refused value was, for enum-like fields (a role, a kind, a state, a
+ * count): a short token-like string quoted, a number or boolean as is, else
+ * only its shape (see `shapeOf`).
+ */
+export function got(v: unknown): string {
+  if (typeof v === 'string' && v.length <= MAX_QUOTED && ENUM_LIKE.test(v)) return JSON.stringify(v);
+  if (typeof v === 'boolean' || (typeof v === 'number' && String(v).length <= MAX_QUOTED)) return String(v);
+  return shapeOf(v);
+}
+
 export function isObject(v: unknown): v is Json {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
 export function obj(v: unknown, field: string): Json {
-  if (!isObject(v)) throw A2aError.invalidParams(field, 'must be an object');
+  if (!isObject(v)) throw A2aError.invalidParams(field, `must be an object (got ${shapeOf(v)})`);
   return v;
 }
 
@@ -18,21 +63,21 @@ export function optObj(v: unknown, field: string): Json | undefined {
 
 export function str(v: unknown, field: string, max = 256): string {
   if (typeof v !== 'string' || v.length === 0)
-    throw A2aError.invalidParams(field, 'is required and must be a non-empty string');
+    throw A2aError.invalidParams(field, `is required and must be a non-empty string (got ${shapeOf(v)})`);
   if (v.length > max) throw A2aError.invalidParams(field, `must be at most ${max} characters`);
   return v;
 }
 
 export function optStr(v: unknown, field: string, max = 256): string | undefined {
   if (v === undefined || v === null || v === '') return undefined;
-  if (typeof v !== 'string') throw A2aError.invalidParams(field, 'must be a string');
+  if (typeof v !== 'string') throw A2aError.invalidParams(field, `must be a string (got ${shapeOf(v)})`);
   if (v.length > max) throw A2aError.invalidParams(field, `must be at most ${max} characters`);
   return v;
 }
 
 export function optBool(v: unknown, field: string): boolean | undefined {
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'boolean') throw A2aError.invalidParams(field, 'must be a boolean');
+  if (typeof v !== 'boolean') throw A2aError.invalidParams(field, `must be a boolean (got ${got(v)})`);
   return v;
 }
 
@@ -50,7 +95,7 @@ export function optInt(
   if (v === undefined || v === null) return undefined;
   const n = numericStrings && typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : v;
   if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) {
-    throw A2aError.invalidParams(field, `must be an integer between ${min} and ${max}`);
+    throw A2aError.invalidParams(field, `must be an integer between ${min} and ${max} (got ${got(v)})`);
   }
   return n;
 }

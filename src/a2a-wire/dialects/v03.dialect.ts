@@ -15,7 +15,7 @@ import {
 import { finishMessage, messageBase, parseParams } from './parse-params.js';
 import type { PushConfigView } from '../../push/push-config.js';
 import { v03PushConfig, v03PushDelete, v03PushGet, v03PushList, v03PushSet, v03SendPush } from './push-params.js';
-import { isObject, obj, optBool, optObj, optStr, str, type Json } from './params.js';
+import { got, isObject, obj, optBool, optObj, optStr, shapeOf, str, type Json } from './params.js';
 
 const STATE_TO_V03: Record<TaskStateName, string> = {
   TASK_STATE_SUBMITTED: 'submitted',
@@ -49,7 +49,7 @@ function parsePart(v: unknown, field: string): PartJson {
       const part: PartJson = {};
       if (typeof f.bytes === 'string') part.raw = f.bytes;
       else if (typeof f.uri === 'string') part.url = str(f.uri, `${field}.file.uri`, 4096);
-      else throw A2aError.invalidParams(`${field}.file`, 'must have bytes or uri');
+      else throw A2aError.invalidParams(`${field}.file`, `must have bytes or uri (got ${shapeOf(f)})`);
       const mediaType = optStr(f.mimeType, `${field}.file.mimeType`, 128);
       if (mediaType) part.mediaType = mediaType;
       const filename = optStr(f.name, `${field}.file.name`);
@@ -57,16 +57,31 @@ function parsePart(v: unknown, field: string): PartJson {
       return withMeta(part);
     }
     default:
-      throw A2aError.invalidParams(`${field}.kind`, 'must be "text", "data" or "file"');
+      // The schema's TextPart, FilePart and DataPart each require their `kind`.
+      throw A2aError.invalidParams(
+        `${field}.kind`,
+        p.kind === undefined
+          ? 'is required: "text", "data" or "file"'
+          : `must be "text", "data" or "file" (got ${got(p.kind)})`,
+      );
   }
 }
 
+/** The v0.3 schema's `Message` requires `kind: "message"` (every v0.3 client sends it, the SDK's included). */
 function parseMessage(v: unknown, field: string): MessageJson {
   const m = obj(v, field);
-  if (m.kind !== undefined && m.kind !== 'message') throw A2aError.invalidParams(`${field}.kind`, 'must be "message"');
-  if (m.role !== 'user' && m.role !== 'agent') throw A2aError.invalidParams(`${field}.role`, 'must be "user"');
-  if (!Array.isArray(m.parts)) throw A2aError.invalidParams(`${field}.parts`, 'is required and must be an array');
-  return finishMessage(m, messageBase(m, m.role === 'user' ? 'ROLE_USER' : 'ROLE_AGENT', field, parsePart), field);
+  if (m.kind !== 'message') {
+    throw A2aError.invalidParams(
+      `${field}.kind`,
+      m.kind === undefined ? 'is required: "message"' : `must be "message" (got ${got(m.kind)})`,
+    );
+  }
+  // A client sends user messages.
+  if (m.role !== 'user') throw A2aError.invalidParams(`${field}.role`, `must be "user" (got ${got(m.role)})`);
+  if (!Array.isArray(m.parts)) {
+    throw A2aError.invalidParams(`${field}.parts`, `is required and must be an array (got ${shapeOf(m.parts)})`);
+  }
+  return finishMessage(m, messageBase(m, 'ROLE_USER', field, parsePart), field);
 }
 
 function partToV03(p: PartJson): Json {
@@ -140,7 +155,10 @@ export class V03Dialect implements WireDialect {
         if (status === undefined) return undefined;
         const state = Object.hasOwn(STATE_FROM_V03, status) ? STATE_FROM_V03[status] : undefined;
         if (!state)
-          throw A2aError.invalidParams('params.status', `must be one of ${Object.keys(STATE_FROM_V03).join(', ')}`);
+          throw A2aError.invalidParams(
+            'params.status',
+            `must be one of ${Object.keys(STATE_FROM_V03).join(', ')} (got ${got(status)})`,
+          );
         return state;
       },
     });

@@ -16,12 +16,20 @@ import {
 import { finishMessage, messageBase, parseParams } from './parse-params.js';
 import type { PushConfigView } from '../../push/push-config.js';
 import { v1PushConfig, v1PushDelete, v1PushGet, v1PushList, v1PushSet, v1SendPush } from './push-params.js';
-import { obj, optBool, optObj, optStr, str, type Json } from './params.js';
+import { got, obj, optBool, optObj, optStr, shapeOf, str, type Json } from './params.js';
+import { readProtoNames, REQUEST_TYPES } from './proto-names.js';
+
+/** Part's `content` oneof (a2a.proto). */
+const CONTENT = ['text', 'raw', 'url', 'data'];
 
 function parsePart(v: unknown, field: string): PartJson {
   const p = obj(v, field);
-  const content = ['text', 'raw', 'url', 'data'].filter((k) => p[k] !== undefined);
-  if (content.length !== 1) throw A2aError.invalidParams(field, 'must have exactly one of text, raw, url, data');
+  const content = CONTENT.filter((k) => p[k] !== undefined);
+  if (content.length === 0)
+    throw A2aError.invalidParams(field, `must have one of ${CONTENT.join(', ')} (got ${shapeOf(p)})`);
+  if (content.length > 1) {
+    throw A2aError.invalidParams(field, `must have only one of ${CONTENT.join(', ')} (got ${content.join(' and ')})`);
+  }
   const part: PartJson = {};
   if (p.text !== undefined) {
     if (typeof p.text !== 'string') throw A2aError.invalidParams(`${field}.text`, 'must be a string');
@@ -45,15 +53,14 @@ function parsePart(v: unknown, field: string): PartJson {
 
 export function parseV1Message(v: unknown, field: string): MessageJson {
   const m = obj(v, field);
-  const role =
-    m.role === 'ROLE_USER' || m.role === 1
-      ? 'ROLE_USER'
-      : m.role === 'ROLE_AGENT' || m.role === 2
-        ? 'ROLE_AGENT'
-        : undefined;
-  if (!role) throw A2aError.invalidParams(`${field}.role`, 'must be ROLE_USER');
-  if (!Array.isArray(m.parts)) throw A2aError.invalidParams(`${field}.parts`, 'is required and must be an array');
-  return finishMessage(m, messageBase(m, role, field, parsePart), field);
+  // A client sends user messages: ROLE_USER, by name or by number (ProtoJSON reads both).
+  if (m.role !== 'ROLE_USER' && m.role !== 1) {
+    throw A2aError.invalidParams(`${field}.role`, `must be ROLE_USER (got ${got(m.role)})`);
+  }
+  if (!Array.isArray(m.parts)) {
+    throw A2aError.invalidParams(`${field}.parts`, `is required and must be an array (got ${shapeOf(m.parts)})`);
+  }
+  return finishMessage(m, messageBase(m, 'ROLE_USER', field, parsePart), field);
 }
 
 /**
@@ -83,7 +90,14 @@ export class V1Dialect implements WireDialect {
     GetExtendedAgentCard: 'extended_card',
   };
 
-  parse(op: Operation, p: Json): ParsedParams {
+  /** Each operation's request message in `a2a.proto` (SendMessage and SendStreamingMessage share one). */
+  private readonly requestTypes = Object.fromEntries(
+    Object.entries(this.methods).map(([method, op]) => [op, REQUEST_TYPES[method]]),
+  ) as Record<Operation, string>;
+
+  parse(op: Operation, params: Json): ParsedParams {
+    // ProtoJSON: every field by its JSON name or its proto name (`message_id`), read as the JSON name.
+    const p = readProtoNames(this.requestTypes[op], params, 'params');
     // Every v1.0 request may name a tenant (a2a.proto); Arbiter's tenant is the bearer's, but the field is typed.
     optStr(p.tenant, 'params.tenant');
     return parseParams(op, p, {
@@ -97,7 +111,9 @@ export class V1Dialect implements WireDialect {
       pushDelete: v1PushDelete,
       state: (status) => {
         if (status === undefined || status === 'TASK_STATE_UNSPECIFIED') return undefined;
-        if (!isTaskState(status)) throw A2aError.invalidParams('params.status', 'must be a TASK_STATE_* value');
+        if (!isTaskState(status)) {
+          throw A2aError.invalidParams('params.status', `must be a TASK_STATE_* value (got ${got(status)})`);
+        }
         return status;
       },
     });
