@@ -25,6 +25,7 @@ import { isSettled, isTerminal } from './task-state.js';
 import { abortable } from '../common/abortable.js';
 import { AppConfig } from '../config/app-config.js';
 import { storeFiles } from './task-files.js';
+import { messageHash } from './message-hash.js';
 
 export interface SendInput {
   tenantId: string;
@@ -93,7 +94,14 @@ export class TaskService {
       /** Subscribe to the new task's events before its run starts, for a stream (see `EventLog.watch`). */
       watch?: boolean;
     } = {},
-  ): Promise<{ taskId: string; snapshot: TaskSnapshot; duplicate?: boolean; run?: HeldRun; watch?: Watch }> {
+  ): Promise<{
+    taskId: string;
+    snapshot: TaskSnapshot;
+    /** The messageId had created a task already: `snapshot` is that task, `sameMessage` whether this message is the one that did. */
+    duplicate?: { sameMessage: boolean };
+    run?: HeldRun;
+    watch?: Watch;
+  }> {
     const taskId = randomUUID();
     const contextId = input.message.contextId || randomUUID();
     const { message: withRefs, files } = storeFiles(input.message, this.config.maxTextFileBytes);
@@ -112,6 +120,7 @@ export class TaskService {
     const task = {
       taskId,
       messageId: message.messageId,
+      messageHash: messageHash(input.message),
       tenantId: input.tenantId,
       agentId: input.agent.id,
       contextId,
@@ -147,7 +156,9 @@ export class TaskService {
       if (!isDuplicateMessage(err)) throw err;
       const existing = await this.tasks.findByMessage(input.tenantId, input.agent.id, message.messageId);
       if (!existing) throw err;
-      return { taskId: existing.taskId, snapshot: await this.snapshotOf(existing), duplicate: true };
+      // A task stored before messages were hashed has no hash to compare: it is taken to be the same message.
+      const sameMessage = existing.messageHash === null || existing.messageHash === task.messageHash;
+      return { taskId: existing.taskId, snapshot: await this.snapshotOf(existing), duplicate: { sameMessage } };
     }
     // The task as its first events left it: a new stream or a non-blocking send needs no read-back.
     const snapshot: TaskSnapshot = {

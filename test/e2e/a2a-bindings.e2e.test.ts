@@ -196,6 +196,27 @@ const SCENARIOS: Scenario[] = [
     expect: { get: 'TASK_NOT_FOUND', cancel: 'TASK_NOT_FOUND', missing: 'TASK_NOT_FOUND' },
   },
   {
+    name: 'a messageId sent again: the same message gets its task, another message is InvalidParams naming the field',
+    run: async (b) => {
+      const first = textMessage('the first question');
+      const t = asTask(await b.client.sendMessage(first));
+      const again = asTask(await b.client.sendMessage(first));
+      const other = textMessage('a different question');
+      other.message!.messageId = first.message!.messageId;
+      const refused = (await outcome(b.client.sendMessage(other))) as ErrorOutcome;
+      assert.match(refused.message, /message\.messageId/);
+      assert.match(refused.message, /already sent with a different message/);
+      const code = { JSONRPC: -32602, 'HTTP+JSON': 400, GRPC: grpc.INVALID_ARGUMENT }[b.name];
+      return {
+        same: again.id === t.id,
+        history: again.history.length,
+        error: refused.error,
+        code: refused.code === code,
+      };
+    },
+    expect: { same: true, history: 2, error: 'INVALID_PARAMS', code: true },
+  },
+  {
     name: 'error: bad params (pageSize out of range) are InvalidParams',
     run: (b) => outcome(b.client.listTasks(ListTasksRequest.fromJSON({ pageSize: 500 }))),
     expect: { error: 'INVALID_PARAMS' },

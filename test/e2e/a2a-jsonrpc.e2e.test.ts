@@ -600,6 +600,50 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
       const other = await call(body, V1, 'index');
       assert.notEqual(other.result.task.id, first.result.task.id);
     });
+
+    it('the same message is compared, not its JSON: key order and an absent member change nothing; v0.3 sends the same', async () => {
+      const messageId = crypto.randomUUID();
+      const raw = (json: string) =>
+        rpc(url, t.token, 'helper', `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":${json}}}`, V1);
+      const a = (await (
+        await raw(
+          `{"messageId":"${messageId}","role":"ROLE_USER","parts":[{"text":"ordered","metadata":{"a":1,"b":2}}]}`,
+        )
+      ).json()) as any;
+      const b = (await (
+        await raw(
+          `{"parts":[{"metadata":{"b":2,"a":1},"text":"ordered"}],"role":"ROLE_USER","messageId":"${messageId}","metadata":null}`,
+        )
+      ).json()) as any;
+      assert.equal(b.result?.task?.id, a.result.task.id, JSON.stringify(b.error));
+      const v03 = (await call(
+        {
+          jsonrpc: '2.0',
+          id: 2,
+          method: 'message/send',
+          params: {
+            message: {
+              kind: 'message',
+              messageId,
+              role: 'user',
+              parts: [{ kind: 'text', text: 'ordered', metadata: { a: 1, b: 2 } }],
+            },
+          },
+        },
+        {},
+      )) as any;
+      assert.equal(v03.result?.id, a.result.task.id, JSON.stringify(v03.error));
+      // The same id with one character changed: refused, and nothing is run or stored for it.
+      const changed = (await (
+        await raw(
+          `{"messageId":"${messageId}","role":"ROLE_USER","parts":[{"text":"ordereD","metadata":{"a":1,"b":2}}]}`,
+        )
+      ).json()) as any;
+      assert.equal(changed.error?.code, -32602);
+      assert.match(changed.error.message, /params\.message\.messageId/);
+      const task = await call({ jsonrpc: '2.0', id: 3, method: 'GetTask', params: { id: a.result.task.id } });
+      assert.equal(task.result.history.length, 2);
+    });
   });
 
   describe('agent cards', () => {

@@ -51,7 +51,15 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
 
   const newTask = async (id: string) =>
     writes.create(
-      { taskId: id, messageId: `m-${id}`, tenantId: TENANT, agentId: 'a', contextId: 'c', metadata: {} },
+      {
+        taskId: id,
+        messageId: `m-${id}`,
+        tenantId: TENANT,
+        agentId: 'a',
+        contextId: 'c',
+        metadata: {},
+        messageHash: 'h',
+      },
       [{ kind: 'status', payload: { state: 'TASK_STATE_SUBMITTED', timestamp: ts() } }],
       'TASK_STATE_SUBMITTED',
       { owner: 'test', ms: 30_000 },
@@ -147,7 +155,15 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
     const [dup, ...fresh] = await Promise.allSettled([
       // the same messageId again: the unique index refuses this row
       writes.create(
-        { taskId: 't-dup-b', messageId: 'm-t-dup-a', tenantId: TENANT, agentId: 'a', contextId: 'c', metadata: {} },
+        {
+          taskId: 't-dup-b',
+          messageId: 'm-t-dup-a',
+          tenantId: TENANT,
+          agentId: 'a',
+          contextId: 'c',
+          metadata: {},
+          messageHash: 'h',
+        },
         [{ kind: 'status', payload: { state: 'TASK_STATE_SUBMITTED', timestamp: ts() } }],
         'TASK_STATE_SUBMITTED',
         { owner: 'test', ms: 30_000 },
@@ -175,7 +191,7 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
   };
   const creating = (id: string, messageId = `m-${id}`) =>
     writes.create(
-      { taskId: id, messageId, tenantId: TENANT, agentId: 'a', contextId: 'c', metadata: { k: 1 } },
+      { taskId: id, messageId, tenantId: TENANT, agentId: 'a', contextId: 'c', metadata: { k: 1 }, messageHash: 'h' },
       [
         { kind: 'status', payload: { state: 'TASK_STATE_SUBMITTED', timestamp: ts() } },
         {

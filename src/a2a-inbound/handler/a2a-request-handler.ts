@@ -240,9 +240,17 @@ export class A2aRequestHandler {
       if (p.push) await this.push.attach(this.scope(ctx), taskId, p.push.config, p.push.dialect, seq - 1);
       return { taskId, afterSeq: seq };
     }
-    const { taskId, snapshot, run, watch } = await this.quotas.admitRun(ctx.principal, (held) =>
+    const { taskId, snapshot, run, watch, duplicate } = await this.quotas.admitRun(ctx.principal, (held) =>
       this.tasks.create(input, { held, watch: stream }),
     );
+    // A messageId sent again gets the task it created — only with the same message: another message is a mistake.
+    if (duplicate && !duplicate.sameMessage) {
+      throw A2aError.invalidParams(
+        'params.message.messageId',
+        `'${p.message.messageId.slice(0, 64)}' was already sent with a different message (task '${taskId}'); ` +
+          'every new message needs a new messageId (the same message sent again gets the same task)',
+      );
+    }
     try {
       // The cursor at 0: the webhook gets every update of the new task, the first status included.
       if (p.push) await this.push.attach(this.scope(ctx), taskId, p.push.config, p.push.dialect, 0);

@@ -7,6 +7,7 @@ import { PushConfigs1763820000000 } from './1763820000000-push-configs.js';
 import { Quotas1763830000000 } from './1763830000000-quotas.js';
 import { TaskFiles1763840000000 } from './1763840000000-task-files.js';
 import { TaskContentBytes1763850000000 } from './1763850000000-task-content-bytes.js';
+import { TaskMessageHash1763860000000 } from './1763860000000-task-message-hash.js';
 
 /** Every migration, oldest first. Never edit one that has been committed; add a new one. */
 export const MIGRATIONS = [
@@ -19,4 +20,5 @@ export const MIGRATIONS = [
   Quotas1763830000000,
   TaskFiles1763840000000,
   TaskContentBytes1763850000000,
+  TaskMessageHash1763860000000,
 ];

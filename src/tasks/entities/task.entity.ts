@@ -71,6 +71,10 @@ export class TaskEntity {
   @Column({ name: 'extra_bytes', type: 'bigint', default: 0 })
   extraBytes: string;
 
+  /** The hash of the message that created the task (`messageHash`); null for tasks stored before it was kept. */
+  @Column({ name: 'message_hash', type: 'varchar', length: 64, nullable: true })
+  messageHash: string | null;
+
   @Column({ name: 'input_tokens', type: 'integer', default: 0 })
   inputTokens: number;
 

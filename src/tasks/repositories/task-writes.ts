@@ -197,15 +197,15 @@ const CREATE: Statement = {
   text: `WITH x AS (
     SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(i int, task_id varchar, tenant_id uuid, agent_id varchar,
       context_id varchar, state varchar, status_at timestamptz, history jsonb, metadata jsonb, n int, last_input int,
-      owner varchar, lease_ms int, message_id varchar, events jsonb, files jsonb, status_message jsonb,
+      owner varchar, lease_ms int, message_id varchar, message_hash varchar, events jsonb, files jsonb, status_message jsonb,
       error_message text, artifacts jsonb, input_tokens int, output_tokens int)
   ), t AS (
     INSERT INTO a2a_tasks (task_id, tenant_id, agent_id, context_id, state, updated_at, history, metadata, last_seq,
-                           last_input_seq, owner_instance, lease_expires_at, message_id, status_message, error_message,
+                           last_input_seq, owner_instance, lease_expires_at, message_id, message_hash, status_message, error_message,
                            artifacts, input_tokens, output_tokens, history_bytes, artifacts_bytes, extra_bytes)
     SELECT task_id, tenant_id, agent_id, context_id, state, COALESCE(status_at, date_trunc('milliseconds', now())),
            history, metadata, n, last_input, owner,
-           CASE WHEN owner IS NULL THEN NULL ELSE now() + make_interval(secs => lease_ms / 1000.0) END, message_id,
+           CASE WHEN owner IS NULL THEN NULL ELSE now() + make_interval(secs => lease_ms / 1000.0) END, message_id, message_hash,
            status_message, COALESCE(error_message, ''), COALESCE(artifacts, '[]'::jsonb), COALESCE(input_tokens, 0),
            COALESCE(output_tokens, 0), octet_length(history::text), COALESCE(octet_length(artifacts::text), 2),
            octet_length(metadata::text) + COALESCE(octet_length(status_message::text), 0)
@@ -387,6 +387,7 @@ export class TaskWrites {
         owner: f.lease?.owner ?? null,
         lease_ms: f.lease?.ms ?? lease.ms,
         message_id: task.messageId,
+        message_hash: task.messageHash,
         events: f.events,
         files: f.files.length ? f.files.map(fileRow) : null,
         status_message: f.statusMessage,

@@ -23,6 +23,8 @@ import {
 export interface NewTask {
   taskId: string;
   messageId: string;
+  /** `messageHash` of the message that creates it. */
+  messageHash: string;
   tenantId: string;
   agentId: string;
   contextId: string;
@@ -101,7 +103,8 @@ const FIND: Statement = {
 };
 const FIND_BY_MESSAGE: Statement = {
   name: 'arbiter_task_by_message',
-  text: `SELECT ${COLUMNS} FROM a2a_tasks WHERE tenant_id = $1 AND agent_id = $2 AND message_id = $3`,
+  text: `SELECT ${COLUMNS}, message_hash AS "messageHash" FROM a2a_tasks
+          WHERE tenant_id = $1 AND agent_id = $2 AND message_id = $3`,
 };
 const STATE_OF: Statement = {
   name: 'arbiter_task_state',
@@ -196,9 +199,17 @@ export class TaskRepository {
     return rows[0] ?? null;
   }
 
-  /** The task a message created, if that message was already sent to this tenant's agent. */
-  async findByMessage(tenantId: string, agentId: string, messageId: string): Promise<TaskRow | null> {
-    const rows = await this.sql.query<TaskRow>(FIND_BY_MESSAGE, [tenantId, agentId, messageId]);
+  /** The task a messageId created, if it was already sent to this tenant's agent, with that message's hash. */
+  async findByMessage(
+    tenantId: string,
+    agentId: string,
+    messageId: string,
+  ): Promise<(TaskRow & { messageHash: string | null }) | null> {
+    const rows = await this.sql.query<TaskRow & { messageHash: string | null }>(FIND_BY_MESSAGE, [
+      tenantId,
+      agentId,
+      messageId,
+    ]);
     return rows[0] ?? null;
   }
 
