@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { q, type Api, type AuditEntry, type Page, type Tenant, type TokenInfo } from './api';
+import { q, type Api, type Page, type Tenant, type TokenInfo } from './api';
 import { Copyable, ErrorBox, PageTitle, Pager, useLoad, usePager, When } from './ui';
 
 /** A token just issued: shown once, here, and nowhere else. */
@@ -207,72 +207,6 @@ export function Tenants(props: { api: Api }) {
       {open && list.data?.items.find((t) => t.id === open) ? (
         <Tokens api={api} tenant={list.data.items.find((t) => t.id === open) as Tenant} key={open} />
       ) : null}
-    </section>
-  );
-}
-
-export function Audit(props: { api: Api }) {
-  const { api } = props;
-  const [tenantId, setTenantId] = useState('');
-  const [applied, setApplied] = useState('');
-  const pager = usePager(applied);
-  const list = useLoad(
-    (signal) =>
-      api.get<Page<AuditEntry>>(`/v1/admin/audit${q({ tenant_id: applied, limit: 50, cursor: pager.cursor })}`, signal),
-    [applied, pager.cursor],
-  );
-  return (
-    <section>
-      <PageTitle>Audit log</PageTitle>
-      <form
-        class="inline-form"
-        role="search"
-        onSubmit={(e) => {
-          e.preventDefault();
-          setApplied(tenantId.trim());
-        }}
-      >
-        <label for="audit-tenant">Tenant id</label>
-        <input id="audit-tenant" value={tenantId} onInput={(e) => setTenantId(e.currentTarget.value)} />
-        <button type="submit">Filter</button>
-      </form>
-      <ErrorBox error={list.error} />
-      {list.data ? (
-        <table>
-          <caption class="sr-only">Audit entries, newest first</caption>
-          <thead>
-            <tr>
-              <th scope="col">When</th>
-              <th scope="col">Actor</th>
-              <th scope="col">Action</th>
-              <th scope="col">Tenant</th>
-              <th scope="col">Detail</th>
-              <th scope="col">Request</th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.data.items.map((a) => (
-              <tr key={a.id}>
-                <td>
-                  <When at={a.created_at} />
-                </td>
-                <td>{a.actor}</td>
-                <td>{a.action}</td>
-                <td>
-                  <code>{a.tenant_id?.slice(0, 8) ?? '—'}</code>
-                </td>
-                <td>
-                  <code class="detail">{JSON.stringify(a.detail)}</code>
-                </td>
-                <td>
-                  <code>{a.request_id?.slice(0, 8) ?? ''}</code>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      ) : null}
-      {list.data ? <Pager pager={pager} nextCursor={list.data.next_cursor} /> : null}
     </section>
   );
 }

@@ -1,5 +1,6 @@
 import type { TargetedEvent } from 'preact';
 import { useState } from 'preact/hooks';
+import { agentSnippets } from '../../src/console/agent-snippets';
 import { ApiError, q, type Agent, type Api, type Constitution, type Page } from './api';
 import { navigate } from './router';
 import { Copyable, ErrorBox, Link, PageTitle, Pager, useLoad, usePager, When } from './ui';
@@ -99,6 +100,44 @@ function toBody(v: FormValues, original: Constitution | undefined): Record<strin
   return out;
 }
 
+/** `GET /v1/models`: the providers this server has; a placeholder (`openai/<model>`) takes any model name. */
+interface Models {
+  default_model: string;
+  providers: { name: string; models: string[]; placeholder: boolean }[];
+}
+
+/** The model suggestions: the models the server names, and `provider/` for a provider that takes any model. */
+function modelOptions(m: Models): { value: string; label: string }[] {
+  return m.providers.flatMap((p) =>
+    p.models.map((model) => {
+      const open = model.indexOf('<');
+      return open < 0
+        ? { value: model, label: model === 'echo' ? 'echo (replies with your message; no provider)' : model }
+        : { value: model.slice(0, open), label: `${model}: any model of ${p.name}` };
+    }),
+  );
+}
+
+/** Suggestions for the model field; typing any other `provider/model` still works (the server checks it). */
+function ModelList(props: { models: Models | undefined }) {
+  return (
+    <datalist id="f-model-list">
+      {props.models
+        ? modelOptions(props.models).map((o) => (
+            <option key={o.value} value={o.value}>
+              {o.label}
+            </option>
+          ))
+        : null}
+    </datalist>
+  );
+}
+
+function modelHint(m: Models | undefined): string {
+  const base = 'provider/model, e.g. openai/gpt-4o-mini (pick or type one)';
+  return m ? `${base}; empty = the server default, ${m.default_model}` : `${base}; empty = the server default`;
+}
+
 /** Server field names (`temperature`, `rules.3`, `agent_def.goal`) → the form field they belong to. */
 function fieldOf(field: string): string {
   return field.replace(/^agent_def\./, '').split(/[.[]/)[0] ?? field;
@@ -112,6 +151,7 @@ export function AgentForm(props: { api: Api; agent?: Agent }) {
   const [formError, setFormError] = useState<unknown>(null);
   const [saved, setSaved] = useState(false);
   const [busy, setBusy] = useState(false);
+  const models = useLoad((signal) => props.api.get<Models>('/v1/models', signal), []);
   const set = (k: string) => (e: TargetedEvent<HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement>) => {
     const value = e.currentTarget.value;
     setValues((v) => ({ ...v, [k]: value }));
@@ -192,10 +232,15 @@ export function AgentForm(props: { api: Api; agent?: Agent }) {
           <label for={`f-${f.key}`}>{f.label}</label>
           {f.long ? (
             <textarea {...fieldProps(f.key)} rows={3} value={values[f.key] ?? ''} onInput={set(f.key)} />
+          ) : f.key === 'model' ? (
+            <>
+              <input {...fieldProps(f.key)} list="f-model-list" value={values[f.key] ?? ''} onInput={set(f.key)} />
+              <ModelList models={models.data} />
+            </>
           ) : (
             <input {...fieldProps(f.key)} value={values[f.key] ?? ''} onInput={set(f.key)} />
           )}
-          {hint(f.key, f.hint)}
+          {hint(f.key, f.key === 'model' ? modelHint(models.data) : f.hint)}
         </div>
       ))}
       <div class="field-row">
@@ -239,7 +284,8 @@ export function AgentForm(props: { api: Api; agent?: Agent }) {
         />
         {hint(
           'capabilities',
-          'one per line; /agent, /parallel, /write, /mem, /fetch, /a2a grant tools, others are skills',
+          'one per line; /agent, /parallel, /write, /mem, /fetch, /a2a, /mcp, /search grant tools ' +
+            '(/mcp:<server> grants one MCP server only); with no /… line every tool is allowed; other lines are skills',
         )}
       </div>
       <ErrorBox error={formError} />
@@ -262,38 +308,6 @@ export function NewAgent(props: { api: Api }) {
       <AgentForm api={props.api} />
     </section>
   );
-}
-
-function snippets(base: string, id: string): { label: string; text: string }[] {
-  const url = `${base}/v1/a2a/agents/${id}`;
-  return [
-    {
-      label: 'curl: JSON-RPC SendMessage (v1.0)',
-      text: `curl -s ${url} -H "Authorization: Bearer $TOKEN" -H 'A2A-Version: 1.0' \\
-  -H 'Content-Type: application/json' \\
-  -d '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hello"}]}}}'`,
-    },
-    {
-      label: 'curl: REST message:stream (SSE)',
-      text: `curl -N ${url}/message:stream -H "Authorization: Bearer $TOKEN" -H 'A2A-Version: 1.0' \\
-  -H 'Content-Type: application/a2a+json' \\
-  -d '{"message":{"messageId":"m2","role":"ROLE_USER","parts":[{"text":"hello"}]}}'`,
-    },
-    {
-      label: 'TypeScript: @a2a-js/sdk',
-      text: `import { ClientFactory, JsonRpcTransportFactory, DefaultAgentCardResolver } from '@a2a-js/sdk/client';
-
-const fetchImpl: typeof fetch = (input, init) =>
-  fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), Authorization: \`Bearer \${process.env.TOKEN}\` } });
-const client = await new ClientFactory({
-  transports: [new JsonRpcTransportFactory({ fetchImpl })],
-  cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
-}).createFromUrl('${url}/');
-const reply = await client.sendMessage({
-  message: { kind: 'message', messageId: crypto.randomUUID(), role: 'user', parts: [{ kind: 'text', text: 'hello' }] },
-});`,
-    },
-  ];
 }
 
 interface Card {
@@ -394,7 +408,7 @@ export function AgentDetail(props: { api: Api; id: string }) {
                 label="Agent card URL"
                 text={`${location.origin}/v1/a2a/agents/${enc}/.well-known/agent-card.json`}
               />
-              {snippets(location.origin, enc).map((s) => (
+              {agentSnippets(location.origin, enc).map((s) => (
                 <Copyable key={s.label} label={s.label} text={s.text} />
               ))}
               <h2>Agent card</h2>

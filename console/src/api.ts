@@ -1,7 +1,5 @@
 import { readSse, type SseFrame } from './sse';
 
-export type Kind = 'tenant' | 'admin';
-
 /** An API error in Arbiter's one shape (`{error, code, details?, request_id}`) or the A2A REST `google.rpc.Status`. */
 export class ApiError extends Error {
   constructor(
@@ -38,36 +36,6 @@ async function toError(res: Response): Promise<ApiError> {
   );
 }
 
-const SESSION_KEY = 'arbiter.console.session';
-
-/** The bearer this tab signed in with: in memory and in `sessionStorage` (gone with the tab), never elsewhere. */
-export interface Session {
-  token: string;
-  kind: Kind;
-}
-
-export function loadSession(): Session | null {
-  try {
-    const raw = sessionStorage.getItem(SESSION_KEY);
-    if (!raw) return null;
-    const s = JSON.parse(raw) as Partial<Session>;
-    return typeof s.token === 'string' && (s.kind === 'tenant' || s.kind === 'admin')
-      ? { token: s.token, kind: s.kind }
-      : null;
-  } catch {
-    return null;
-  }
-}
-
-export function saveSession(s: Session | null): void {
-  try {
-    if (s) sessionStorage.setItem(SESSION_KEY, JSON.stringify(s));
-    else sessionStorage.removeItem(SESSION_KEY);
-  } catch {
-    /* storage disabled: the session lives in memory only */
-  }
-}
-
 /** Called when a request answers 401 (a revoked or rotated token): the app signs out. */
 let onUnauthorized: (message: string) => void = () => undefined;
 export function setUnauthorizedHandler(fn: (message: string) => void): void {
@@ -82,10 +50,19 @@ export class Api {
   }
 
   /** A same-origin request; the JSON reply, or an `ApiError`. */
-  async call<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+  async call<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    signal?: AbortSignal,
+    extraHeaders: Record<string, string> = {},
+  ): Promise<T> {
     const res = await fetch(path, {
       method,
-      headers: this.headers(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+      headers: this.headers({
+        ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+        ...extraHeaders,
+      }),
       body: body === undefined ? undefined : JSON.stringify(body),
       signal,
       credentials: 'omit',
@@ -141,17 +118,21 @@ export class Api {
   }
 }
 
-/** Which kind of token this is: a tenant route answers 200 to a tenant token and 403 to the admin token. */
-export async function detectKind(token: string): Promise<Kind> {
-  const api = new Api(token);
-  const probe = async (path: string): Promise<number> =>
-    (await fetch(path, { headers: api.headers(), credentials: 'omit', cache: 'no-store' })).status;
-  const tenant = await probe('/v1/agents?limit=1');
-  if (tenant === 200) return 'tenant';
-  if (tenant === 403 && (await probe('/v1/admin/tenants?limit=1')) === 200) return 'admin';
-  if (tenant === 401 || tenant === 403)
-    throw new ApiError(401, 'This token is not valid (or was revoked).', 'unauthorized');
-  throw new ApiError(tenant, `The server answered HTTP ${tenant}; try again.`, 'error');
+/** What `GET /v1/me` says about a token: the admin, or a tenant (with its name and the token's public prefix). */
+export type Me =
+  { kind: 'admin' } | { kind: 'tenant'; tenant: { id: string; name: string }; token: { id: string; prefix: string } };
+
+/** Who this token is (`GET /v1/me`, which answers for either kind of token); a clear error for a bad one. */
+export async function whoAmI(token: string): Promise<Me> {
+  const res = await fetch('/v1/me', {
+    headers: new Api(token).headers(),
+    credentials: 'omit',
+    cache: 'no-store',
+  });
+  if (res.ok) return (await res.json()) as Me;
+  const err = await toError(res);
+  if (res.status === 401) throw new ApiError(401, `This token is not valid: ${err.message}.`, 'unauthorized');
+  throw new ApiError(res.status, `The server answered HTTP ${res.status}; try again.`, 'error');
 }
 
 export interface Page<T> {
@@ -181,6 +162,12 @@ export interface Agent {
   updated_at: string | null;
 }
 
+/** A message of a task's history (A2A v1.0 ProtoJSON, the parts the console reads). */
+export interface HistoryMessage {
+  role?: string;
+  parts?: { text?: string }[];
+}
+
 export interface RequestView {
   id: string;
   agent_id: string;
@@ -193,6 +180,7 @@ export interface RequestView {
   input_tokens: number;
   output_tokens: number;
   last_seq: number;
+  history?: HistoryMessage[];
 }
 
 export interface Tenant {

@@ -1,9 +1,11 @@
-import { useEffect, useMemo, useState } from 'preact/hooks';
-import { Api, detectKind, loadSession, saveSession, setUnauthorizedHandler, type Session } from './api';
-import { Audit, Registries, Tenants } from './admin';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { Api, setUnauthorizedHandler, whoAmI } from './api';
+import { Registries, Tenants } from './admin';
+import { Audit } from './audit';
 import { AgentDetail, AgentList, NewAgent } from './agents';
 import { Chat } from './chat';
-import { match, navigate, useRoute } from './router';
+import { currentPath, match, navigate, useRoute } from './router';
+import { loadSession, saveSession, SessionChannel, type Session } from './session';
 import { TaskList, TaskPage } from './tasks';
 import { ErrorBox, Link, PageTitle } from './ui';
 
@@ -17,8 +19,7 @@ function SignIn(props: { onSignedIn: (s: Session) => void; notice: string | null
     setError(null);
     try {
       const t = token.trim();
-      const kind = await detectKind(t);
-      props.onSignedIn({ token: t, kind });
+      props.onSignedIn({ token: t, me: await whoAmI(t) });
     } catch (err) {
       setError(err);
     } finally {
@@ -46,8 +47,10 @@ function SignIn(props: { onSignedIn: (s: Session) => void; notice: string | null
         />
         <small id="token-hint" class="hint">
           A tenant token (<code>atr_…</code>) or the admin token (<code>adm_…</code>, printed at the first start and
-          saved in <code>~/.arbiter/admin_token</code>). It is kept in this tab only (sessionStorage) and sent as the
-          bearer on the console's API calls.
+          saved in <code>~/.arbiter/admin_token</code>). It is sent as the bearer on the console's API calls and kept in
+          memory and <code>sessionStorage</code>, never in <code>localStorage</code> or a cookie. Other tabs of this
+          console in this browser get it from an open tab (a <code>BroadcastChannel</code>, nothing leaves the browser);
+          signing out signs out every tab.
         </small>
         <ErrorBox error={error} />
         <button type="submit" class="primary" disabled={busy || !token.trim()}>
@@ -79,14 +82,23 @@ function NotFound() {
   );
 }
 
+const ADMIN_PATHS = new Set(ADMIN_NAV.map((n) => n.to));
+
+/** Where a session of this kind starts. */
+const home = (s: Session): string => (s.me.kind === 'admin' ? '/tenants' : '/agents');
+
+/** Whether `path` is a page of this kind of session (a deep link opened while signed out is kept if so). */
+const isPageOf = (s: Session, path: string): boolean =>
+  path !== '/' && (s.me.kind === 'admin') === ADMIN_PATHS.has(path);
+
 function Routes(props: { api: Api; session: Session }) {
   const { path, search } = useRoute();
   const { api, session } = props;
   if (path === '/') {
-    navigate(session.kind === 'admin' ? '/tenants' : '/agents', true);
+    navigate(home(session), true);
     return null;
   }
-  if (session.kind === 'admin') {
+  if (session.me.kind === 'admin') {
     if (path === '/tenants') return <Tenants api={api} />;
     if (path === '/audit') return <Audit api={api} />;
     if (path === '/registries') return <Registries api={api} />;
@@ -104,33 +116,82 @@ function Routes(props: { api: Api; session: Session }) {
   return <NotFound />;
 }
 
+function Who(props: { session: Session }) {
+  const { me } = props.session;
+  if (me.kind === 'admin') return <span class="who">admin</span>;
+  return (
+    <span class="who" title={`token ${me.token.prefix}…`}>
+      tenant <strong>{me.tenant.name}</strong>
+    </span>
+  );
+}
+
 export function App() {
-  const [session, setSession] = useState<Session | null>(() => loadSession());
+  const stored = useMemo(() => loadSession(), []);
+  const [session, setSession] = useState<Session | null>(stored);
+  // A tab without a session first asks the open tabs for theirs (briefly), then shows the sign-in page.
+  const [asking, setAsking] = useState(stored === null);
   const [notice, setNotice] = useState<string | null>(null);
   const { path } = useRoute();
   const api = useMemo(() => (session ? new Api(session.token) : null), [session]);
-  const signOut = (message: string | null): void => {
+  const current = useRef(session);
+  current.current = session;
+
+  /** Takes a session (signed in here or in another tab); the page asked for is kept when it is one of its own. */
+  const start = (s: Session): void => {
+    saveSession(s);
+    current.current = s;
+    setNotice(null);
+    setSession(s);
+    setAsking(false);
+    if (!isPageOf(s, currentPath())) navigate(home(s), true);
+  };
+  const end = (message: string | null): void => {
     saveSession(null);
+    current.current = null;
     setSession(null);
     setNotice(message);
   };
+  const channel = useMemo(
+    () =>
+      new SessionChannel(
+        () => current.current,
+        (s) => {
+          if (!current.current) start(s);
+        },
+        (token, reason) => {
+          const mine = current.current;
+          if (mine && (token === null || token === mine.token)) end(reason ?? 'Signed out in another tab.');
+        },
+      ),
+    [],
+  );
   useEffect(() => {
-    setUnauthorizedHandler((message) => signOut(`Signed out: ${message}.`));
+    if (asking) void channel.ask().then(() => setAsking(false));
+    return () => channel.close();
+  }, []);
+  useEffect(() => {
+    setUnauthorizedHandler((message) => {
+      const token = current.current?.token ?? null;
+      const text = `Signed out: ${message}.`;
+      end(text);
+      // The other tabs holding this token are signed out too (a revoked token fails there as well).
+      if (token) channel.signedOut(token, text);
+    });
   }, []);
   if (!session || !api) {
+    if (asking) return <main id="main" class="signin" aria-busy="true" />;
     return (
       <SignIn
         notice={notice}
         onSignedIn={(s) => {
-          saveSession(s);
-          setNotice(null);
-          setSession(s);
-          navigate('/', true);
+          start(s);
+          channel.signedIn(s);
         }}
       />
     );
   }
-  const nav = session.kind === 'admin' ? ADMIN_NAV : TENANT_NAV;
+  const nav = session.me.kind === 'admin' ? ADMIN_NAV : TENANT_NAV;
   return (
     <>
       <a href="#main" class="skip">
@@ -149,10 +210,14 @@ export function App() {
             ))}
           </ul>
         </nav>
-        <span class="who">
-          {session.kind === 'admin' ? 'admin' : 'tenant'} <code>{session.token.slice(0, 8)}…</code>
-        </span>
-        <button type="button" onClick={() => signOut(null)}>
+        <Who session={session} />
+        <button
+          type="button"
+          onClick={() => {
+            end(null);
+            channel.signedOut(null, null);
+          }}
+        >
           Sign out
         </button>
       </header>

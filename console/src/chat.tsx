@@ -176,8 +176,29 @@ export function Chat(props: { api: Api; id: string }) {
     }
   };
 
+  /**
+   * Cancels the task of the turn that is working (A2A REST `CancelTask`, §3.1.5): the stream then brings its
+   * `canceled` status and ends. A task that ended meanwhile answers 409 (not cancelable), shown as the error.
+   */
+  const cancel = async (taskId: string): Promise<void> => {
+    setError(null);
+    try {
+      await api.call(
+        'POST',
+        `/v1/a2a/agents/${encodeURIComponent(id)}/tasks/${encodeURIComponent(taskId)}:cancel`,
+        undefined,
+        undefined,
+        { 'A2A-Version': '1.0' },
+      );
+    } catch (err) {
+      setError(err);
+    }
+  };
+
   const last = turns[turns.length - 1];
   const waiting = last?.state === 'input-required';
+  /** The task a Cancel button would cancel: the working turn's. */
+  const cancelable = busy && (last?.state === 'working' || last?.state === 'submitted') ? last.taskId : undefined;
   return (
     <section class="chat">
       <PageTitle>Try {id}</PageTitle>
@@ -241,6 +262,11 @@ export function Chat(props: { api: Api; id: string }) {
           <button type="submit" class="primary" disabled={busy || !text.trim()}>
             Send
           </button>
+          {cancelable ? (
+            <button type="button" class="danger" onClick={() => void cancel(cancelable)}>
+              Cancel task
+            </button>
+          ) : null}
           {busy ? (
             <button type="button" onClick={() => abort.current?.abort()}>
               Stop watching

@@ -1,7 +1,28 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { q, TASK_STATES, TERMINAL, type Agent, type Api, type Page, type RequestView } from './api';
 import { navigate } from './router';
+import { describe, formatDuration, StepClock, type NativeFrame } from './timeline';
 import { ErrorBox, errorText, Link, PageTitle, Pager, StateBadge, useLoad, usePager, When } from './ui';
+
+/** How much of a request's text the task list shows. */
+const REQUEST_PREVIEW = 80;
+
+/** The text of the first user message (what was asked), from the task's history. */
+function requestText(t: RequestView): string {
+  const first = t.history?.find((m) => m.role === 'ROLE_USER');
+  return (first?.parts ?? []).map((p) => p.text ?? '').join('');
+}
+
+function RequestPreview(props: { text: string }) {
+  const one = props.text.replace(/\s+/g, ' ').trim();
+  if (!one) return <span class="muted">—</span>;
+  const short = one.length > REQUEST_PREVIEW ? `${one.slice(0, REQUEST_PREVIEW - 1)}…` : one;
+  return (
+    <span class="request-text" title={one.length > REQUEST_PREVIEW ? one : undefined}>
+      {short}
+    </span>
+  );
+}
 
 export function TaskList(props: { api: Api; search: URLSearchParams }) {
   const { api, search } = props;
@@ -83,9 +104,11 @@ export function TaskList(props: { api: Api; search: URLSearchParams }) {
             <thead>
               <tr>
                 <th scope="col">Task</th>
+                <th scope="col">Request</th>
                 <th scope="col">Agent</th>
                 <th scope="col">State</th>
                 <th scope="col">Context</th>
+                <th scope="col">Created</th>
                 <th scope="col">Updated</th>
                 <th scope="col">Tokens in/out</th>
               </tr>
@@ -98,6 +121,9 @@ export function TaskList(props: { api: Api; search: URLSearchParams }) {
                       <code>{t.id.slice(0, 8)}</code>
                     </Link>
                   </td>
+                  <td data-testid="request-text">
+                    <RequestPreview text={requestText(t)} />
+                  </td>
                   <td>{t.agent_id}</td>
                   <td>
                     <StateBadge state={t.state} />
@@ -106,6 +132,9 @@ export function TaskList(props: { api: Api; search: URLSearchParams }) {
                     <Link to={`/tasks?context_id=${encodeURIComponent(t.context_id)}`}>
                       <code>{t.context_id.slice(0, 8)}</code>
                     </Link>
+                  </td>
+                  <td data-testid="created">
+                    <When at={t.created_at} />
                   </td>
                   <td>
                     <When at={t.updated_at} />
@@ -124,53 +153,31 @@ export function TaskList(props: { api: Api; search: URLSearchParams }) {
   );
 }
 
-/** One entry of the timeline: consecutive text from one agent at one depth is one entry that grows. */
+/**
+ * One entry of the timeline: consecutive text from one agent at one depth is one entry that grows. `at` is when
+ * its (first) event was stored; `took` how long the tool call or sub-agent it closes ran (see `StepClock`).
+ */
 type Entry =
-  | { kind: 'text'; seq: number; agent: string; depth: number; content: string }
-  | { kind: 'event'; seq: number; name: string; data: Record<string, unknown> };
+  | { kind: 'text'; seq: number; at?: string; agent: string; depth: number; content: string }
+  | { kind: 'event'; seq: number; at?: string; took?: number; name: string; data: Record<string, unknown> };
 
-interface NativeFrame {
-  seq?: number;
-  agent?: string;
-  depth?: number;
-  content?: string;
-  [k: string]: unknown;
+/** An entry's time: the clock time, and how far into the task it came (the first event is +0). */
+function EntryTime(props: { at: string | undefined; start: string | undefined }) {
+  if (!props.at) return null;
+  const t = Date.parse(props.at);
+  const from = props.start ? Date.parse(props.start) : NaN;
+  return (
+    <time class="ev-time" dateTime={props.at} title={new Date(t).toLocaleString()}>
+      {new Date(t).toLocaleTimeString()}
+      {Number.isFinite(from) ? ` (+${formatDuration(t - from)})` : ''}
+    </time>
+  );
 }
 
-function describe(name: string, d: Record<string, unknown>): string {
-  const s = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v));
-  switch (name) {
-    case 'request_received':
-      return `${d.continuation ? 'Continuation' : 'Request'} for ${s(d.agent)}: ${s(d.message)}`;
-    case 'stream_start':
-      return `${s(d.agent)} started`;
-    case 'stream_end':
-      return `${s(d.agent)} finished streaming`;
-    case 'tool_call': {
-      // What the log keeps of a call: the tool, whether it worked, its arguments, and any detail (remote task id …).
-      const { tool, ok, args, depth: _depth, agent: _agent, seq: _seq, request_id: _rid, ...detail } = d;
-      const extra = Object.entries(detail)
-        .map(([k, v]) => `${k}: ${s(v)}`)
-        .join('; ');
-      return `Tool ${s(tool)} ${ok ? 'ok' : 'failed'}${args ? ` — ${s(args)}` : ''}${extra ? ` (${extra})` : ''}`;
-    }
-    case 'sub_agent_response':
-      return `Sub-agent ${s(d.agent)} (depth ${s(d.depth)}) replied: ${s(d.content)}`;
-    case 'file':
-      return `File ${s(d.path)} (${s(d.media_type)}, ${s(d.size)} bytes)`;
-    case 'token_usage':
-      return `Usage: ${s(d.input_tokens)} in / ${s(d.output_tokens)} out`;
-    case 'input_required':
-      return `Input required: ${s(d.content)}`;
-    case 'error':
-      return `Error ${s(d.error_code)}: ${s(d.message)}`;
-    case 'done':
-      return d.ok
-        ? `Done (${s(d.input_tokens)} in / ${s(d.output_tokens)} out)`
-        : `Ended: ${s(d.error_code)} — ${s(d.error)}`;
-    default:
-      return JSON.stringify(d);
-  }
+/** The task's whole run: created to its last state change when it has ended. */
+function taskDuration(t: RequestView): string {
+  if (!TERMINAL.has(t.state)) return 'running';
+  return formatDuration(Date.parse(t.updated_at) - Date.parse(t.created_at));
 }
 
 /** Native frames that mark a change of the task's state. */
@@ -193,9 +200,12 @@ export function TaskPage(props: { api: Api; id: string }) {
     const ctl = new AbortController();
     lastSeq.current = 0;
     setEntries([]);
+    const clock = new StepClock();
     const add = (name: string, f: NativeFrame): void => {
+      const took = clock.see(name, f);
       setEntries((list) => {
         const seq = f.seq ?? 0;
+        const at = f.created_at;
         if (name === 'text') {
           const last = list[list.length - 1];
           const agent = f.agent ?? '';
@@ -203,9 +213,9 @@ export function TaskPage(props: { api: Api; id: string }) {
           if (last && last.kind === 'text' && last.agent === agent && last.depth === depth) {
             return [...list.slice(0, -1), { ...last, seq, content: last.content + (f.content ?? '') }];
           }
-          return [...list, { kind: 'text', seq, agent, depth, content: f.content ?? '' }];
+          return [...list, { kind: 'text', seq, at, agent, depth, content: f.content ?? '' }];
         }
-        return [...list, { kind: 'event', seq, name, data: f }];
+        return [...list, { kind: 'event', seq, at, took, name, data: f }];
       });
     };
     let reads = 0;
@@ -287,6 +297,7 @@ export function TaskPage(props: { api: Api; id: string }) {
   };
 
   const running = task && !TERMINAL.has(task.state);
+  const start = entries[0]?.at;
   return (
     <section>
       <PageTitle>Task {id.slice(0, 8)}</PageTitle>
@@ -311,6 +322,12 @@ export function TaskPage(props: { api: Api; id: string }) {
           <dd>
             <code>{task.id}</code>
           </dd>
+          <dt>Created</dt>
+          <dd>
+            <When at={task.created_at} />
+          </dd>
+          <dt>Duration</dt>
+          <dd data-testid="task-duration">{taskDuration(task)}</dd>
           <dt>Timeline</dt>
           <dd aria-live="polite" data-testid="stream-state">
             {conn === 'live' ? 'live' : conn === 'ended' ? 'complete' : conn}
@@ -331,6 +348,7 @@ export function TaskPage(props: { api: Api; id: string }) {
         {entries.map((e, i) =>
           e.kind === 'text' ? (
             <li key={i} class={`ev ev-text depth-${Math.min(e.depth, 3)}`} data-event="text">
+              <EntryTime at={e.at} start={start} />
               <span class="ev-name">
                 {e.agent}
                 {e.depth > 0 ? ` (depth ${e.depth})` : ''}
@@ -339,7 +357,14 @@ export function TaskPage(props: { api: Api; id: string }) {
             </li>
           ) : (
             <li key={i} class={`ev ev-${e.name}`} data-event={e.name}>
-              <span class="ev-name">{e.name}</span> <span>{describe(e.name, e.data)}</span>
+              <EntryTime at={e.at} start={start} />
+              <span class="ev-name">{e.name}</span> <span class="ev-desc">{describe(e.name, e.data)}</span>
+              {e.took !== undefined ? (
+                <span class="ev-took" data-testid="took">
+                  {' '}
+                  — took {formatDuration(e.took)}
+                </span>
+              ) : null}
               {e.name === 'file' && typeof e.data.content === 'string' ? (
                 <details>
                   <summary>Content</summary>
@@ -350,7 +375,10 @@ export function TaskPage(props: { api: Api; id: string }) {
           ),
         )}
       </ol>
-      {task?.error ? <p class="error">{errorText(new Error(task.error))}</p> : null}
+      {/* The end is in the timeline once it has been read; before that, the stored error says why. */}
+      {task?.error && !entries.some((e) => e.kind === 'event' && e.name === 'done') ? (
+        <p class="error">{errorText(new Error(task.error))}</p>
+      ) : null}
     </section>
   );
 }

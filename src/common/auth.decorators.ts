@@ -2,12 +2,17 @@ import { createParamDecorator, SetMetadata, type ExecutionContext } from '@nestj
 import type { Request } from 'express';
 
 export const ACCESS_KEY = 'arbiter:access';
-export type Access = 'public' | 'admin' | 'tenant';
+export type Access = 'public' | 'admin' | 'tenant' | 'any';
 
 /** Open route: no bearer token needed (health, the well-known card stub). */
 export const Public = (): MethodDecorator & ClassDecorator => SetMetadata(ACCESS_KEY, 'public');
 /** Admin route: the `adm_…` token only. */
 export const AdminOnly = (): MethodDecorator & ClassDecorator => SetMetadata(ACCESS_KEY, 'admin');
+/** A route for either kind of token (a tenant's `atr_…` or the admin `adm_…`), such as `GET /v1/me`. */
+export const AnyToken = (): MethodDecorator & ClassDecorator => SetMetadata(ACCESS_KEY, 'any');
+
+/** Who a request is from: the admin, or a tenant's token. */
+export type Principal = TenantPrincipal | { admin: true };
 
 /** The authenticated tenant behind a tenant route. */
 export interface TenantPrincipal {
@@ -25,6 +30,13 @@ export interface TenantLimits {
   maxRunningTasks: number | null;
   maxOpenStreams: number | null;
 }
+
+/** The caller of an `@AnyToken()` route (or any authenticated route). */
+export const CurrentPrincipal = createParamDecorator((_: unknown, ctx: ExecutionContext): Principal => {
+  const req = ctx.switchToHttp().getRequest<Request & { user?: Principal }>();
+  if (!req.user) throw new Error('CurrentPrincipal used on a route without auth');
+  return req.user;
+});
 
 export const CurrentTenant = createParamDecorator((_: unknown, ctx: ExecutionContext): TenantPrincipal => {
   const req = ctx.switchToHttp().getRequest<Request & { user?: TenantPrincipal }>();

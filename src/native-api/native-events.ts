@@ -19,8 +19,9 @@ import type { TaskStateName } from '../tasks/task-state.js';
  *   done               the end: ok, content, tokens, error_code on failure
  *
  * Every frame carries the `seq` of the log event it comes from as its SSE
- * `id`; one event can yield several frames (a terminal status yields
- * `stream_end` and `done`), which then share the id.
+ * `id` (and in its data, with `created_at`, when that event was stored);
+ * one event can yield several frames (a terminal status yields `stream_end`
+ * and `done`), which then share the id and the time.
  */
 export interface NativeFrame {
   id: number;
@@ -69,7 +70,8 @@ export function nativeFrames(
   task: NativeTaskInfo,
   tokens?: { input: number; output: number },
 ): NativeFrame[] {
-  const at = { id: e.seq, base: { seq: e.seq, request_id: task.id } };
+  // `created_at`: when the log event was committed, so a client can show times and durations (replayed or live).
+  const at = { id: e.seq, base: { seq: e.seq, request_id: task.id, created_at: e.createdAt } };
   const f = (event: string, data: Record<string, unknown>): NativeFrame => ({
     id: at.id,
     event,

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { AccessGuard, AdminGuard, TenantGuard } from './auth/access.guard.js';
 import { BearerAuthenticator } from './auth/bearer.strategies.js';
+import { MeController } from './controllers/me.controller.js';
 import { AuditRepository } from './repositories/audit.repository.js';
 import { TenantRepository } from './repositories/tenant.repository.js';
 import { AdminTokenService } from './services/admin-token.service.js';
@@ -10,6 +11,7 @@ import { TenantAuthService } from './services/tenant-auth.service.js';
 import { TenantsService } from './services/tenants.service.js';
 
 @Module({
+  controllers: [MeController],
   providers: [
     TenantRepository,
     AuditRepository,

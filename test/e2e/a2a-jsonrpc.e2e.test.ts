@@ -736,11 +736,18 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
         events.slice(-2).map((e) => e.event),
         ['stream_end', 'done'],
       );
+      // Every frame says when its log event was stored: ISO times, in log order.
+      const times = events.map((e) => Date.parse(e.data.created_at));
+      assert.ok(
+        times.every((t, i) => Number.isFinite(t) && (i === 0 || t >= times[i - 1])),
+        JSON.stringify(events.map((e) => e.data.created_at)),
+      );
       assert.deepEqual(
         { ...events[events.length - 1].data, input_tokens: 0, output_tokens: 0 },
         {
           seq: seqs[seqs.length - 1],
           request_id: id,
+          created_at: events[events.length - 1].data.created_at,
           ok: true,
           content: 'native view',
           input_tokens: 0,

@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'nod
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { agentSnippets } from '../../src/console/agent-snippets.js';
 import { CONSOLE_DIR } from '../../src/console/console.module.js';
 import { FakeProvider } from '../helpers/fake-provider.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -84,6 +85,8 @@ describe('web console (/console) in Chromium', { skip }, () => {
   let tenantCtx: BrowserContext;
   let tenantToken = '';
   let tenantId = '';
+  /** The task canceled from its page (for the deep-link test). */
+  let heldTask = '';
 
   before(async () => {
     ensureConsoleBuilt();
@@ -174,6 +177,7 @@ describe('web console (/console) in Chromium', { skip }, () => {
     await admin.keyboard.press('Enter');
     await admin.getByRole('heading', { level: 1, name: 'Tenants' }).waitFor();
     assert.equal(await admin.evaluate('document.activeElement.tagName'), 'H1', 'a new page focuses its heading');
+    assert.equal(await admin.locator('header .who').textContent(), 'admin');
     // Tab moves on from the heading into the page (the skip link and navigation come before it); focused controls
     // show a focus ring.
     await admin.keyboard.press('Tab');
@@ -206,13 +210,45 @@ describe('web console (/console) in Chromium', { skip }, () => {
       assert.ok(!html.includes(secret), `${secret} not shown`);
     await shot(admin, 'admin-registries');
 
+    // Another tenant, disabled: the audit log names tenants and says what changed, not raw JSON.
+    const beta = await server.admin.post('/v1/admin/tenants', { name: 'beta' });
+    assert.equal(
+      (await server.admin.patch(`/v1/admin/tenants/${beta.body.tenant.id}`, { disabled: true })).status,
+      200,
+    );
     await admin.getByRole('link', { name: 'Audit log' }).click();
     await admin.getByRole('cell', { name: 'tenant.create' }).first().waitFor();
+    const created = admin.locator('tr[data-action="tenant.create"]').filter({ hasText: 'name: acme' });
+    await created.getByTestId('audit-tenant').getByText('acme', { exact: true }).waitFor();
+    const disabled = admin.locator('tr[data-action="tenant.disable"]');
+    await disabled.getByTestId('audit-tenant').getByText('beta', { exact: true }).waitFor();
+    assert.equal(await disabled.getByTestId('audit-changes').textContent(), 'status: active → disabled');
+    const changes = (await admin.getByTestId('audit-changes').allTextContents()).join('\n');
+    assert.match(changes, /first token: atr_[0-9a-f]{8}…/);
+    assert.doesNotMatch(changes, /[{}"]/, 'no raw JSON');
+    assert.ok(!(await admin.locator('tbody').textContent())?.includes(tenantId.slice(0, 8)), 'names, not id prefixes');
+    await shot(admin, 'admin-audit');
   });
 
   it('tenant: creates an agent with per-field validation errors, sees its card and endpoints', async () => {
     await signIn(tenant, tenantToken, 'Agents');
+    assert.equal(await tenant.locator('header .who').textContent(), 'tenant acme', 'the tenant by name (GET /v1/me)');
     await tenant.getByRole('link', { name: 'New agent' }).click();
+    // The model field suggests this server's models (GET /v1/models) and still takes any provider/model.
+    assert.equal(await tenant.getByLabel('Model').getAttribute('list'), 'f-model-list');
+    await tenant.locator('#f-model-list option[value="openai/"]').waitFor({ state: 'attached' });
+    const offered = await tenant
+      .locator('#f-model-list option')
+      .evaluateAll((os) => os.map((o) => o.getAttribute('value') ?? ''));
+    const models = (await server.as(tenantToken).get('/v1/models')).body as {
+      providers: { models: string[] }[];
+    };
+    const expected = models.providers.flatMap((p) => p.models.map((m) => m.split('<')[0]));
+    assert.ok(expected.includes('echo') && expected.includes('openai/'), expected.join());
+    assert.deepEqual(offered.sort(), expected.sort());
+    assert.match((await tenant.locator('#f-model-hint').textContent()) ?? '', /server default, echo/);
+    const capsHint = (await tenant.locator('#f-capabilities-hint').textContent()) ?? '';
+    for (const tool of ['/mcp,', '/search', '/mcp:<server>']) assert.ok(capsHint.includes(tool), capsHint);
     await tenant.getByLabel('Id').fill('bad id!');
     await tenant.getByLabel('Temperature').fill('5');
     await tenant.getByLabel('Capabilities').fill('/teleport');
@@ -239,6 +275,10 @@ describe('web console (/console) in Chromium', { skip }, () => {
     const snippet = (await tenant.getByLabel('curl: REST message:stream (SSE)', { exact: true }).textContent()) ?? '';
     assert.ok(snippet.includes(`${server.url}/v1/a2a/agents/helper/message:stream`), snippet);
     assert.ok(!snippet.includes(tenantToken), 'snippets use $TOKEN, never the token');
+    // The page shows exactly the snippets the snippet test runs (console-snippets.e2e).
+    for (const s of agentSnippets(server.url, 'helper')) {
+      assert.equal(await tenant.getByLabel(s.label, { exact: true }).textContent(), s.text, s.label);
+    }
     await shot(tenant, 'tenant-agent');
 
     // Edit: an invalid value is shown on its field and changes nothing; a valid one saves.
@@ -328,16 +368,44 @@ describe('web console (/console) in Chromium', { skip }, () => {
       .getByTestId('stream-state')
       .getByText(/complete/)
       .waitFor();
+    heldTask = tenant.url().split('/').pop() ?? '';
+    // One spelling (A2A's "canceled"), and the reason once.
+    assert.equal(await tenant.locator('[data-event="done"] .ev-desc').textContent(), 'Ended: canceled by client');
+    const page = (await tenant.locator('main').textContent()) ?? '';
+    assert.equal(page.split('canceled by client').length - 1, 1, page);
+    assert.doesNotMatch(page, /cancelled/i);
+    assert.match((await tenant.getByTestId('task-duration').textContent()) ?? '', /^\d+(\.\d)? (ms|s)$|min/);
+
+    // The chat cancels its working turn itself (A2A REST CancelTask).
+    await tenant.getByRole('link', { name: 'helper', exact: true }).click();
+    await tenant.getByRole('link', { name: 'Try it' }).click();
+    await tenant.getByLabel('Message').fill('hold');
+    await tenant.getByRole('button', { name: 'Send' }).click();
+    const held = tenant.getByTestId('agent-turn').last();
+    await held.locator('.badge.state-working').waitFor();
+    await tenant.getByRole('button', { name: 'Cancel task' }).click();
+    await held.locator('.badge.state-canceled').waitFor();
+    assert.equal(await tenant.getByRole('button', { name: 'Cancel task' }).count(), 0, 'gone once it ended');
+    await tenant.getByRole('button', { name: 'Send' }).waitFor();
+    assert.doesNotMatch((await held.textContent()) ?? '', /cancelled/i);
 
     await tenant.getByRole('link', { name: 'Tasks', exact: true }).click();
     await tenant.getByLabel('State').selectOption('canceled');
     await tenant.locator('tbody tr').first().waitFor();
-    await rowsBecome(tenant, 1);
+    await rowsBecome(tenant, 2);
     await tenant.getByLabel('State').selectOption('completed');
     await rowsBecome(tenant, 2);
     await tenant.getByLabel('State').selectOption('');
     await tenant.getByLabel('Agent').selectOption('helper');
-    await rowsBecome(tenant, 3);
+    await rowsBecome(tenant, 4);
+    // Each row says what was asked (the first user message) and when the task was created.
+    assert.deepEqual((await tenant.getByTestId('request-text').allTextContents()).sort(), [
+      'ask',
+      'hello from the console, streamed back in pieces',
+      'hold',
+      'hold',
+    ]);
+    assert.equal(await tenant.locator('[data-testid="created"] time').count(), 4);
     await shot(tenant, 'tenant-tasks');
   });
 
@@ -470,9 +538,22 @@ describe('web console (/console) in Chromium', { skip }, () => {
     assert.match(tools.join('\n'), /Tool \/write ok/);
     const timeline = (await tenant.locator('ol.timeline').textContent()) ?? '';
     assert.match(
-      (await tenant.locator('[data-event="sub_agent_response"]').textContent()) ?? timeline,
+      (await tenant.locator('[data-event="sub_agent_response"] .ev-desc').textContent()) ?? timeline,
       /Sub-agent parrot \(depth 1\) replied: [\s\S]*repeat after me$/,
     );
+    // Every entry has its time (and how far into the task it came); tool calls and the sub-agent say how long
+    // they ran; the task its whole duration.
+    const entries = await tenant.locator('ol.timeline > li').count();
+    assert.equal(await tenant.locator('ol.timeline > li time.ev-time').count(), entries);
+    assert.match((await tenant.locator('ol.timeline > li time.ev-time').first().textContent()) ?? '', /\(\+0 ms\)$/);
+    for (const ev of ['tool_call', 'sub_agent_response']) {
+      for (const took of await tenant.locator(`[data-event="${ev}"] [data-testid="took"]`).allTextContents()) {
+        assert.match(took, /took \d+(\.\d)? (ms|s)$/, ev);
+      }
+    }
+    assert.equal(await tenant.locator('[data-event="tool_call"] [data-testid="took"]').count(), 2);
+    assert.equal(await tenant.locator('[data-event="sub_agent_response"] [data-testid="took"]').count(), 1);
+    assert.match((await tenant.getByTestId('task-duration').textContent()) ?? '', /\d+(\.\d)? (ms|s)$/);
     assert.match((await tenant.locator('[data-event="file"]').textContent()) ?? '', /notes\/todo\.md \(text\/markdown/);
     await tenant.locator('[data-event="file"] summary').click();
     assert.equal(await tenant.locator('[data-event="file"] pre').textContent(), '- try the console');
@@ -486,7 +567,71 @@ describe('web console (/console) in Chromium', { skip }, () => {
     await shot(tenant, 'tenant-task-tools');
   });
 
-  it('admin: rotating the tenant token signs the old one out; the new one works; the token stays in this tab only', async () => {
+  it('signing in from a deep link opens that page (a page of the other kind of token opens the start page)', async () => {
+    assert.ok(heldTask, 'the held task of an earlier test');
+    const { ctx, page } = await openTab(browser, server.url, offOrigin);
+    try {
+      for (const [path, heading] of [
+        [`/console/tasks/${heldTask}`, `Task ${heldTask.slice(0, 8)}`],
+        ['/console/agents/helper', 'Agent helper'],
+        ['/console/tasks?state=canceled', 'Tasks'],
+        ['/console/audit', 'Agents'], // an admin page: a tenant starts at its own
+      ] as const) {
+        await page.goto(path);
+        await page.getByLabel('Token').fill(tenantToken);
+        await page.getByRole('button', { name: 'Sign in' }).click();
+        await page.getByRole('heading', { level: 1, name: heading }).waitFor();
+        if (path.includes('state=')) await rowsBecome(page, 2);
+        await page.getByRole('button', { name: 'Sign out' }).click();
+        await page.getByLabel('Token').waitFor();
+      }
+      await page.goto('/console/audit');
+      await page.getByLabel('Token').fill(server.adminToken);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { level: 1, name: 'Audit log' }).waitFor();
+    } finally {
+      await ctx.close();
+    }
+  });
+
+  it('tenant: a new tab of the console gets the session from an open one; signing out in one signs out both', async () => {
+    // The first tab on a page that has loaded all it loads (the next test's rotation must find it idle, and its
+    // Agents link must load something).
+    await tenant.getByRole('link', { name: 'Agents', exact: true }).click();
+    await tenant.getByRole('link', { name: 'New agent' }).click();
+    const modelsLoaded = tenant.locator('#f-model-list option[value="echo"]');
+    await modelsLoaded.waitFor({ state: 'attached' });
+    const second = await tenantCtx.newPage();
+    second.setDefaultTimeout(15_000);
+    try {
+      await second.goto('/console/tasks');
+      await second.getByRole('heading', { level: 1, name: 'Tasks' }).waitFor();
+      assert.equal(await second.locator('header .who').textContent(), 'tenant acme');
+      // Handed over in the browser (BroadcastChannel), kept in the new tab's sessionStorage: no cookie, no
+      // localStorage.
+      assert.deepEqual(
+        await second.evaluate(
+          '({ session: sessionStorage.length, local: localStorage.length, cookie: document.cookie })',
+        ),
+        { session: 1, local: 0, cookie: '' },
+      );
+      assert.deepEqual(await tenantCtx.cookies(), []);
+      await second.getByRole('button', { name: 'Sign out' }).click();
+      await second.getByLabel('Token').waitFor();
+      await tenant.getByText('Signed out in another tab.').waitFor();
+      assert.equal(await tenant.evaluate('sessionStorage.length'), 0);
+      // Signing in again in one tab signs in the other (it was on the sign-in page), on the page it showed.
+      await tenant.getByLabel('Token').fill(tenantToken);
+      await tenant.getByRole('button', { name: 'Sign in' }).click();
+      await second.getByRole('heading', { level: 1, name: 'Tasks' }).waitFor();
+      await tenant.getByRole('heading', { level: 1, name: 'New agent' }).waitFor();
+      await modelsLoaded.waitFor({ state: 'attached' });
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('admin: rotating the tenant token signs the old one out; the new one works; the token is never stored in a cookie or localStorage', async () => {
     const storage = await tenant.evaluate(
       '({ session: sessionStorage.length, local: localStorage.length, cookie: document.cookie })',
     );

@@ -163,6 +163,7 @@ describe('orchestrator: turn loop, tools and delegation (scripted models over re
     assert.deepEqual(named(r.events, 'sub_agent_response')[0], {
       seq: named(r.events, 'sub_agent_response')[0].seq,
       request_id: done(r.events).data.request_id,
+      created_at: named(r.events, 'sub_agent_response')[0].created_at,
       agent: 'researcher',
       depth: 1,
       content: 'Paris is the capital of France.',

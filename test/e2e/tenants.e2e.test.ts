@@ -193,6 +193,44 @@ describe('tenants and bearer auth (/v1/admin/*)', () => {
     });
   });
 
+  describe('who am I (GET /v1/me)', () => {
+    it("a tenant token: its tenant and the token's public id, never the token; the admin token: admin", async () => {
+      const t = await newTenant(server, 'whoami');
+      const me = await t.client.get('/v1/me');
+      assert.equal(me.status, 200, me.text);
+      const tokens = await server.admin.get(`/v1/admin/tenants/${t.id}/tokens`);
+      const prefix = tokens.body.items.find((k: { id: string }) => k.id === t.tokenId).prefix;
+      assert.deepEqual(me.body, {
+        kind: 'tenant',
+        tenant: { id: t.id, name: 'whoami' },
+        token: { id: t.tokenId, prefix },
+      });
+      assert.ok(!me.text.includes(t.token.slice(12)), 'not the secret part of the token');
+      const admin = await server.admin.get('/v1/me');
+      assert.equal(admin.status, 200, admin.text);
+      assert.deepEqual(admin.body, { kind: 'admin' });
+      assert.ok(!admin.text.includes(server.adminToken.slice(4)));
+    });
+
+    it("no token, a bad one, a revoked one or a disabled tenant's → 401", async () => {
+      const t = await newTenant(server);
+      assert.equal((await server.http.get('/v1/me')).status, 401);
+      for (const token of [`adm_${'x'.repeat(48)}`, `atr_${'x'.repeat(64)}`, 'garbage']) {
+        const res = await server.as(token).get('/v1/me');
+        assert.equal(res.status, 401, token);
+        assert.match(res.headers.get('www-authenticate') ?? '', /^Bearer/);
+      }
+      await server.admin.patch(`/v1/admin/tenants/${t.id}`, { disabled: true });
+      const disabled = await t.client.get('/v1/me');
+      assert.equal(disabled.status, 401);
+      assert.match(disabled.body.error, /disabled/);
+      await server.admin.patch(`/v1/admin/tenants/${t.id}`, { disabled: false });
+      assert.equal((await t.client.get('/v1/me')).status, 200);
+      await server.admin.post(`/v1/admin/tenants/${t.id}/tokens/rotate`);
+      assert.equal((await t.client.get('/v1/me')).status, 401, 'a rotated-out token');
+    });
+  });
+
   describe('audit log', () => {
     it('records each admin action without any token', async () => {
       const t = await newTenant(server, 'audited');

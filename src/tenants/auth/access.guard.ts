@@ -107,8 +107,8 @@ export class AdminGuard extends BearerGuard {
 }
 
 /**
- * The global guard: every route is a tenant route unless marked `@Public()`
- * or `@AdminOnly()`, so a new route is never open by accident.
+ * The global guard: every route is a tenant route unless marked `@Public()`,
+ * `@AdminOnly()` or `@AnyToken()`, so a new route is never open by accident.
  */
 @Injectable()
 export class AccessGuard implements CanActivate {
@@ -127,6 +127,17 @@ export class AccessGuard implements CanActivate {
         return this.adminGuard.canActivate(ctx);
       case 'tenant':
         return this.tenantGuard.canActivate(ctx);
+      case 'any':
+        return this.eitherGuard(ctx).canActivate(ctx);
     }
+  }
+
+  /**
+   * For a route open to both kinds of token, the token's prefix picks the guard that checks it: `adm_…` the
+   * admin's, anything else a tenant's (which answers the same 401 as any tenant route for a bad one).
+   */
+  private eitherGuard(ctx: ExecutionContext): TenantGuard | AdminGuard {
+    const header = ctx.switchToHttp().getRequest<Request>().headers.authorization ?? '';
+    return /^bearer[ \t]+adm_/i.test(header) ? this.adminGuard : this.tenantGuard;
   }
 }
