@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { createServer } from 'node:net';
 import { Logger } from '@nestjs/common';
 import { earlyLogger } from './common/logging.js';
 import { startApp } from './app.factory.js';
@@ -23,6 +24,22 @@ function reportStartFailure(err: unknown, port?: number): never {
   process.exit(1);
 }
 
+/**
+ * Whether the HTTP port can be listened on, before anything is created: a
+ * server bound and closed at once (a port another process holds is refused
+ * now, not after the embedded database and the admin token exist). Port 0
+ * (any free port) needs no check.
+ */
+async function checkPort(config: AppConfig): Promise<void> {
+  if (config.port === 0) return;
+  const probe = createServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once('error', reject);
+    probe.listen({ port: config.port, host: config.bind, exclusive: true }, () => resolve());
+  });
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+}
+
 /** The console's URL for a browser: the public base URL, else the listening address (a wildcard bind → localhost). */
 function consoleUrlOf(config: AppConfig, listening: string): string {
   if (config.publicBaseUrl) return `${config.publicBaseUrl.replace(/\/+$/, '')}${CONSOLE_PATH}/`;
@@ -43,7 +60,9 @@ async function main(): Promise<void> {
   }
   let running;
   try {
-    // The database first: a wrong DATABASE_URL is one line, and no admin token is created before it works.
+    // The port first, then the database: a busy port or a wrong DATABASE_URL is one line, and neither an
+    // embedded database nor an admin token is created before both are known to work.
+    await checkPort(config);
     await checkDatabase(config);
     running = await startApp(config);
   } catch (err) {
@@ -55,10 +74,11 @@ async function main(): Promise<void> {
     `listening on ${running.url} (started in ${Math.round(performance.now() - started)} ms)`,
   );
   const consoleUrl = consoleUrlOf(config, running.url);
-  logger.log({ console: consoleUrl }, `web console at ${consoleUrl}`);
-  // Like the admin token on the first start: one plain line on the terminal, for the person who ran `npm start`.
+  // Like the admin token on the first start: a plain line on a terminal, for the person who ran `npm start`;
+  // a log line like every other when the output goes to a file or a collector.
   if (process.stdout.isTTY)
     process.stdout.write(`\nArbiter console: ${consoleUrl}  (sign in with the admin token)\n\n`);
+  else logger.log({ console: consoleUrl }, `Arbiter console: ${consoleUrl} (sign in with the admin token)`);
 
   let stopping = false;
   const stop = (signal: string): void => {

@@ -51,6 +51,20 @@ function prettyStream(): NodeJS.WritableStream {
 }
 
 /**
+ * Nest's own start-up lines (a line per module, controller and route: about
+ * eighty) — at debug level, so that what the operator needs (the admin
+ * token, the address, the console's URL) is not buried under them.
+ */
+const NEST_BOOT_CHATTER: ReadonlySet<string> = new Set([
+  'InstanceLoader',
+  'RoutesResolver',
+  'RouterExplorer',
+  'NestFactory',
+  'NestApplication',
+  'NestMicroservice',
+]);
+
+/**
  * Nest's `Logger` calls, as pino lines: `logger.log('text')`, and
  * `logger.error({ err, taskId }, 'message')` with the object's fields on the
  * line. The logger's context (its class name) becomes `context`.
@@ -60,10 +74,13 @@ export class NestPino implements LoggerService {
     private readonly pino: Pino,
     /** Lines to leave out, by context (Nest's own report of a failed start, which the caller reports once). */
     private readonly skip: ReadonlySet<string> = new Set(),
+    /** Contexts whose info lines are debug lines (Nest's account of every module and route it set up). */
+    private readonly chatter: ReadonlySet<string> = NEST_BOOT_CHATTER,
   ) {}
 
   log(message: unknown, ...params: unknown[]): void {
-    this.write('info', message, params);
+    const context = params[params.length - 1];
+    this.write(typeof context === 'string' && this.chatter.has(context) ? 'debug' : 'info', message, params);
   }
   error(message: unknown, ...params: unknown[]): void {
     this.write('error', message, params);

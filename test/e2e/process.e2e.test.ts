@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -365,6 +366,42 @@ describe('the server process (npm start)', () => {
       assert.equal((await new HttpClient(proc.url).get('/v1/health/ready')).status, 200);
     } finally {
       assert.equal(await proc.stop('SIGINT'), 0);
+    }
+  });
+
+  it('start-up: a busy port is refused before anything is created; the admin token and the console line are not buried', async () => {
+    const blocker = createServer();
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
+    const busy = String((blocker.address() as AddressInfo).port);
+    const fresh = tempHome();
+    try {
+      const refused = await runToExit({ ARBITER_HOME: fresh, PORT: busy, BIND: '127.0.0.1', ...dbEnv });
+      assert.equal(refused.code, 1);
+      const lines = refused.stdout.trim().split('\n');
+      assert.equal(lines.length, 1, refused.stdout);
+      assert.match(lines[0], new RegExp(`cannot listen on port ${busy} \\(EADDRINUSE\\)`));
+      assert.deepEqual(readdirSync(fresh), [], 'no embedded database, no admin token');
+    } finally {
+      blocker.close();
+    }
+    const proc = await startServerProcess({ ARBITER_HOME: fresh, ...dbEnv });
+    after(() => proc.child.kill('SIGKILL'));
+    try {
+      const out = proc.stdout();
+      // Nest's line per module and route is debug: at info level the token is among the first lines.
+      assert.ok(!out.includes('Mapped {'), 'no route lines at info level');
+      const before = out.slice(0, out.indexOf('Arbiter admin token')).split('\n').length;
+      assert.ok(before < 15, `${before} lines before the admin token`);
+      for (let i = 0; i < 200 && !proc.stdout().includes('Arbiter console: '); i++) await sleep(25);
+      const consoleLine = proc
+        .stdout()
+        .split('\n')
+        .find((l) => l.includes('Arbiter console: '));
+      assert.ok(consoleLine, 'the console line is printed without a terminal too');
+      assert.match(JSON.parse(consoleLine).msg, /^Arbiter console: http:\/\/127\.0\.0\.1:\d+\/console\/ \(sign in/);
+    } finally {
+      assert.equal(await proc.stop('SIGTERM'), 0);
+      rmSync(fresh, { recursive: true, force: true });
     }
   });
 });
