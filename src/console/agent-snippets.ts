@@ -13,7 +13,8 @@ export interface AgentSnippet {
 
 /**
  * The snippets for agent `id` (already URL-encoded) on the server at `base` (its origin). They read the tenant
- * token from `$TOKEN` (`process.env.TOKEN`), never embed it.
+ * token from `$TOKEN` (`process.env.TOKEN`), never embed it. Each run sends a new messageId: the same id with
+ * another message is refused, and with the same message gets the first task back.
  */
 export function agentSnippets(base: string, id: string): AgentSnippet[] {
   const url = `${base}/v1/a2a/agents/${id}`;
@@ -23,14 +24,14 @@ export function agentSnippets(base: string, id: string): AgentSnippet[] {
       lang: 'bash',
       text: `curl -s ${url} -H "Authorization: Bearer $TOKEN" -H 'A2A-Version: 1.0' \\
   -H 'Content-Type: application/json' \\
-  -d '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hello"}]}}}'`,
+  -d '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"'$(node -p 'crypto.randomUUID()')'","role":"ROLE_USER","parts":[{"text":"hello"}]}}}'`,
     },
     {
       label: 'curl: REST message:stream (SSE)',
       lang: 'bash',
       text: `curl -N ${url}/message:stream -H "Authorization: Bearer $TOKEN" -H 'A2A-Version: 1.0' \\
   -H 'Content-Type: application/a2a+json' \\
-  -d '{"message":{"messageId":"m2","role":"ROLE_USER","parts":[{"text":"hello"}]}}'`,
+  -d '{"message":{"messageId":"'$(node -p 'crypto.randomUUID()')'","role":"ROLE_USER","parts":[{"text":"hello"}]}}'`,
     },
     {
       label: 'TypeScript: @a2a-js/sdk',

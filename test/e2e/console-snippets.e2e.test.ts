@@ -103,6 +103,11 @@ describe('the console agent snippets, run as written', () => {
     const body = JSON.parse(r.stdout);
     assert.equal(body.result?.task?.status?.state, 'TASK_STATE_COMPLETED', r.stdout);
     assert.equal(answerOf(body.result.task), 'hello');
+    // Run again as written: a new message (a new messageId), so a new task, not an error.
+    const again = await run('bash', ['-c', byLabel('curl: JSON-RPC SendMessage (v1.0)').text], tenant.token);
+    const second = JSON.parse(again.stdout);
+    assert.equal(second.result?.task?.status?.state, 'TASK_STATE_COMPLETED', again.stdout);
+    assert.notEqual(second.result.task.id, body.result.task.id);
   });
 
   it('curl: REST message:stream streams the task to completion', { skip: noCurl }, async () => {
