@@ -4,10 +4,11 @@ import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
 import { dataSourceOptions, type EntityList } from './data-source-options.js';
 import { runMigrations } from './migrate.js';
+import { InstanceIdentity } from './instance-identity.js';
 import { ReplicaChannel } from './replica-channel.service.js';
 import { Sql } from './sql.service.js';
 
-/** The database, its migrations and the replica notice connection; `entities` are every module's (`src/entities.ts`). */
+/** The database, its migrations, this replica's identity and its notice connection; `entities` are every module's (`src/entities.ts`). */
 @Global()
 @Module({})
 export class DatabaseModule {
@@ -16,8 +17,8 @@ export class DatabaseModule {
       module: DatabaseModule,
       global: true,
       imports: [databaseConnection(entities)],
-      providers: [ReplicaChannel, Sql],
-      exports: [ReplicaChannel, Sql],
+      providers: [InstanceIdentity, ReplicaChannel, Sql],
+      exports: [InstanceIdentity, ReplicaChannel, Sql],
     };
   }
 }

@@ -2,13 +2,13 @@ import { Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationB
 import { createHash, randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { AppConfig } from '../config/app-config.js';
+import { InstanceIdentity, NOTICE_CONNECTION_PREFIX } from './instance-identity.js';
 import { safeError } from '../common/safe-error.js';
 
 type NoticeHandler = (payload: string) => void;
 
 /** Where replicas confirm that they applied a change notice (see `appliedEverywhere`). */
 const ACK_CHANNEL = 'arbiter_ack';
-const LISTENER_NAME = 'arbiter-listen';
 const digest = (channel: string, payload: string): string =>
   createHash('sha256').update(`${channel}\u0000${payload}`).digest('base64url').slice(0, 22);
 
@@ -39,7 +39,10 @@ export class ReplicaChannel implements OnApplicationBootstrap, BeforeApplication
   /** True while the LISTEN connection is up; readiness reports it. */
   connected = false;
 
-  constructor(private readonly config: AppConfig) {}
+  constructor(
+    private readonly config: AppConfig,
+    private readonly identity: InstanceIdentity,
+  ) {}
 
   /** False with the embedded database (one process: nothing to hear). */
   get enabled(): boolean {
@@ -98,8 +101,9 @@ export class ReplicaChannel implements OnApplicationBootstrap, BeforeApplication
     // How many replicas listen (counted before the change commits: one that starts later reads fresh anyway).
     this.client
       .query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1`,
-        [LISTENER_NAME],
+        `SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND starts_with(application_name, $1)`,
+        [NOTICE_CONNECTION_PREFIX],
       )
       .then(
         (r) => {
@@ -109,6 +113,33 @@ export class ReplicaChannel implements OnApplicationBootstrap, BeforeApplication
         () => entry.done(),
       );
     return { done };
+  }
+
+  /**
+   * Runs one statement on this replica's own connection — not the pool, so
+   * that work that must not wait behind requests (lease renewals) never
+   * queues for a pooled connection. A statement that has not answered within
+   * `timeoutMs` fails, and the connection is replaced: a silent socket must
+   * not hold the replica's renewals. Throws when the connection is down.
+   */
+  async run<R extends pg.QueryResultRow>(text: string, values: unknown[], timeoutMs: number): Promise<R[]> {
+    const client = this.client;
+    if (!client) throw new Error('the notice connection is down');
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        reject(new Error(`no answer on the notice connection within ${timeoutMs} ms`));
+        this.lost(client);
+        client.end().catch(() => undefined);
+      }, timeoutMs);
+      timer.unref();
+    });
+    try {
+      const result = await Promise.race([client.query<R>(text, values), timeout]);
+      return result.rows;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private onAck(payload: string): void {
@@ -142,9 +173,11 @@ export class ReplicaChannel implements OnApplicationBootstrap, BeforeApplication
     if (this.stopped) return;
     const client = new pg.Client({
       connectionString: this.config.databaseUrl,
-      application_name: LISTENER_NAME,
+      // Other replicas see this replica alive by this connection (see `LeaseService`).
+      application_name: this.identity.connectionName,
       connectionTimeoutMillis: 5_000,
       keepAlive: true,
+      keepAliveInitialDelayMillis: 5_000,
     });
     client.on('notification', (n) => {
       for (const h of this.handlers.get(n.channel) ?? []) h(n.payload ?? '');
@@ -160,6 +193,9 @@ export class ReplicaChannel implements OnApplicationBootstrap, BeforeApplication
     client.on('end', () => this.lost(client));
     try {
       await client.connect();
+      // The server drops this session within about 11 s of this process's host going silent (a crash, a cut
+      // cable), rather than the operating system's two hours: other replicas judge this one alive by it.
+      await client.query(`SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 3`);
       for (const channel of this.handlers.keys()) await client.query(`LISTEN ${channel}`);
     } catch (err) {
       this.logger.warn({ err: safeError(err) }, 'notice connection cannot connect; retrying');
@@ -189,7 +225,8 @@ export class ReplicaChannel implements OnApplicationBootstrap, BeforeApplication
     this.connected = false;
     if (this.stopped || this.timer) return;
     const delay = this.retryMs;
-    this.retryMs = Math.min(this.retryMs * 2, 2_000);
+    // At most a second between attempts: after an outage, other replicas wait a lease for this one to be back.
+    this.retryMs = Math.min(this.retryMs * 2, 1_000);
     this.timer = setTimeout(() => {
       this.timer = undefined;
       void this.connect();

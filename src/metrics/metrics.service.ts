@@ -134,6 +134,16 @@ export class Metrics {
     help: 'Tasks ended "owner lost" by a sweep',
     registers: [this.registry],
   });
+  readonly runsFenced = new Gauge({
+    name: 'arbiter_runs_fenced',
+    help: 'Runs waiting to act until this replica is back in touch with the database',
+    registers: [this.registry],
+  });
+  readonly leaseFences = new Counter({
+    name: 'arbiter_lease_fences_total',
+    help: 'Times this replica lost touch with the database for half a lease and held its runs back from acting',
+    registers: [this.registry],
+  });
   readonly pushDeliveries = new Counter({
     name: 'arbiter_push_deliveries_total',
     help: 'Webhook POSTs by outcome (delivered, failed)',

@@ -84,7 +84,7 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
     const onAbort = (): void => local.abort(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
     if (signal.aborted) onAbort(); // canceled before we listened
-    const loop = new TurnLoop(this.deps, ctx.tenantId, local.signal, (e) => events.push(e), ctx.durable);
+    const loop = new TurnLoop(this.deps, ctx.tenantId, local.signal, (e) => events.push(e), ctx.durable, ctx.mayAct);
     let over = false;
     const finished = loop.agentTurn(ctx.agent, messages, 0).then(
       (content) => {

@@ -22,6 +22,13 @@ export interface RunContext {
    * that could not be stored aborts the run instead. Absent: stored already.
    */
   durable?: Promise<void>;
+  /**
+   * Resolves once this replica may act for the run (see `LeaseFence`): at
+   * once normally; after an outage, once its leases are confirmed. Called
+   * before every model or tool call; rejects when `signal` aborts first.
+   * Absent: always.
+   */
+  mayAct?: (signal: AbortSignal) => Promise<void>;
 }
 
 /**

@@ -66,11 +66,17 @@ export class TurnLoop {
     private readonly emit: (event: RunEvent) => void,
     /** The task is stored: nothing leaves the process before (see `RunContext.durable`). */
     private readonly durable: Promise<void> = Promise.resolve(),
+    /** The replica may act (see `RunContext.mayAct`). */
+    private readonly mayAct?: (signal: AbortSignal) => Promise<void>,
   ) {}
 
-  /** Waits until the task is stored; then a model or a tool outside the process may be called. */
+  /**
+   * Waits until the task is stored and the replica may act (its leases
+   * stand); then a model or a tool outside the process may be called.
+   */
   private async stored(): Promise<void> {
     await this.durable;
+    await this.mayAct?.(this.signal);
     this.signal.throwIfAborted();
   }
 

@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { safeError } from '../common/safe-error.js';
 import { AppConfig } from '../config/app-config.js';
-import { InstanceIdentity } from '../tasks/runs/instance-identity.js';
+import { InstanceIdentity } from '../database/instance-identity.js';
 import { RunRegistry } from '../tasks/runs/run-registry.js';
 
 export interface Usage {

@@ -6,7 +6,7 @@ import { ReplicaNotices } from './event-log/replica-notices.service.js';
 import { TaskEventRepository } from './repositories/task-event.repository.js';
 import { TaskRepository } from './repositories/task.repository.js';
 import { TaskWrites } from './repositories/task-writes.js';
-import { InstanceIdentity } from './runs/instance-identity.js';
+import { LeaseFence } from './runs/lease-fence.js';
 import { LeaseService } from './runs/lease.service.js';
 import { RunEnd } from './runs/run-end.js';
 import { RunRegistry } from './runs/run-registry.js';
@@ -31,16 +31,16 @@ import { TaskFileRepository } from './repositories/task-file.repository.js';
     EventBus,
     EventLog,
     ReplicaNotices,
-    InstanceIdentity,
     RunRegistry,
     RunEnd,
     TaskRunner,
+    LeaseFence,
     LeaseService,
     RunShutdown,
     TaskService,
     TaskFileRepository,
     TaskFiles,
   ],
-  exports: [TaskService, EventLog, InstanceIdentity, RunRegistry, TaskFiles],
+  exports: [TaskService, EventLog, RunRegistry, TaskFiles],
 })
 export class TasksModule {}

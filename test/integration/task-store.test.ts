@@ -6,7 +6,7 @@ import { ENTITIES } from '../../src/entities.js';
 import { loadConfig } from '../../src/config/app-config.js';
 import { dataSourceOptions } from '../../src/database/data-source-options.js';
 import { runMigrations } from '../../src/database/migrate.js';
-import { InstanceIdentity } from '../../src/tasks/runs/instance-identity.js';
+import { InstanceIdentity } from '../../src/database/instance-identity.js';
 import { TaskRepository } from '../../src/tasks/repositories/task.repository.js';
 import { TaskEventRepository } from '../../src/tasks/repositories/task-event.repository.js';
 import { Metrics } from '../../src/metrics/metrics.service.js';

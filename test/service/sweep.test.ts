@@ -48,7 +48,7 @@ describe(`lease sweep (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'
 
     const leases = engine.app.get(LeaseService);
     const started = performance.now();
-    const ended = await leases.endOrphans();
+    const ended = await leases.endOrphans(['dead-replica']);
     const ms = Math.round(performance.now() - started);
     assert.equal(ended, ORPHANS, `one sweep ended them all (${ms} ms)`);
 
@@ -72,6 +72,6 @@ describe(`lease sweep (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'
       `SELECT artifacts FROM a2a_tasks WHERE task_id = 'orphan-7'`,
     );
     assert.deepEqual(folded?.artifacts, [{ artifactId: 'x', name: 'response', parts: [{ text: 'Hello, world' }] }]);
-    assert.equal(await leases.endOrphans(), 0, 'nothing left');
+    assert.equal(await leases.endOrphans(['dead-replica']), 0, 'nothing left');
   });
 });

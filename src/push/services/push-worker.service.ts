@@ -4,7 +4,7 @@ import { EgressError, egressRequest, parseHostList, type EgressPolicy } from '..
 import { safeError } from '../../common/safe-error.js';
 import { AppConfig } from '../../config/app-config.js';
 import { EventLog } from '../../tasks/event-log/event-log.service.js';
-import { InstanceIdentity } from '../../tasks/runs/instance-identity.js';
+import { InstanceIdentity } from '../../database/instance-identity.js';
 import { PushDeliveryRepository, type ClaimedConfig } from '../repositories/push-delivery.repository.js';
 import { backoffMs, pushHeaders, pushPayload } from './push-payload.js';
 import { Metrics } from '../../metrics/metrics.service.js';

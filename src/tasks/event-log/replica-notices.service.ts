@@ -1,7 +1,7 @@
 import { Injectable, type BeforeApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { ReplicaChannel } from '../../database/replica-channel.service.js';
 import { TASK_EVENTS_CHANNEL } from '../repositories/sql.js';
-import { InstanceIdentity } from '../runs/instance-identity.js';
+import { InstanceIdentity } from '../../database/instance-identity.js';
 import { EventBus } from './event-bus.js';
 
 /**

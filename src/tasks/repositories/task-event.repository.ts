@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { Sql, type Statement } from '../../database/sql.service.js';
 import type { DataSource } from 'typeorm';
 import { Params } from '../../database/sql-params.js';
-import { InstanceIdentity } from '../runs/instance-identity.js';
+import { InstanceIdentity } from '../../database/instance-identity.js';
 import type { ArtifactJson, MessageJson } from '../../common/a2a-json.js';
 import type { StoredTaskEvent, TaskEventBody } from '../task-events.js';
 import type { NewTaskFile } from '../task-files.js';
@@ -35,7 +35,13 @@ export interface TaskRowChange {
 export type EndScope =
   | { kind: 'task'; tenantId: string; taskId: string }
   | { kind: 'tenant'; tenantId: string }
-  | { kind: 'orphans'; owner: string; held: string[]; restarted?: boolean };
+  /**
+   * Running tasks whose lease ran out and whose owner is `gone` (judged by
+   * `LeaseService`), or is `owner` (this replica) without holding them; or,
+   * `restarted`, every running task not leased to `owner` (the embedded
+   * database at start).
+   */
+  | { kind: 'orphans'; owner: string; held: string[]; gone: string[]; restarted?: boolean };
 
 /** Anything that runs SQL: the DataSource, or a transaction's EntityManager. */
 export interface Queryable {
@@ -63,7 +69,9 @@ function scopeSql(scope: EndScope, p: Params): string {
       const owner = p.add(scope.owner);
       const lost = scope.restarted
         ? `(a.owner_instance IS DISTINCT FROM ${owner} OR a.lease_expires_at < now())`
-        : `(a.lease_expires_at < now() AND NOT (a.owner_instance = ${owner} AND a.task_id = ANY(${p.add(scope.held)}::varchar[])))`;
+        : `(a.lease_expires_at < now() AND (a.owner_instance IS NULL
+             OR a.owner_instance = ANY(${p.add(scope.gone)}::varchar[])
+             OR (a.owner_instance = ${owner} AND NOT a.task_id = ANY(${p.add(scope.held)}::varchar[]))))`;
       return `a.state = ANY(${p.add(RUNNING)}::text[]) AND ${lost}`;
     }
     default: {

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { GroupCommit } from '../../database/group-commit.js';
 import { Sql, type Statement } from '../../database/sql.service.js';
-import { InstanceIdentity } from '../runs/instance-identity.js';
+import { InstanceIdentity } from '../../database/instance-identity.js';
 import { stored, type StoredTaskEvent, type TaskEventBody } from '../task-events.js';
 import type { NewTaskFile } from '../task-files.js';
 import { allowedFrom, isSettled, NON_TERMINAL_STATES, type TaskStateName } from '../task-state.js';

@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { Params } from '../../database/sql-params.js';
 import { Sql, type Statement } from '../../database/sql.service.js';
-import { InstanceIdentity } from '../runs/instance-identity.js';
+import { InstanceIdentity, NOTICE_CONNECTION_PREFIX } from '../../database/instance-identity.js';
 import type { ArtifactJson, MessageJson } from '../../common/a2a-json.js';
 import type { StoredTaskEvent, TaskEventBody } from '../task-events.js';
 import type { NewTaskFile } from '../task-files.js';
@@ -14,11 +14,15 @@ import {
   INTERRUPTED_SQL,
   leaseExpiry,
   TASK_EVENTS_CHANNEL,
+  RUNNING_SQL,
   TERMINAL_SQL,
   toStoredEvents,
   type EventRow,
   type Lease,
 } from './sql.js';
+
+/** Runs one statement and returns its rows. */
+export type StatementRunner = <R extends Record<string, unknown>>(text: string, values: unknown[]) => Promise<R[]>;
 
 export interface NewTask {
   taskId: string;
@@ -322,10 +326,20 @@ export class TaskRepository {
     return rows[0]?.n ?? 0;
   }
 
-  /** Extends the leases of the runs `owner` holds; returns the tasks renewed (the others ended elsewhere, or are being written). */
-  async renewLeases(owner: string, taskIds: string[], ms: number): Promise<string[]> {
+  /**
+   * Extends the leases of the runs `owner` holds; returns the tasks renewed
+   * (the others ended elsewhere, or are being written). `run` executes the
+   * statement (the replica's own connection, see `LeaseService`); the pool
+   * when absent.
+   */
+  async renewLeases(
+    owner: string,
+    taskIds: string[],
+    ms: number,
+    run: StatementRunner = (text, values) => this.ds.query(text, values),
+  ): Promise<string[]> {
     if (taskIds.length === 0) return [];
-    const rows = await this.ds.query<{ task_id: string }[]>(
+    const rows = await run<{ task_id: string }>(
       // SKIP LOCKED: a row being written right now is renewed next time, and the renewal never waits on a
       // group commit's locks (so the two cannot deadlock); the run gets a re-read of its log meanwhile.
       `UPDATE a2a_tasks SET lease_expires_at = ${leaseExpiry('$3')}
@@ -338,6 +352,24 @@ export class TaskRepository {
       [owner, taskIds, ms],
     );
     return rows.map((r) => r.task_id);
+  }
+
+  /**
+   * The owners of running tasks whose lease has run out, other than `self`
+   * (whose own are judged by the runs it holds), and the replicas whose
+   * notice connections are open now — one statement, so both are seen at
+   * the same moment.
+   */
+  async expiredOwners(self: string): Promise<{ expired: string[]; live: Set<string> }> {
+    const [row] = await this.ds.query<{ expired: string[] | null; live: string[] | null }[]>(
+      `SELECT
+         (SELECT array_agg(DISTINCT owner_instance) FROM a2a_tasks
+           WHERE state IN ${RUNNING_SQL} AND lease_expires_at < now() AND owner_instance <> $1) AS expired,
+         (SELECT array_agg(substr(application_name, ${NOTICE_CONNECTION_PREFIX.length + 1})) FROM pg_stat_activity
+           WHERE datname = current_database() AND starts_with(application_name, $2)) AS live`,
+      [self, NOTICE_CONNECTION_PREFIX],
+    );
+    return { expired: row?.expired ?? [], live: new Set(row?.live ?? []) };
   }
 
   /** Answers when the database does. */

@@ -1,38 +1,50 @@
 import { Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
 import { safeError } from '../../common/safe-error.js';
-import { TaskRepository } from '../repositories/task.repository.js';
+import { TaskRepository, type StatementRunner } from '../repositories/task.repository.js';
+import { ReplicaChannel } from '../../database/replica-channel.service.js';
+import { LeaseFence } from './lease-fence.js';
 import type { Lease } from '../repositories/sql.js';
-import { InstanceIdentity } from './instance-identity.js';
+import { InstanceIdentity } from '../../database/instance-identity.js';
 import { RunEnd } from './run-end.js';
 import { RunRegistry } from './run-registry.js';
 import { Metrics } from '../../metrics/metrics.service.js';
 
 /**
- * No task stays running forever. A run holds a lease on its task, renewed
- * every third of `ARBITER_LEASE_MS`; every replica sweeps every quarter of it
- * for running tasks whose lease ran out (their owner died) and ends them
- * `failed` with "owner lost" — all of them, in batches — so an orphan ends
- * within about 1.25 leases of its owner's last renewal plus the sweep itself.
+ * No task stays running forever, and no live run is ended by another
+ * replica. A run holds a lease on its task, renewed every third of
+ * `ARBITER_LEASE_MS` in one statement for all of the replica's runs, on the
+ * replica's own connection (its notice connection, not the pool: renewals
+ * never queue behind requests). Every replica sweeps every quarter of a
+ * lease and ends a running task `failed` with "owner lost" only when both
+ * hold: its lease ran out (by the database's clock), and its owner has been
+ * gone for a full lease — its notice connection absent from
+ * `pg_stat_activity` at every sweep for that long, watched without a break
+ * by this replica. A database restart drops every connection, so the count
+ * starts again when it is back, and owners reconnect within a second: an
+ * outage of any length ends no live run. An owner that is alive but slow
+ * (its renewals late) keeps its connection, and its runs. A replica's own
+ * tasks whose runs it no longer holds are ended when their lease runs out.
  *
- * Expiry is judged by the database's clock. Each sweep first makes a round
- * trip; a replica that has not been in touch with the database for half a
- * lease (an outage, a hang, or it has just started) sweeps nothing for one
- * lease from then: the owners were likely cut off too, and that is how long
- * they need to renew. A renewal that does not find a held task still leased
- * here means it ended elsewhere: the run reads its log and stops. With the
- * embedded database (one process), what an earlier process left running is
- * ended at start.
+ * The other side (fencing): a replica that has had no answer on its own
+ * connection for half a lease could soon be judged gone, so it closes its
+ * `LeaseFence` — its runs call no model and run no tool — until it is back
+ * and its leases are confirmed; a run whose task was ended meanwhile stops.
+ * With the embedded database (one process), what an earlier process left
+ * running is ended at start.
  */
 @Injectable()
 export class LeaseService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('Leases');
   private timers: NodeJS.Timeout[] = [];
-  /** When this replica last completed a round trip to the database (ms since epoch). */
-  private lastContact = 0;
-  /** No sweeping before this time (ms since epoch). */
-  private quietUntil = 0;
+  /** When this replica last had an answer from the database on its own connection (ms, as the request was sent). */
+  private lastContact = Date.now();
+  /** Owners seen gone at every sweep since the time given (this replica's clock). */
+  private readonly gone = new Map<string, number>();
+  /** When the last sweep looked (0: never); a longer gap than half a lease starts every count again. */
+  private lastLook = 0;
   private sweeping = false;
+  private renewing = false;
 
   constructor(
     private readonly tasks: TaskRepository,
@@ -41,7 +53,11 @@ export class LeaseService implements OnApplicationBootstrap, BeforeApplicationSh
     private readonly identity: InstanceIdentity,
     private readonly config: AppConfig,
     private readonly metrics: Metrics,
-  ) {}
+    private readonly channel: ReplicaChannel,
+    private readonly fence: LeaseFence,
+  ) {
+    metrics.onCollect(metrics.runsFenced, (g) => g.set(fence.waiting));
+  }
 
   lease(): Lease {
     return { owner: this.identity.id, ms: this.config.leaseMs };
@@ -50,7 +66,7 @@ export class LeaseService implements OnApplicationBootstrap, BeforeApplicationSh
   async onApplicationBootstrap(): Promise<void> {
     if (this.config.usesEmbeddedDatabase) {
       const ended = await this.ends.endTasks(
-        { kind: 'orphans', owner: this.identity.id, held: [], restarted: true },
+        { kind: 'orphans', owner: this.identity.id, held: [], gone: [], restarted: true },
         { state: 'TASK_STATE_FAILED', error: 'server restarted' },
       );
       if (ended.length) this.logger.warn(`ended ${ended.length} task(s) left running: server restarted`);
@@ -63,61 +79,95 @@ export class LeaseService implements OnApplicationBootstrap, BeforeApplicationSh
       t.unref();
       this.timers.push(t);
     };
-    every(Math.max(100, Math.floor(this.config.leaseMs / 3)), () => this.renew());
-    every(Math.max(100, Math.floor(this.config.leaseMs / 4)), () => this.sweep());
+    const lease = this.config.leaseMs;
+    every(Math.max(100, Math.floor(lease / 3)), () => this.renew());
+    every(Math.max(100, Math.floor(lease / 4)), () => this.sweep());
+    if (this.channel.enabled) every(Math.max(50, Math.floor(lease / 8)), () => Promise.resolve(this.watchContact()));
     every(60 * 60 * 1000, () => this.purge());
   }
 
   beforeApplicationShutdown(): void {
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
+    this.fence.reopen();
   }
 
-  /** Renews the leases of the runs held here; a run whose task is no longer leased here checks its log. */
+  /**
+   * Renews the leases of the runs held here, on the replica's own connection
+   * (a plain round trip when it holds none, so that it knows it is in touch);
+   * a run whose task is no longer leased here checks its log. After the fence
+   * was closed, it opens once the runs whose tasks were ended meanwhile know.
+   */
   async renew(): Promise<void> {
-    const runs = this.registry.all();
-    if (runs.length === 0) return;
-    const kept = new Set(
-      await this.tasks.renewLeases(
-        this.identity.id,
-        runs.map((r) => r.taskId),
-        this.config.leaseMs,
-      ),
-    );
-    this.lastContact = Date.now();
-    for (const run of runs) if (!kept.has(run.taskId)) this.registry.nudge(run);
+    if (this.renewing) return;
+    this.renewing = true;
+    try {
+      const runs = this.registry.all();
+      const sent = Date.now();
+      const timeout = Math.max(100, Math.floor(this.config.leaseMs / 3));
+      const own: StatementRunner | undefined = this.channel.enabled
+        ? (text, values) => this.channel.run(text, values, timeout)
+        : undefined;
+      const ids = runs.map((r) => r.taskId);
+      let kept: Set<string>;
+      if (ids.length > 0) kept = new Set(await this.tasks.renewLeases(this.identity.id, ids, this.config.leaseMs, own));
+      else {
+        kept = new Set();
+        if (own) await own('SELECT 1', []);
+      }
+      this.lastContact = sent;
+      const lost = runs.filter((r) => !kept.has(r.taskId));
+      if (!this.fence.closed) {
+        for (const run of lost) this.registry.nudge(run);
+        return;
+      }
+      // Back in touch: runs whose tasks ended elsewhere learn it before any run acts again.
+      await Promise.allSettled(lost.map((run) => this.registry.catchUp(run)));
+      this.fence.reopen();
+      this.logger.log(`in touch with the database again; ${runs.length - lost.length} run(s) continue`);
+    } finally {
+      this.renewing = false;
+    }
   }
 
-  /** The periodic sweep: ends orphans, unless this replica has just been out of touch with the database. */
+  /** Closes the fence once this replica has had no answer on its own connection for half a lease. */
+  watchContact(): void {
+    if (this.fence.closed || Date.now() - this.lastContact <= this.config.leaseMs / 2) return;
+    this.fence.close();
+    this.metrics.leaseFences.inc();
+    this.logger.warn(
+      `no answer from the database for half a lease; ${this.registry.size} run(s) wait before acting until it is back`,
+    );
+  }
+
+  /** The periodic sweep: ends the running tasks of owners gone for a full lease, and this replica's own strays. */
   async sweep(): Promise<number> {
     if (this.sweeping) return 0;
     this.sweeping = true;
     try {
-      const asked = Date.now();
-      await this.tasks.ping();
+      const { expired, live } = await this.tasks.expiredOwners(this.identity.id);
       const now = Date.now();
-      if (asked - this.lastContact > this.config.leaseMs / 2 || now - asked > this.config.leaseMs / 4) {
-        // Out of touch until now: owners may have been unable to renew as well; give them a lease.
-        if (this.lastContact > 0)
-          this.logger.log(`database reachable again; sweeping resumes in ${this.config.leaseMs} ms`);
-        this.quietUntil = now + this.config.leaseMs;
-      }
-      this.lastContact = now;
-      if (now < this.quietUntil) return 0;
+      // Only an unbroken watch counts: after a gap (this replica's own outage, a hang) every count starts again.
+      if (now - this.lastLook > this.config.leaseMs / 2) this.gone.clear();
+      this.lastLook = now;
+      // With the embedded database there is one process: no other owner can be alive.
+      const alive = (owner: string): boolean => this.channel.enabled && live.has(owner);
+      for (const owner of [...this.gone.keys()]) if (!expired.includes(owner) || alive(owner)) this.gone.delete(owner);
+      for (const owner of expired) if (!alive(owner) && !this.gone.has(owner)) this.gone.set(owner, now);
+      const gone = [...this.gone].filter(([, since]) => now - since >= this.config.leaseMs).map(([owner]) => owner);
       this.metrics.leaseSweeps.inc();
-      const ended = await this.endOrphans();
+      const ended = await this.endOrphans(gone);
       this.metrics.orphansEnded.inc(ended);
-      this.lastContact = Date.now();
       return ended;
     } finally {
       this.sweeping = false;
     }
   }
 
-  /** Ends every orphaned running task, in batches; returns how many this replica ended. */
-  async endOrphans(): Promise<number> {
+  /** Ends, in batches, the expired running tasks of `gone` owners and this replica's own expired strays. */
+  async endOrphans(gone: string[]): Promise<number> {
     const ended = await this.ends.endTasks(
-      { kind: 'orphans', owner: this.identity.id, held: this.registry.all().map((r) => r.taskId) },
+      { kind: 'orphans', owner: this.identity.id, held: this.registry.all().map((r) => r.taskId), gone },
       { state: 'TASK_STATE_FAILED', error: 'owner lost' },
     );
     if (ended.length) this.logger.warn(`ended ${ended.length} orphaned task(s): owner lost`);

@@ -17,6 +17,7 @@ import { RunEnd, type RunEnding, type RunState } from './run-end.js';
 import { RunEventMapper, turnsIn } from './run-event-mapper.js';
 import { RunAbandoned, RunRegistry, type HeldRun, type QueuedInput } from './run-registry.js';
 import { RunWriter } from './run-writer.js';
+import { LeaseFence } from './lease-fence.js';
 import { Metrics } from '../../metrics/metrics.service.js';
 import { currentContext, inSpan } from '../../tracing/spans.js';
 
@@ -54,6 +55,7 @@ export class TaskRunner {
     private readonly ends: RunEnd,
     @Inject(ORCHESTRATOR) private readonly orchestrator: Orchestrator,
     private readonly metrics: Metrics,
+    private readonly fence: LeaseFence,
   ) {
     metrics.onCollect(metrics.runsInFlight, (g) => g.set(registry.size));
   }
@@ -86,7 +88,7 @@ export class TaskRunner {
 
   private async execute(start: RunStart, run: HeldRun, started: number): Promise<void> {
     let first = true;
-    const { ctx } = start;
+    const ctx: RunContext = { ...start.ctx, mayAct: (signal) => this.fence.pass(signal) };
     const writer = new RunWriter(ctx.taskId, this.log);
     const mapper = new RunEventMapper(ctx, turnsIn(ctx.taskId, start.artifacts), start.tokens);
     const artifacts = new ArtifactFold(start.artifacts);
