@@ -383,6 +383,33 @@ describe('§10 gRPC binding', () => {
       assert.ok('ok' in ok);
     });
 
+    it('a field with the wrong wire type → INVALID_ARGUMENT naming the field, not a request for some other agent', async () => {
+      const send = (method: string, bytes: number[]) =>
+        new Promise<GrpcFailure>((resolve, reject) => {
+          (raw as grpc.Client).makeUnaryRequest(
+            `/lf.a2a.v1.A2AService/${method}`,
+            (x: Buffer) => x,
+            (x: Buffer) => x,
+            Buffer.from(bytes),
+            metadata(a.token),
+            (err) => (err ? resolve(failure(err)) : reject(new Error('accepted an ill-typed message'))),
+          );
+        });
+      // tenant (field 1, a string) sent as a 32-bit value, a varint, and as a string cut short; then id as a varint.
+      for (const [method, bytes, field, sent] of [
+        ['GetTask', [0x0d, 0x01, 0x02, 0x03, 0x04], 'tenant', /is sent 32-bit \(wire type 5\)/],
+        ['ListTasks', [0x08, 0x05], 'tenant', /is sent varint \(wire type 0\)/],
+        ['CancelTask', [0x0a, 0x09, 0x74, 0x77], 'tenant', /claims 9 bytes, but only 2 remain/],
+        ['GetTask', [0x0a, 0x04, 0x74, 0x77, 0x69, 0x6e, 0x10, 0x01], 'id', /is sent varint \(wire type 0\)/],
+      ] as const) {
+        const r = await send(method, [...bytes]);
+        assert.equal(r.code, grpc.status.INVALID_ARGUMENT, `${method} ${bytes.join(',')}: ${r.message}`);
+        assert.equal(r.info?.reason, 'INVALID_REQUEST');
+        assert.match(r.message, new RegExp(`^the request is not a valid ${method} message: ${field} `));
+        assert.match(r.message, sent);
+      }
+    });
+
     it('a message over the A2A body limit → RESOURCE_EXHAUSTED, before the handler', async () => {
       const huge = 'x'.repeat(server.config.a2aBodyBytes + 1024);
       const r = await unary(

@@ -4,6 +4,7 @@ import { MAX_JSON_DEPTH } from '../../common/json-guard.js';
 import { A2aError } from '../../a2a-wire/a2a-errors.js';
 import type { Json } from '../../a2a-wire/dialects/params.js';
 import { A2A_PROTO } from '../../a2a-wire/a2a-proto.js';
+import { wireProblem } from './grpc-wire-check.js';
 
 /** The proto package and service (spec §10.1). */
 export const A2A_PACKAGE = 'lf.a2a.v1';
@@ -58,16 +59,22 @@ export function wireSizeOf(message: unknown): number | undefined {
 
 /**
  * The package definition the Nest gRPC server loads. Each method's request
- * deserializer is wrapped: bytes that are not a valid message become a
+ * deserializer is wrapped: bytes that are not a valid message (see
+ * `wireProblem`; or that the decoder refuses) become a
  * `MalformedMessage` for the binding to refuse as INVALID_ARGUMENT (grpc-js
  * would otherwise answer INTERNAL, which says the server is at fault).
  */
 export function a2aPackageDefinition(): protoLoader.PackageDefinition {
   const definition = protoLoader.fromJSON(A2A_ROOT.toJSON(), LOADER_OPTIONS);
   const service = definition[`${A2A_PACKAGE}.${A2A_SERVICE}`] as protoLoader.ServiceDefinition;
-  for (const method of Object.values(service)) {
+  const reflected = A2A_ROOT.lookupService(`${A2A_PACKAGE}.${A2A_SERVICE}`);
+  for (const [name, method] of Object.entries(service)) {
     const decode = method.requestDeserialize;
+    const type = reflected.methods[name].resolvedRequestType!;
     method.requestDeserialize = (bytes: Buffer) => {
+      // The decoder would read an ill-typed field as whatever it declares: refused first, naming the field.
+      const problem = wireProblem(type, bytes);
+      if (problem) return new MalformedMessage(problem);
       try {
         const message = decode(bytes);
         wireSizes.set(message, bytes.length);
