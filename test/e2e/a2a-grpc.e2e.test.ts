@@ -422,6 +422,40 @@ describe('§10 gRPC binding', () => {
       assert.equal(r.err.code, grpc.status.RESOURCE_EXHAUSTED);
     });
 
+    it('a request of any method but SendMessage / SendStreamingMessage over ARBITER_MAX_BODY_BYTES → RESOURCE_EXHAUSTED', async () => {
+      const big = 'x'.repeat(server.config.maxBodyBytes + 1);
+      const md = () => metadata(a.token);
+      for (const [method, request] of [
+        ['GetTask', { tenant: 'twin', id: big }],
+        ['ListTasks', { tenant: 'twin', contextId: big }],
+        ['CancelTask', { tenant: 'twin', id: big }],
+        ['CreateTaskPushNotificationConfig', { tenant: 'twin', taskId: 't', url: 'http://127.0.0.1/', token: big }],
+        ['GetTaskPushNotificationConfig', { tenant: 'twin', taskId: 't', id: big }],
+        ['ListTaskPushNotificationConfigs', { tenant: 'twin', taskId: big }],
+        ['DeleteTaskPushNotificationConfig', { tenant: 'twin', taskId: 't', id: big }],
+        ['GetExtendedAgentCard', { tenant: big }],
+      ] as const) {
+        const r = await unary(raw, method, request, md());
+        assert.ok('err' in r, `${method} accepted`);
+        assert.equal(r.err.code, grpc.status.RESOURCE_EXHAUSTED, `${method}: ${r.err.message}`);
+        assert.match(
+          r.err.message,
+          new RegExp(`^a ${method} request may be at most ${server.config.maxBodyBytes} bytes`),
+        );
+      }
+      // A stream's request too: the call ends with the status.
+      const sub = raw.SubscribeToTask({ tenant: 'twin', id: big }, md());
+      const ended = await new Promise<GrpcFailure>((resolve) => {
+        sub.on('data', () => undefined);
+        sub.on('error', (err: grpc.ServiceError) => resolve(failure(err)));
+      });
+      assert.equal(ended.code, grpc.status.RESOURCE_EXHAUSTED);
+      // Authentication still comes first: without a bearer the size is not looked at.
+      const anonymous = await unary(raw, 'GetTask', { tenant: 'twin', id: big }, metadata(undefined));
+      assert.ok('err' in anonymous);
+      assert.equal(anonymous.err.code, grpc.status.UNAUTHENTICATED);
+    });
+
     it('besides its file bytes a message stays within ARBITER_MAX_BODY_BYTES; file bytes count as the bytes they are', async () => {
       const plain = server.config.maxBodyBytes;
       const send = (parts: Obj[], meta?: Obj) =>

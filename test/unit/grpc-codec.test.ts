@@ -11,6 +11,7 @@ import {
   a2aType,
   fromProtoJson,
   MalformedMessage,
+  OversizeMessage,
   toProtoJson,
 } from '../../src/a2a-inbound/grpc/grpc-codec.js';
 import { wireProblem } from '../../src/a2a-inbound/grpc/grpc-wire-check.js';
@@ -168,6 +169,29 @@ describe('gRPC codec (spec §10)', () => {
     const unknown = service().GetTask.requestDeserialize(Buffer.from([0xf8, 0x07, 0x01])); // field 127, a varint
     assert.ok(!(unknown instanceof MalformedMessage), 'an unknown field is skipped');
     assert.ok(service().GetTask.requestDeserialize(Buffer.from([0xff, 0x07, 0x01])) instanceof MalformedMessage);
+  });
+
+  it('past the plain limit, a request of a method that carries no message is an OversizeMessage, left unread', () => {
+    const methods = a2aPackageDefinition(16)['lf.a2a.v1.A2AService'] as ServiceDefinition;
+    const type = a2aType('GetTaskRequest');
+    const bytes = (id: string) => Buffer.from(type.encode(type.fromObject({ tenant: 't', id })).finish());
+    assert.equal(bytes('x'.repeat(11)).length, 16);
+    assert.ok(!(methods.GetTask.requestDeserialize(bytes('x'.repeat(11))) instanceof OversizeMessage));
+    const over = methods.GetTask.requestDeserialize(bytes('x'.repeat(12)));
+    assert.ok(over instanceof OversizeMessage);
+    assert.deepEqual([over.bytes, over.limit], [17, 16]);
+    // Garbage past the limit is not even looked at.
+    assert.ok(methods.ListTasks.requestDeserialize(Buffer.alloc(17, 0xff)) instanceof OversizeMessage);
+    // The two methods that carry a message (and file bytes) are held by gRPC's own limit and the binding's check.
+    const send = a2aType('SendMessageRequest');
+    const big = Buffer.from(
+      send
+        .encode(send.fromObject(fromProtoJson(send, { tenant: 't', message: { messageId: 'x'.repeat(40) } })))
+        .finish(),
+    );
+    for (const name of ['SendMessage', 'SendStreamingMessage']) {
+      assert.ok(!(methods[name].requestDeserialize(big) instanceof OversizeMessage), name);
+    }
   });
 
   it('the wire check takes packed and unpacked repeated scalars, and refuses a packed run cut short', () => {
