@@ -54,7 +54,11 @@ function checkValue(r: protobuf.Reader, slot: Slot, id: number, wt: number, at: 
   const expected = wireOf(slot);
   if (wt === 2 && slot.kind === 'scalar' && slot.packable) {
     const packed = protobuf.Reader.create(delimited(r, at));
-    while (packed.pos < packed.len) packed.skipType(expected);
+    try {
+      while (packed.pos < packed.len) packed.skipType(expected);
+    } catch {
+      fail(at, `holds a packed run of ${slot.label} values that ends inside a value`);
+    }
     return;
   }
   if (wt !== expected) {
