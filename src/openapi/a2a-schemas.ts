@@ -73,15 +73,22 @@ export const A2A_SCHEMAS: Record<string, object> = {
     },
     ['id', 'contextId', 'status'],
   ),
-  A2aPushNotificationConfig: obj({
-    id: str(),
-    url: str('the webhook; refused at config time when the egress guard refuses it'),
-    token: str(),
-    authentication: obj({ scheme: str(), credentials: str('write-only: never returned') }),
-  }),
+  A2aAuthenticationInfo: obj(
+    { scheme: str('an HTTP authentication scheme such as Bearer'), credentials: str('write-only: never returned') },
+    ['scheme'],
+  ),
+  // Flat, as `a2a.proto` has it (v1.0 has no nested `pushNotificationConfig`; that is v0.3's JSON-RPC shape).
   A2aTaskPushNotificationConfig: obj(
-    { taskId: str(), id: str(), tenant: str(), pushNotificationConfig: ref('A2aPushNotificationConfig') },
-    ['pushNotificationConfig'],
+    {
+      tenant: str(),
+      id: str('without one the server assigns a UUID'),
+      taskId: str('on the REST route the path names the task and wins over this'),
+      url: str('the webhook; refused at config time when the egress guard refuses it'),
+      token: str('write-only: never returned'),
+      authentication: ref('A2aAuthenticationInfo'),
+    },
+    ['url'],
+    'spec §11.3.3, `TaskPushNotificationConfig`; reads return neither token nor credentials',
   ),
   A2aSendMessageRequest: obj(
     {

@@ -383,6 +383,33 @@ describe('§10 gRPC binding', () => {
       assert.ok('ok' in ok);
     });
 
+    it('a field with the wrong wire type → INVALID_ARGUMENT naming the field, not a request for some other agent', async () => {
+      const send = (method: string, bytes: number[]) =>
+        new Promise<GrpcFailure>((resolve, reject) => {
+          (raw as grpc.Client).makeUnaryRequest(
+            `/lf.a2a.v1.A2AService/${method}`,
+            (x: Buffer) => x,
+            (x: Buffer) => x,
+            Buffer.from(bytes),
+            metadata(a.token),
+            (err) => (err ? resolve(failure(err)) : reject(new Error('accepted an ill-typed message'))),
+          );
+        });
+      // tenant (field 1, a string) sent as a 32-bit value, a varint, and as a string cut short; then id as a varint.
+      for (const [method, bytes, field, sent] of [
+        ['GetTask', [0x0d, 0x01, 0x02, 0x03, 0x04], 'tenant', /is sent 32-bit \(wire type 5\)/],
+        ['ListTasks', [0x08, 0x05], 'tenant', /is sent varint \(wire type 0\)/],
+        ['CancelTask', [0x0a, 0x09, 0x74, 0x77], 'tenant', /claims 9 bytes, but only 2 remain/],
+        ['GetTask', [0x0a, 0x04, 0x74, 0x77, 0x69, 0x6e, 0x10, 0x01], 'id', /is sent varint \(wire type 0\)/],
+      ] as const) {
+        const r = await send(method, [...bytes]);
+        assert.equal(r.code, grpc.status.INVALID_ARGUMENT, `${method} ${bytes.join(',')}: ${r.message}`);
+        assert.equal(r.info?.reason, 'INVALID_REQUEST');
+        assert.match(r.message, new RegExp(`^the request is not a valid ${method} message: ${field} `));
+        assert.match(r.message, sent);
+      }
+    });
+
     it('a message over the A2A body limit → RESOURCE_EXHAUSTED, before the handler', async () => {
       const huge = 'x'.repeat(server.config.a2aBodyBytes + 1024);
       const r = await unary(
@@ -393,6 +420,40 @@ describe('§10 gRPC binding', () => {
       );
       assert.ok('err' in r);
       assert.equal(r.err.code, grpc.status.RESOURCE_EXHAUSTED);
+    });
+
+    it('a request of any method but SendMessage / SendStreamingMessage over ARBITER_MAX_BODY_BYTES → RESOURCE_EXHAUSTED', async () => {
+      const big = 'x'.repeat(server.config.maxBodyBytes + 1);
+      const md = () => metadata(a.token);
+      for (const [method, request] of [
+        ['GetTask', { tenant: 'twin', id: big }],
+        ['ListTasks', { tenant: 'twin', contextId: big }],
+        ['CancelTask', { tenant: 'twin', id: big }],
+        ['CreateTaskPushNotificationConfig', { tenant: 'twin', taskId: 't', url: 'http://127.0.0.1/', token: big }],
+        ['GetTaskPushNotificationConfig', { tenant: 'twin', taskId: 't', id: big }],
+        ['ListTaskPushNotificationConfigs', { tenant: 'twin', taskId: big }],
+        ['DeleteTaskPushNotificationConfig', { tenant: 'twin', taskId: 't', id: big }],
+        ['GetExtendedAgentCard', { tenant: big }],
+      ] as const) {
+        const r = await unary(raw, method, request, md());
+        assert.ok('err' in r, `${method} accepted`);
+        assert.equal(r.err.code, grpc.status.RESOURCE_EXHAUSTED, `${method}: ${r.err.message}`);
+        assert.match(
+          r.err.message,
+          new RegExp(`^a ${method} request may be at most ${server.config.maxBodyBytes} bytes`),
+        );
+      }
+      // A stream's request too: the call ends with the status.
+      const sub = raw.SubscribeToTask({ tenant: 'twin', id: big }, md());
+      const ended = await new Promise<GrpcFailure>((resolve) => {
+        sub.on('data', () => undefined);
+        sub.on('error', (err: grpc.ServiceError) => resolve(failure(err)));
+      });
+      assert.equal(ended.code, grpc.status.RESOURCE_EXHAUSTED);
+      // Authentication still comes first: without a bearer the size is not looked at.
+      const anonymous = await unary(raw, 'GetTask', { tenant: 'twin', id: big }, metadata(undefined));
+      assert.ok('err' in anonymous);
+      assert.equal(anonymous.err.code, grpc.status.UNAUTHENTICATED);
     });
 
     it('besides its file bytes a message stays within ARBITER_MAX_BODY_BYTES; file bytes count as the bytes they are', async () => {

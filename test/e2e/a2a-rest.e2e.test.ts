@@ -464,6 +464,14 @@ describe('HTTP+JSON/REST binding (spec §11)', () => {
       const v03 = await t.client.get(`${path}/agent-card.json`);
       assert.equal(v03.body.supportsAuthenticatedExtendedCard, true);
       assert.equal(v03.body.preferredTransport, 'JSONRPC');
+      // v0.3's own REST binding (proto-JSON under <url>/v1/…) is not served, so the v0.3 fields do not list it.
+      assert.deepEqual(
+        v03.body.additionalInterfaces.map((i: any) => i.transport),
+        ['JSONRPC'],
+      );
+      assert.ok(
+        v1.body.supportedInterfaces.every((i: any) => i.protocolBinding !== 'HTTP+JSON' || i.protocolVersion === '1.0'),
+      );
       // Public: only the tools granted by name, no profile.
       assert.deepEqual(
         v1.body.skills.map((s: any) => s.id),

@@ -1,11 +1,56 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { SendMessageRequest, type Task } from '@a2a-js/sdk';
+import {
+  ClientFactory,
+  ClientFactoryOptions,
+  DefaultAgentCardResolver,
+  RestTransportFactory,
+} from '@a2a-js/sdk/client';
 import { REST_ROUTE_PATHS } from '../../src/a2a-inbound/rest/rest-routes.js';
+import { newTenant } from '../helpers/factories.js';
+import { authFetch, cardUrl } from '../helpers/a2a.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 interface Layer {
   route?: { path: string | string[]; methods: Record<string, boolean> };
+}
+
+/** One HTTP+JSON exchange as a client sent and received it. */
+interface Exchange {
+  method: string;
+  path: string;
+  body?: unknown;
+  status: number;
+  answer?: unknown;
+}
+
+/** A fetch that records every exchange (JSON bodies parsed) before handing the response back. */
+function recordingFetch(inner: typeof fetch, log: Exchange[]): typeof fetch {
+  return async (input, init) => {
+    const res = await inner(input, init);
+    const text = await res.clone().text();
+    const isJson = (res.headers.get('content-type') ?? '').includes('json') && text !== '';
+    log.push({
+      method: init?.method ?? 'GET',
+      path: new URL(String(input instanceof Request ? input.url : input)).pathname,
+      ...(typeof init?.body === 'string' ? { body: JSON.parse(init.body) as unknown } : {}),
+      status: res.status,
+      ...(isJson ? { answer: JSON.parse(text) as unknown } : {}),
+    });
+    return res;
+  };
+}
+
+/** The document's REST route template (`/v1/a2a/agents/{agentId}/tasks/{taskId}`) that a concrete path matches. */
+function templateOf(doc: any, method: string, path: string): string | undefined {
+  return Object.keys(doc.paths).find((t) => {
+    if (!doc.paths[t][method.toLowerCase()]) return false;
+    const re = new RegExp(`^${t.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/:]+')}$`);
+    return re.test(path);
+  });
 }
 
 /** Every (method, path) the Express router serves, in OpenAPI's `{param}` form. */
@@ -27,7 +72,7 @@ describe('the OpenAPI document (/openapi.json) and the docs page (/docs)', () =>
   let server: TestServer;
   let doc: any;
   before(async () => {
-    server = await startTestServer();
+    server = await startTestServer({ env: { ARBITER_PUSH_ALLOWLIST: '127.0.0.1' } });
     const res = await server.http.get('/openapi.json');
     assert.equal(res.status, 200);
     doc = res.body;
@@ -79,6 +124,83 @@ describe('the OpenAPI document (/openapi.json) and the docs page (/docs)', () =>
     assert.deepEqual(doc.paths['/v1/health'].get.security, []);
     assert.equal(doc.paths['/v1/agents'].get.security, undefined, 'the bearer requirement applies');
     assert.deepEqual(doc.security, [{ bearer: [] }]);
+  });
+
+  it('the HTTP+JSON routes take and answer what the document says: the SDK REST transport’s real requests and their answers validate against it', async () => {
+    const t = await newTenant(server, 'openapi-rest');
+    const ajv = new Ajv2020({ strict: false, allErrors: true });
+    /** A validator of one of the document's schemas, its `#/components/…` refs resolving in the document. */
+    const validator = (schema: object) => ajv.compile({ ...schema, components: doc.components });
+    const requestSchema = (template: string, method: string) =>
+      doc.paths[template][method].requestBody?.content['application/json'].schema as object | undefined;
+    const answerSchema = (template: string, method: string) =>
+      doc.paths[template][method].responses['200'].content?.['application/json']?.schema as object | undefined;
+
+    const log: Exchange[] = [];
+    const recording = recordingFetch(authFetch(t.token), log);
+    const client = await new ClientFactory(
+      ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+        transports: [new RestTransportFactory({ fetchImpl: recording })],
+        cardResolver: new DefaultAgentCardResolver({ fetchImpl: authFetch(t.token) }),
+        preferredTransports: ['HTTP+JSON'],
+      }),
+    ).createFromUrl(cardUrl(server.url, 'index'), '');
+    const task = (await client.sendMessage(
+      SendMessageRequest.fromJSON({
+        message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text: 'documented' }] },
+      }),
+    )) as Task;
+    await client.getTask({ tenant: '', id: task.id, historyLength: 1 });
+    const hook = 'http://127.0.0.1:9/hook';
+    await client.createTaskPushNotificationConfig({
+      tenant: '',
+      id: 'doc1',
+      taskId: task.id,
+      url: hook,
+      token: 'a-token',
+      authentication: { scheme: 'Bearer', credentials: 'a-credential' },
+    });
+    await client.createTaskPushNotificationConfig({
+      tenant: '',
+      id: '',
+      taskId: task.id,
+      url: hook,
+      token: '',
+      authentication: undefined,
+    });
+    await client.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'doc1' });
+    await client.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' });
+    await client.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'doc1' });
+
+    const pushCreates = log.filter((x) => x.method === 'POST' && x.path.endsWith('/pushNotificationConfigs'));
+    assert.equal(pushCreates.length, 2);
+    assert.ok(log.length >= 7, JSON.stringify(log.map((x) => `${x.method} ${x.path}`)));
+    for (const x of log) {
+      const what = `${x.method} ${x.path} → ${x.status}`;
+      assert.ok(x.status < 300, `${what}: ${JSON.stringify(x.answer)}`);
+      const template = templateOf(doc, x.method, x.path);
+      assert.ok(template, `${what}: a documented route`);
+      const method = x.method.toLowerCase();
+      const body = requestSchema(template, method);
+      if (x.body !== undefined) {
+        assert.ok(body, `${what}: the document describes a body`);
+        const valid = validator(body);
+        assert.ok(valid(x.body), `${what}: request ${JSON.stringify(x.body)}: ${ajv.errorsText(valid.errors)}`);
+      }
+      const answer = answerSchema(template, method);
+      if (x.answer !== undefined && answer) {
+        const valid = validator(answer);
+        assert.ok(valid(x.answer), `${what}: answer ${JSON.stringify(x.answer)}: ${ajv.errorsText(valid.errors)}`);
+      }
+    }
+    // A nested pushNotificationConfig is v0.3's shape: the v1.0 route refuses it, and so does the document.
+    const nested = { pushNotificationConfig: { url: hook } };
+    const refused = await t.client.post(`/v1/a2a/agents/index/tasks/${task.id}/pushNotificationConfigs`, nested, {
+      'a2a-version': '1.0',
+    });
+    assert.equal(refused.status, 400, refused.text);
+    const template = templateOf(doc, 'POST', pushCreates[0].path)!;
+    assert.equal(validator(requestSchema(template, 'post')!)(nested), false);
   });
 
   it('/docs is a page on this origin (no requests elsewhere)', async () => {

@@ -212,6 +212,60 @@ describe('push notifications (spec §3.1.7–3.1.10, §4.3)', () => {
       );
     });
 
+    it('REST without A2A-Version (v0.3 shapes): every push-config route serves the task’s owner; others get "not found"', async () => {
+      const rest = a.client;
+      const base = '/v1/a2a/agents/index/tasks';
+      const sent = await rest.post(`/v1/a2a/agents/index/message:send`, {
+        message: {
+          kind: 'message',
+          messageId: crypto.randomUUID(),
+          role: 'user',
+          parts: [{ kind: 'text', text: 'x' }],
+        },
+      });
+      assert.equal(sent.status, 200, sent.text);
+      const taskId = sent.body.id as string;
+      const configs = `${base}/${taskId}/pushNotificationConfigs`;
+      const config = {
+        pushNotificationConfig: {
+          id: 'c1',
+          url: receiver.url,
+          token: TOKEN,
+          authentication: { schemes: ['Bearer'], credentials: CRED },
+        },
+      };
+      const set = await rest.post(configs, config);
+      assert.equal(set.status, 200, set.text);
+      const expected = {
+        taskId,
+        pushNotificationConfig: { id: 'c1', url: receiver.url, authentication: { schemes: ['Bearer'] } },
+      };
+      assert.deepEqual(set.body, expected);
+      const got = await rest.get(`${configs}/c1`);
+      assert.equal(got.status, 200, got.text);
+      assert.deepEqual(got.body, expected);
+      const listed = await rest.get(configs);
+      assert.equal(listed.status, 200, listed.text);
+      assert.deepEqual(listed.body, [expected], 'v0.3 lists a bare array');
+      for (const raw of [set.text, got.text, listed.text]) assert.ok(!raw.includes(CRED) && !raw.includes(TOKEN), raw);
+      // Another tenant's task answers like a missing one on every route.
+      for (const [method, path] of [
+        ['GET', configs],
+        ['GET', `${configs}/c1`],
+        ['DELETE', `${configs}/c1`],
+      ] as const) {
+        const theirs = await b.client.request(method, path.replace('/index/', '/other/'));
+        const missing = await b.client.request(method, path.replace('/index/', '/other/').replace(taskId, 'nope'));
+        assert.equal(theirs.status, 404, `${method} ${path}: ${theirs.text}`);
+        assert.equal(theirs.body.error.message.replace(taskId, 'ID'), missing.body.error.message.replace('nope', 'ID'));
+      }
+      const deleted = await rest.delete(`${configs}/c1`);
+      assert.equal(deleted.status, 204, deleted.text);
+      assert.equal((await rest.delete(`${configs}/c1`)).status, 204, 'idempotent');
+      assert.equal((await rest.get(`${configs}/c1`)).status, 404);
+      assert.deepEqual((await rest.get(configs)).body, []);
+    });
+
     it("another tenant's task answers exactly like a missing one, on every method", async () => {
       const mine = (await client.sendMessage(SendMessageRequest.fromJSON(message('private')))) as Task;
       await call(server, a.token, 'CreateTaskPushNotificationConfig', { taskId: mine.id, id: 'p', url: receiver.url });

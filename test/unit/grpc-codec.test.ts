@@ -11,8 +11,10 @@ import {
   a2aType,
   fromProtoJson,
   MalformedMessage,
+  OversizeMessage,
   toProtoJson,
 } from '../../src/a2a-inbound/grpc/grpc-codec.js';
+import { wireProblem } from '../../src/a2a-inbound/grpc/grpc-wire-check.js';
 import { decodeStatusDetails, STATUS_DETAILS_KEY, toGrpcError } from '../../src/a2a-inbound/grpc/grpc-errors.js';
 import { A2aError } from '../../src/a2a-wire/a2a-errors.js';
 import { V1Dialect } from '../../src/a2a-wire/dialects/v1.dialect.js';
@@ -119,6 +121,91 @@ describe('gRPC codec (spec §10)', () => {
   it('a request whose bytes do not decode is a MalformedMessage, not an exception', () => {
     const decoded = service().SendMessage.requestDeserialize(Buffer.from([0x12, 0x03, 0x22, 0x05, 0x01]));
     assert.ok(decoded instanceof MalformedMessage);
+  });
+
+  it('a field sent with the wrong wire type is a MalformedMessage naming it, in every method and at any depth', () => {
+    // Field 1 (tenant on most requests) as a varint, on every method: the decoder alone reads it as an empty string.
+    const reflected = A2A_ROOT.lookupService('lf.a2a.v1.A2AService');
+    for (const [name, method] of Object.entries(service())) {
+      const decoded = method.requestDeserialize(Buffer.from([0x08, 0x05]));
+      assert.ok(decoded instanceof MalformedMessage, name);
+      const field = reflected.methods[name].resolvedRequestType!.fieldsById[1].name;
+      assert.equal(
+        decoded.problem,
+        `${field} (field 1) is sent varint (wire type 0); a2a.proto declares string, sent length-delimited (wire type 2)`,
+      );
+    }
+    const type = a2aType('SendMessageRequest');
+    const good = (json: Record<string, unknown>) =>
+      Buffer.from(type.encode(type.fromObject(fromProtoJson(type, json))).finish());
+    const msg = { tenant: 't', message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'a' }, { text: 'b' }] } };
+    // The second part's text (field 1 of Part) rewritten as a 32-bit value: [0x0a, 1, 'b'] → [0x0d, …].
+    const bytes = good(msg);
+    const at = bytes.lastIndexOf(Buffer.from([0x0a, 0x01, 0x62]));
+    const bad = Buffer.concat([bytes.subarray(0, at), Buffer.from([0x0d, 0x62, 0x62]), bytes.subarray(at + 3)]);
+    const nested = service().SendMessage.requestDeserialize(bad);
+    assert.ok(nested instanceof MalformedMessage);
+    assert.match(nested.problem, /^message\.parts\[1\]\.text \(field 1\) is sent 32-bit \(wire type 5\)/);
+    // An enum sent length-delimited; a map entry's value of the wrong type.
+    const role = Buffer.concat([good({ tenant: 't' }), Buffer.from([0x12, 0x04, 0x22, 0x02, 0x41, 0x42])]);
+    const r = service().SendMessage.requestDeserialize(role);
+    assert.ok(r instanceof MalformedMessage);
+    assert.match(
+      r.problem,
+      /^message\.role \(field 4\) is sent length-delimited \(wire type 2\); a2a\.proto declares Role/,
+    );
+    const meta = good({ tenant: 't', metadata: { k: 'v' } });
+    const valueAt = meta.lastIndexOf(Buffer.from([0x1a, 0x01, 0x76])); // Value.string_value (3) = "v"
+    const m = service().SendMessage.requestDeserialize(
+      Buffer.concat([meta.subarray(0, valueAt), Buffer.from([0x18, 0x76, 0x00]), meta.subarray(valueAt + 3)]),
+    );
+    assert.ok(m instanceof MalformedMessage);
+    assert.match(m.problem, /^metadata\.fields\[0\]\.value\.stringValue \(field 3\) is sent varint/);
+    // A string cut short, or not UTF-8; an invalid wire type in an unknown field.
+    const cut = service().GetTask.requestDeserialize(Buffer.from([0x0a, 0x03, 0x61, 0x62]));
+    assert.ok(cut instanceof MalformedMessage && cut.problem === 'tenant claims 3 bytes, but only 2 remain');
+    const utf8 = service().GetTask.requestDeserialize(Buffer.from([0x0a, 0x02, 0xc3, 0x28]));
+    assert.ok(utf8 instanceof MalformedMessage && utf8.problem === 'tenant is not valid UTF-8');
+    const unknown = service().GetTask.requestDeserialize(Buffer.from([0xf8, 0x07, 0x01])); // field 127, a varint
+    assert.ok(!(unknown instanceof MalformedMessage), 'an unknown field is skipped');
+    assert.ok(service().GetTask.requestDeserialize(Buffer.from([0xff, 0x07, 0x01])) instanceof MalformedMessage);
+  });
+
+  it('past the plain limit, a request of a method that carries no message is an OversizeMessage, left unread', () => {
+    const methods = a2aPackageDefinition(16)['lf.a2a.v1.A2AService'] as ServiceDefinition;
+    const type = a2aType('GetTaskRequest');
+    const bytes = (id: string) => Buffer.from(type.encode(type.fromObject({ tenant: 't', id })).finish());
+    assert.equal(bytes('x'.repeat(11)).length, 16);
+    assert.ok(!(methods.GetTask.requestDeserialize(bytes('x'.repeat(11))) instanceof OversizeMessage));
+    const over = methods.GetTask.requestDeserialize(bytes('x'.repeat(12)));
+    assert.ok(over instanceof OversizeMessage);
+    assert.deepEqual([over.bytes, over.limit], [17, 16]);
+    // Garbage past the limit is not even looked at.
+    assert.ok(methods.ListTasks.requestDeserialize(Buffer.alloc(17, 0xff)) instanceof OversizeMessage);
+    // The two methods that carry a message (and file bytes) are held by gRPC's own limit and the binding's check.
+    const send = a2aType('SendMessageRequest');
+    const big = Buffer.from(
+      send
+        .encode(send.fromObject(fromProtoJson(send, { tenant: 't', message: { messageId: 'x'.repeat(40) } })))
+        .finish(),
+    );
+    for (const name of ['SendMessage', 'SendStreamingMessage']) {
+      assert.ok(!(methods[name].requestDeserialize(big) instanceof OversizeMessage), name);
+    }
+  });
+
+  it('the wire check takes packed and unpacked repeated scalars, and refuses a packed run cut short', () => {
+    const { root } = protobuf.parse('syntax = "proto3"; message P { repeated int32 n = 1; repeated fixed32 f = 2; }');
+    const P = root.resolveAll().lookupType('P');
+    const bytes = Buffer.from(P.encode(P.fromObject({ n: [1, 300], f: [7] })).finish());
+    assert.equal(bytes[0], 0x0a, 'packed (length-delimited)');
+    assert.equal(wireProblem(P, bytes), undefined);
+    assert.equal(wireProblem(P, Buffer.from([0x08, 0x01, 0x08, 0x02])), undefined, 'unpacked varints');
+    assert.equal(
+      wireProblem(P, Buffer.from([0x12, 0x03, 0x01, 0x02, 0x03])),
+      'f[0] holds a packed run of fixed32 values that ends inside a value',
+    );
+    assert.match(wireProblem(P, Buffer.from([0x10, 0x01]))!, /^f\[0\] \(field 2\) is sent varint/);
   });
 
   it('replies: a rendered v1.0 card (maps, oneofs, Struct params) survives the proto reply intact', () => {

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { A2aError } from '../../src/a2a-wire/a2a-errors.js';
+import { V03Dialect } from '../../src/a2a-wire/dialects/v03.dialect.js';
+import { V1Dialect } from '../../src/a2a-wire/dialects/v1.dialect.js';
 import { matchRoute, restParams } from '../../src/a2a-inbound/rest/rest-routes.js';
 import { toRestError } from '../../src/a2a-inbound/rest/rest-errors.js';
 import { modelFamily } from '../../src/a2a-inbound/services/agent-card.service.js';
@@ -65,6 +67,29 @@ describe('HTTP+JSON routes (spec §11.3)', () => {
         restParams({ kind: 'route', op: 'get', taskId: 't' }, { historyLength: '1', history_length: '2' }, undefined),
       A2aError,
     );
+  });
+
+  it('push-config routes give each dialect its own params: v0.3 names the task id and the config pushNotificationConfigId', () => {
+    const v03 = new V03Dialect();
+    const route = (op: 'push_get' | 'push_delete' | 'push_list', configId?: string) =>
+      ({ kind: 'route', op, taskId: 't', ...(configId ? { configId } : {}) }) as const;
+    assert.deepEqual(v03.parse('push_get', restParams(route('push_get', 'c'), {}, undefined, '0.3')), {
+      op: 'push_get',
+      params: { taskId: 't', id: 'c' },
+    });
+    assert.deepEqual(v03.parse('push_delete', restParams(route('push_delete', 'c'), {}, undefined, '0.3')), {
+      op: 'push_delete',
+      params: { taskId: 't', id: 'c' },
+    });
+    assert.deepEqual(v03.parse('push_list', restParams(route('push_list'), {}, undefined, '0.3')), {
+      op: 'push_list',
+      params: { taskId: 't' },
+    });
+    const v1 = new V1Dialect();
+    assert.deepEqual(v1.parse('push_get', restParams(route('push_get', 'c'), {}, undefined, '1.0')), {
+      op: 'push_get',
+      params: { taskId: 't', id: 'c' },
+    });
   });
 
   it('§11.5 query parameters by their JSON name or their proto name (page_size …); both names of one is 400', () => {

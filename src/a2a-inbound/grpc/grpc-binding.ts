@@ -23,6 +23,7 @@ import {
   A2A_SERVICE,
   fromProtoJson,
   MalformedMessage,
+  OversizeMessage,
   toProtoJson,
   wireSizeOf,
 } from './grpc-codec.js';
@@ -182,6 +183,12 @@ export class GrpcBinding {
           `(no version means 0.3, spec §3.6.2)`,
         undefined,
         { requestedVersion: requested, supportedVersions: '1.0' },
+      );
+    }
+    if (request instanceof OversizeMessage) {
+      throw new DomainError(
+        'payload_too_large',
+        `a ${method} request may be at most ${request.limit} bytes; this one is ${request.bytes}`,
       );
     }
     if (request instanceof MalformedMessage) {

@@ -4,6 +4,7 @@ import { MAX_JSON_DEPTH } from '../../common/json-guard.js';
 import { A2aError } from '../../a2a-wire/a2a-errors.js';
 import type { Json } from '../../a2a-wire/dialects/params.js';
 import { A2A_PROTO } from '../../a2a-wire/a2a-proto.js';
+import { wireProblem } from './grpc-wire-check.js';
 
 /** The proto package and service (spec §10.1). */
 export const A2A_PACKAGE = 'lf.a2a.v1';
@@ -28,6 +29,22 @@ export const LOADER_OPTIONS: protoLoader.Options = {
 export class MalformedMessage {
   constructor(readonly problem: string) {}
 }
+
+/** A request larger than its method may take, left undecoded: the binding answers RESOURCE_EXHAUSTED. */
+export class OversizeMessage {
+  constructor(
+    readonly bytes: number,
+    readonly limit: number,
+  ) {}
+}
+
+/**
+ * The methods whose request carries a message, and with it file bytes: gRPC
+ * itself holds them to the A2A body limit (files included) and the binding
+ * to `ARBITER_MAX_BODY_BYTES` besides their file bytes. Every other request
+ * holds no file and is held to `ARBITER_MAX_BODY_BYTES` as a whole.
+ */
+export const MESSAGE_METHODS: ReadonlySet<string> = new Set(['SendMessage', 'SendStreamingMessage']);
 
 function buildRoot(): protobuf.Root {
   const root = new protobuf.Root();
@@ -58,16 +75,27 @@ export function wireSizeOf(message: unknown): number | undefined {
 
 /**
  * The package definition the Nest gRPC server loads. Each method's request
- * deserializer is wrapped: bytes that are not a valid message become a
+ * deserializer is wrapped: bytes that are not a valid message (see
+ * `wireProblem`; or that the decoder refuses) become a
  * `MalformedMessage` for the binding to refuse as INVALID_ARGUMENT (grpc-js
- * would otherwise answer INTERNAL, which says the server is at fault).
+ * would otherwise answer INTERNAL, which says the server is at fault); a
+ * request of a method outside `MESSAGE_METHODS` over `plainLimit` bytes
+ * (`ARBITER_MAX_BODY_BYTES`) becomes an `OversizeMessage` without being read.
  */
-export function a2aPackageDefinition(): protoLoader.PackageDefinition {
+export function a2aPackageDefinition(plainLimit = Infinity): protoLoader.PackageDefinition {
   const definition = protoLoader.fromJSON(A2A_ROOT.toJSON(), LOADER_OPTIONS);
   const service = definition[`${A2A_PACKAGE}.${A2A_SERVICE}`] as protoLoader.ServiceDefinition;
-  for (const method of Object.values(service)) {
+  const reflected = A2A_ROOT.lookupService(`${A2A_PACKAGE}.${A2A_SERVICE}`);
+  for (const [name, method] of Object.entries(service)) {
     const decode = method.requestDeserialize;
+    const type = reflected.methods[name].resolvedRequestType!;
+    const limit = MESSAGE_METHODS.has(name) ? Infinity : plainLimit;
     method.requestDeserialize = (bytes: Buffer) => {
+      // grpc-js has one receive limit for every method (the one that takes files): the others are held here, undecoded.
+      if (bytes.length > limit) return new OversizeMessage(bytes.length, limit);
+      // The decoder would read an ill-typed field as whatever it declares: refused first, naming the field.
+      const problem = wireProblem(type, bytes);
+      if (problem) return new MalformedMessage(problem);
       try {
         const message = decode(bytes);
         wireSizes.set(message, bytes.length);

@@ -3,7 +3,10 @@ import { ServerGrpc, type GrpcOptions } from '@nestjs/microservices';
 import type { AppConfig } from '../../config/app-config.js';
 import { A2A_PACKAGE, a2aPackageDefinition } from './grpc-codec.js';
 
-/** The gRPC message limit: the A2A HTTP routes' body limit (files included), so no binding takes more than another. */
+/**
+ * The gRPC message limit: the A2A HTTP routes' body limit (files included), so no binding takes more than another.
+ * grpc-js applies it to every method; the codec holds the methods that carry no files to `ARBITER_MAX_BODY_BYTES`.
+ */
 const messageLimit = (config: AppConfig): number => config.a2aBodyBytes;
 
 /**
@@ -25,7 +28,7 @@ export class A2aGrpcServer extends ServerGrpc {
     return {
       url: `${config.bind.includes(':') ? `[${config.bind}]` : config.bind}:${config.grpcPort ?? 0}`,
       package: A2A_PACKAGE,
-      packageDefinition: a2aPackageDefinition(),
+      packageDefinition: a2aPackageDefinition(config.maxBodyBytes),
       maxReceiveMessageLength: messageLimit(config),
       gracefulShutdown: false,
     };

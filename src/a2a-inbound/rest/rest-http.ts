@@ -114,7 +114,7 @@ export class RestHttp {
         'a2a.dialect': dialect.version,
         'arbiter.agent_id': agentId,
       });
-      const params = restParams(route, x.query, body);
+      const params = restParams(route, x.query, body, dialect.version);
       checkParamsJson(params);
       const call = dialect.parse(route.op, params);
       checkBesidesFiles(x.bodyBytes, call, this.config);
@@ -127,10 +127,11 @@ export class RestHttp {
         line.task_id = taskId;
         annotateActiveSpan({ 'a2a.task_id': taskId });
       }
+      // A null result (v0.3's push-config delete, as on JSON-RPC) is no content on REST, like an undefined one.
       if (outcome.kind === 'stream') {
         releaseOnClose(res, outcome.stream.release);
         await this.stream(x, dialect, outcome.stream, abort);
-      } else if (outcome.result === undefined) x.empty(204);
+      } else if (outcome.result === undefined || outcome.result === null) x.empty(204);
       else x.send(200, contentType(dialect), JSON.stringify(outcome.result));
     } catch (err) {
       this.refuse(x, err, dialect);

@@ -114,9 +114,16 @@ function bodyObject(body: unknown, required: boolean): Json {
  * The operation's request object (the same one JSON-RPC carries in
  * `params`), from the path, the query (GET) or the body (POST). Fields of
  * the path win over the body's. Unknown query parameters are ignored, like
- * unknown fields (§5.7).
+ * unknown fields (§5.7). `version` is the dialect that reads it: v0.3's
+ * push-config params name the task `id` and the config
+ * `pushNotificationConfigId` (v0.3 §7.6.1–7.8.1), v1.0's `taskId` and `id`.
  */
-export function restParams(route: Extract<RouteMatch, { kind: 'route' }>, raw: Query, body: unknown): Json {
+export function restParams(
+  route: Extract<RouteMatch, { kind: 'route' }>,
+  raw: Query,
+  body: unknown,
+  version: '1.0' | '0.3' = '1.0',
+): Json {
   const query = queryOf(raw, QUERY_TYPES[route.op]);
   const tenant = q(query, 'tenant');
   const withTenant = (p: Json): Json => (tenant === undefined ? p : { tenant, ...p });
@@ -144,8 +151,10 @@ export function restParams(route: Extract<RouteMatch, { kind: 'route' }>, raw: Q
       return withPath(bodyObject(body, true), 'TaskPushNotificationConfig', { taskId: route.taskId });
     case 'push_get':
     case 'push_delete':
+      if (version === '0.3') return { id: route.taskId, pushNotificationConfigId: route.configId };
       return withTenant({ taskId: route.taskId, id: route.configId });
     case 'push_list':
+      if (version === '0.3') return { id: route.taskId };
       return withTenant({
         taskId: route.taskId,
         pageSize: q(query, 'pageSize', 'int'),
