@@ -51,9 +51,15 @@ export class QuotaService {
    * run registry, which counts it from then) or returns, the new task counts
    * already, so concurrent sends on this replica cannot all slip under the cap.
    */
-  async admitRun<T>(p: TenantPrincipal, create: (held: () => void) => Promise<T>): Promise<T> {
-    const cap = p.limits?.maxRunningTasks ?? this.config.tenantMaxRunningTasks;
-    if (cap && this.usage.of(p.tenantId).running >= cap) {
+  /** The tenant's running-task cap (0: none): its override, else the deployment's default. */
+  runningCap(p: TenantPrincipal): number {
+    return p.limits?.maxRunningTasks ?? this.config.tenantMaxRunningTasks;
+  }
+
+  async admitRun<T>(p: TenantPrincipal, create: (held: () => void, cap: number) => Promise<T>): Promise<T> {
+    const cap = this.runningCap(p);
+    // This replica's own count refuses at once, without a round trip; the creation's statement decides the rest.
+    if (cap && this.usage.runningHere(p.tenantId) >= cap) {
       this.metrics.quotaRefusals.inc({ kind: 'running' });
       throw DomainError.rateLimited(
         `running-task cap reached: this tenant may run ${cap} tasks at once; retry when one has finished`,
@@ -68,7 +74,12 @@ export class QuotaService {
       this.usage.admit(p.tenantId, -1);
     };
     try {
-      return await create(held);
+      return await create(held, cap);
+    } catch (err) {
+      // The database holds the cap exactly, over every replica: what this replica's count let through may not fit.
+      if (err instanceof DomainError && err.code === 'rate_limited')
+        this.metrics.quotaRefusals.inc({ kind: 'running' });
+      throw err;
     } finally {
       held();
     }

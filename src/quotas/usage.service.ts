@@ -62,6 +62,15 @@ export class UsageService implements OnApplicationBootstrap, BeforeApplicationSh
     };
   }
 
+  /**
+   * The tenant's running tasks on this replica alone (held runs, and
+   * creations in flight): a lower bound of its count in the database, which
+   * holds the cap exactly over every replica.
+   */
+  runningHere(tenantId: string): number {
+    return (this.registry.countsByTenant().get(tenantId) ?? 0) + (this.admitting.get(tenantId) ?? 0);
+  }
+
   /** A task being created here: it counts as running from the check until its run is held (or it failed). */
   admit(tenantId: string, delta: 1 | -1): void {
     bump(this.admitting, tenantId, delta);

@@ -27,6 +27,11 @@ export function isTerminal(s: string): boolean {
   return (TERMINAL_STATES as readonly string[]).includes(s);
 }
 
+/** Waiting for input (or authorization): no run holds the task. */
+export function isInterrupted(s: string): boolean {
+  return (INTERRUPTED_STATES as readonly string[]).includes(s);
+}
+
 /** Terminal or interrupted: where a blocking send returns (spec §3.2.2). */
 export function isSettled(s: string): boolean {
   return isTerminal(s) || (INTERRUPTED_STATES as readonly string[]).includes(s);

@@ -21,9 +21,10 @@ import { TaskError } from './task.errors.js';
 import { toSnapshot, type TaskSnapshot } from './task-snapshot.js';
 import type { MessageJson } from '../common/a2a-json.js';
 import { foldArtifacts, type TaskEventBody } from './task-events.js';
-import { isSettled, isTerminal } from './task-state.js';
+import { isInterrupted, isSettled, isTerminal } from './task-state.js';
 import { abortable } from '../common/abortable.js';
 import { AppConfig } from '../config/app-config.js';
+import { DomainError } from '../common/errors.js';
 import { storeFiles } from './task-files.js';
 import { messageHash } from './message-hash.js';
 
@@ -93,6 +94,8 @@ export class TaskService {
       held?: () => void;
       /** Subscribe to the new task's events before its run starts, for a stream (see `EventLog.watch`). */
       watch?: boolean;
+      /** The tenant's running-task cap (0 or absent: none), held exactly by the creation's statement. */
+      runningCap?: number;
     } = {},
   ): Promise<{
     taskId: string;
@@ -121,6 +124,7 @@ export class TaskService {
       taskId,
       messageId: message.messageId,
       messageHash: messageHash(input.message),
+      runningCap: opts.runningCap ?? 0,
       tenantId: input.tenantId,
       agentId: input.agent.id,
       contextId,
@@ -185,7 +189,13 @@ export class TaskService {
    * takes it wherever it runs (the message is in the log; its replica hears
    * of it); an interrupted task gets a new run here. Returns the message's seq.
    */
-  async continue(input: SendInput & { taskId: string }): Promise<{ taskId: string; seq: number }> {
+  async continue(
+    input: SendInput & { taskId: string },
+    opts: {
+      /** The tenant's running-task cap (0 or absent: none): an interrupted task resumes only under it. */
+      runningCap?: number;
+    } = {},
+  ): Promise<{ taskId: string; seq: number }> {
     const row = await this.findRow(input.tenantId, input.taskId, input.agent.id);
     if (isTerminal(row.state)) throw TaskError.terminal(row.taskId, row.state);
     if (input.message.contextId && input.message.contextId !== row.contextId) {
@@ -194,9 +204,24 @@ export class TaskService {
     const { message: withRefs, files } = storeFiles(input.message, this.config.maxTextFileBytes);
     const message: MessageJson = { ...withRefs, taskId: row.taskId, contextId: row.contextId };
     const working: TaskEventBody = { kind: 'status', payload: { state: 'TASK_STATE_WORKING', timestamp: now() } };
-    const r = await this.tasks.continueWith(input.tenantId, row.taskId, message, working, this.leases.lease(), files);
+    const cap = opts.runningCap ?? 0;
+    const r = await this.tasks.continueWith(
+      input.tenantId,
+      row.taskId,
+      message,
+      working,
+      this.leases.lease(),
+      files,
+      cap,
+    );
     if (!r) {
       const state = (await this.tasks.stateOf(input.tenantId, row.taskId))?.state ?? 'a terminal state';
+      if (cap > 0 && isInterrupted(state)) {
+        throw DomainError.rateLimited(
+          `running-task cap reached: this tenant may run ${cap} tasks at once; retry when one has finished`,
+          1,
+        );
+      }
       throw TaskError.terminal(row.taskId, state);
     }
     this.log.publish(row.taskId, r.events);

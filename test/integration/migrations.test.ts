@@ -24,6 +24,7 @@ const TABLES = [
   'replica_usage',
   'task_events',
   'task_files',
+  'tenant_running',
   'tenant_tokens',
   'tenants',
 ];

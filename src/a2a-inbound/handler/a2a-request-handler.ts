@@ -236,12 +236,15 @@ export class A2aRequestHandler {
     if (p.message.taskId) {
       // A config the task has no room for refuses the message before it is taken.
       if (p.push) await this.push.checkRoom(this.scope(ctx), p.message.taskId, p.push.config, p.push.dialect);
-      const { taskId, seq } = await this.tasks.continue({ ...input, taskId: p.message.taskId });
+      const { taskId, seq } = await this.tasks.continue(
+        { ...input, taskId: p.message.taskId },
+        { runningCap: this.quotas.runningCap(ctx.principal) },
+      );
       if (p.push) await this.push.attach(this.scope(ctx), taskId, p.push.config, p.push.dialect, seq - 1);
       return { taskId, afterSeq: seq };
     }
-    const { taskId, snapshot, run, watch, duplicate } = await this.quotas.admitRun(ctx.principal, (held) =>
-      this.tasks.create(input, { held, watch: stream }),
+    const { taskId, snapshot, run, watch, duplicate } = await this.quotas.admitRun(ctx.principal, (held, cap) =>
+      this.tasks.create(input, { held, watch: stream, runningCap: cap }),
     );
     // A messageId sent again gets the task it created — only with the same message: another message is a mistake.
     if (duplicate && !duplicate.sameMessage) {

@@ -8,6 +8,8 @@ import { Quotas1763830000000 } from './1763830000000-quotas.js';
 import { TaskFiles1763840000000 } from './1763840000000-task-files.js';
 import { TaskContentBytes1763850000000 } from './1763850000000-task-content-bytes.js';
 import { TaskMessageHash1763860000000 } from './1763860000000-task-message-hash.js';
+import { TenantRunning1763870000000 } from './1763870000000-tenant-running.js';
+import { RateGrants1763880000000 } from './1763880000000-rate-grants.js';
 
 /** Every migration, oldest first. Never edit one that has been committed; add a new one. */
 export const MIGRATIONS = [
@@ -21,4 +23,6 @@ export const MIGRATIONS = [
   TaskFiles1763840000000,
   TaskContentBytes1763850000000,
   TaskMessageHash1763860000000,
+  TenantRunning1763870000000,
+  RateGrants1763880000000,
 ];

@@ -79,7 +79,7 @@ export class NativeRuns {
   private async start(s: NativeStart, key: string | undefined): Promise<{ taskId: string; replayed: boolean }> {
     if (this.lifecycle.shuttingDown) throw new DomainError('unavailable', 'server is shutting down; retry the request');
     const fingerprint = sha256(JSON.stringify(s.request));
-    const r = await this.quotas.admitRun(s.principal, (held) =>
+    const r = await this.quotas.admitRun(s.principal, (held, cap) =>
       this.tasks.create(
         {
           tenantId: s.principal.tenantId,
@@ -92,7 +92,7 @@ export class NativeRuns {
           },
           metadata: key ? { [FINGERPRINT]: fingerprint } : {},
         },
-        { held },
+        { held, runningCap: cap },
       ),
     );
     if (r.duplicate && r.snapshot.metadata[FINGERPRINT] !== fingerprint) {

@@ -5,11 +5,12 @@ import { InstanceIdentity } from '../../database/instance-identity.js';
 import { stored, type StoredTaskEvent, type TaskEventBody } from '../task-events.js';
 import type { NewTaskFile } from '../task-files.js';
 import { allowedFrom, isSettled, NON_TERMINAL_STATES, type TaskStateName } from '../task-state.js';
-import { fileRow, statusTimestamp, TASK_EVENTS_CHANNEL, type Lease } from './sql.js';
+import { fileRow, RUNNING_SQL, statusTimestamp, TASK_EVENTS_CHANNEL, type Lease } from './sql.js';
 import type { TaskRowChange } from './task-event.repository.js';
 import type { NewTask, TaskRow } from './task.repository.js';
 import { Metrics } from '../../metrics/metrics.service.js';
 import { isStatementRefused } from '../../common/db-errors.js';
+import { DomainError } from '../../common/errors.js';
 import type { ArtifactJson, MessageJson } from '../../common/a2a-json.js';
 
 /** What an append committed: its events, and the task row after it when the append changed the state. */
@@ -116,6 +117,13 @@ function fold(item: CreateItem): Folded {
   return f;
 }
 
+/** The refusal of a task that would pass its tenant's running-task cap (counted by the database, on every replica). */
+const runningCapReached = (cap: number): DomainError =>
+  DomainError.rateLimited(
+    `running-task cap reached: this tenant may run ${cap} tasks at once; retry when one has finished`,
+    1,
+  );
+
 /** Most file bytes (base64) one statement carries; heavier writes go in smaller batches, or alone. */
 const MAX_BATCH_FILE_BYTES = 16 * 1024 * 1024;
 /** Most writes in one statement; a batch waits for nothing but the statement before it. */
@@ -198,7 +206,21 @@ const CREATE: Statement = {
     SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(i int, task_id varchar, tenant_id uuid, agent_id varchar,
       context_id varchar, state varchar, status_at timestamptz, history jsonb, metadata jsonb, n int, last_input int,
       owner varchar, lease_ms int, message_id varchar, message_hash varchar, events jsonb, files jsonb, status_message jsonb,
-      error_message text, artifacts jsonb, input_tokens int, output_tokens int)
+      error_message text, artifacts jsonb, input_tokens int, output_tokens int, cap int)
+  ), locked AS (
+    -- The running counts of the tenants this statement starts runs for, locked until commit: FOR UPDATE reads the
+    -- latest count, whatever the statement's snapshot. Locked in tenant order, like the triggers that count.
+    SELECT r.tenant_id, r.running FROM tenant_running r
+     WHERE r.tenant_id IN (SELECT tenant_id FROM x WHERE state IN ${RUNNING_SQL})
+     ORDER BY r.tenant_id FOR UPDATE
+  ), ranked AS (
+    SELECT x.*, CASE WHEN x.cap > 0 AND x.state IN ${RUNNING_SQL}
+      THEN row_number() OVER (PARTITION BY x.tenant_id, x.cap > 0 AND x.state IN ${RUNNING_SQL} ORDER BY x.i) END AS rank
+      FROM x
+  ), ok AS (
+    -- What fits under each tenant's running-task cap, in submission order; the rest is refused.
+    SELECT ranked.* FROM ranked LEFT JOIN locked ON locked.tenant_id = ranked.tenant_id
+     WHERE ranked.rank IS NULL OR ranked.rank + COALESCE(locked.running, 0) <= ranked.cap
   ), t AS (
     INSERT INTO a2a_tasks (task_id, tenant_id, agent_id, context_id, state, updated_at, history, metadata, last_seq,
                            last_input_seq, owner_instance, lease_expires_at, message_id, message_hash, status_message, error_message,
@@ -209,7 +231,7 @@ const CREATE: Statement = {
            status_message, COALESCE(error_message, ''), COALESCE(artifacts, '[]'::jsonb), COALESCE(input_tokens, 0),
            COALESCE(output_tokens, 0), octet_length(history::text), COALESCE(octet_length(artifacts::text), 2),
            octet_length(metadata::text) + COALESCE(octet_length(status_message::text), 0)
-      FROM x ORDER BY i
+      FROM ok ORDER BY i
     RETURNING task_id
   ), f AS (
     INSERT INTO task_files (id, tenant_id, task_id, media_type, filename, size, bytes)
@@ -220,7 +242,9 @@ const CREATE: Statement = {
     SELECT x.task_id, ev.ord::int, ev.value->>'kind', ev.value->'payload'
       FROM t JOIN x ON x.task_id = t.task_id, jsonb_array_elements(x.events) WITH ORDINALITY AS ev(value, ord)
   )
-  SELECT now() AS at, count(*)::int AS n FROM t`,
+  SELECT now() AS at, count(*)::int AS n,
+    (SELECT COALESCE(array_agg(x.i), '{}') FROM x WHERE x.i NOT IN (SELECT i FROM ok)) AS refused
+  FROM t`,
 };
 
 /**
@@ -240,7 +264,7 @@ const CREATE: Statement = {
 @Injectable()
 export class TaskWrites {
   private readonly appends: GroupCommit<AppendItem, Appended | null>;
-  private readonly creates: GroupCommit<CreateItem, StoredTaskEvent[]>;
+  private readonly creates: GroupCommit<CreateItem, StoredTaskEvent[] | DomainError>;
   /** Creations not committed yet, by task id. */
   private readonly pending = new Map<string, PendingCreate>();
   /** Sizes of the batches sent, for the benchmark and the metrics. */
@@ -312,7 +336,11 @@ export class TaskWrites {
     files: NewTaskFile[] = [],
   ): Promise<StoredTaskEvent[]> {
     const item: CreateItem = { task, first, state, lease, files, tail: [], sent: false };
-    const done = this.creates.submit(item);
+    // A creation the running-task cap refused comes back as its error: the statement wrote the others.
+    const done = this.creates.submit(item).then((r) => {
+      if (r instanceof DomainError) throw r;
+      return r;
+    });
     const committed = done.finally(() => this.pending.delete(task.taskId));
     // Merged appends are answered by `createMany`; if the creation fails, they wrote nothing.
     committed.catch(() => {
@@ -365,7 +393,7 @@ export class TaskWrites {
     return out;
   }
 
-  private async createMany(items: CreateItem[]): Promise<StoredTaskEvent[][]> {
+  private async createMany(items: CreateItem[]): Promise<(StoredTaskEvent[] | DomainError)[]> {
     const folded = items.map((item) => {
       item.sent = true;
       return fold(item);
@@ -395,12 +423,15 @@ export class TaskWrites {
         artifacts: f.artifacts,
         input_tokens: f.tokens?.input ?? null,
         output_tokens: f.tokens?.output ?? null,
+        cap: task.runningCap ?? 0,
       };
     });
-    const [r] = await this.sql.query<{ at: Date; n: number }>(CREATE, [JSON.stringify(input)]);
-    if (!r || r.n !== items.length) throw new Error(`created ${r?.n ?? 0} of ${items.length} tasks`);
+    const [r] = await this.sql.query<{ at: Date; n: number; refused: number[] }>(CREATE, [JSON.stringify(input)]);
+    const refused = new Set(r?.refused ?? []);
+    if (!r || r.n + refused.size !== items.length) throw new Error(`created ${r?.n ?? 0} of ${items.length} tasks`);
     const createdAt = r.at.toISOString();
     return items.map((item, i) => {
+      if (refused.has(i)) return runningCapReached(item.task.runningCap ?? 0);
       const f = folded[i];
       const events = f.events.map((e, k) => stored(e, item.task.taskId, k + 1, createdAt));
       this.answerMerged(item, f, events, r.at);

@@ -29,6 +29,8 @@ export interface NewTask {
   messageId: string;
   /** `messageHash` of the message that creates it. */
   messageHash: string;
+  /** The tenant's running-task cap (0: none): the creation is refused when its run would pass it. */
+  runningCap?: number;
   tenantId: string;
   agentId: string;
   contextId: string;
@@ -135,7 +137,7 @@ export class TaskRepository {
    * `lease.owner`, who must start its run: `started` says so, and `row` is
    * what that run starts from (history before this message, artifacts,
    * tokens), read under the row lock. Null when the task is terminal or
-   * gone: nothing was written.
+   * gone, or interrupted while its tenant is at `runningCap`: nothing was written.
    */
   async continueWith(
     tenantId: string,
@@ -144,11 +146,14 @@ export class TaskRepository {
     working: TaskEventBody,
     lease: Lease,
     files: NewTaskFile[] = [],
+    runningCap = 0,
   ): Promise<{ events: StoredTaskEvent[]; started: boolean; row: ResumedRow } | null> {
     const at = working.kind === 'status' ? working.payload.timestamp : null;
     const resumes = `state IN ${INTERRUPTED_SQL}`;
     const rows = await this.ds.query<EventRow[]>(
-      `WITH t AS (
+      // An interrupted task resumes only under the tenant's running-task cap (its count locked: see CREATE).
+      `WITH locked AS (SELECT running FROM tenant_running WHERE tenant_id = $2 AND $11::int > 0 FOR UPDATE),
+       t AS (
          UPDATE a2a_tasks SET
            last_seq = last_seq + CASE WHEN ${resumes} THEN 2 ELSE 1 END,
            last_input_seq = last_seq + 1,
@@ -160,6 +165,7 @@ export class TaskRepository {
            owner_instance = CASE WHEN ${resumes} THEN $6::varchar ELSE owner_instance END,
            lease_expires_at = CASE WHEN ${resumes} THEN ${leaseExpiry('$7')} ELSE lease_expires_at END
          WHERE task_id = $1 AND tenant_id = $2 AND state NOT IN ${TERMINAL_SQL}
+           AND NOT (${resumes} AND $11::int > 0 AND COALESCE((SELECT running FROM locked), 0) >= $11::int)
          RETURNING last_seq, last_input_seq, history, artifacts, input_tokens, output_tokens
        ), n AS (SELECT pg_notify('${TASK_EVENTS_CHANNEL}', $8::text || '|' || $1 || '|' || t.last_seq) AS sent FROM t),
        f AS (
@@ -185,6 +191,7 @@ export class TaskRepository {
         this.identity.id,
         JSON.stringify(message),
         JSON.stringify(files.map(fileRow)),
+        runningCap,
       ],
     );
     if (rows.length === 0) return null;
