@@ -9,6 +9,7 @@ import { dataSourceOptions } from '../../src/database/data-source-options.js';
 import { runMigrations } from '../../src/database/migrate.js';
 import { MIGRATIONS } from '../../src/database/migrations/index.js';
 import { freshDatabase, REAL_POSTGRES, type TestDatabase } from '../helpers/database.js';
+import { PATIENCE_MS } from '../helpers/patience.js';
 import { tempHome } from '../helpers/server.js';
 import { spawnSync } from 'node:child_process';
 
@@ -101,7 +102,9 @@ describe(`migrations (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
       try {
         const applied = await Promise.race([
           runMigrations(single, false),
-          new Promise<never>((_, reject) => setTimeout(() => reject(new Error('migrations hung')), 20_000).unref()),
+          new Promise<never>((_, reject) =>
+            setTimeout(() => reject(new Error('migrations hung')), PATIENCE_MS).unref(),
+          ),
         ]);
         assert.equal(applied.length, MIGRATIONS.length);
       } finally {
