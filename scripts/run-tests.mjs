@@ -2,9 +2,10 @@
 // Compiles the project and its tests with tsc, then runs every *.test.js
 // under dist/test with Node's built-in test runner. Without DATABASE_URL it
 // first builds one migrated embedded database for the test servers to copy
-// (test/helpers/database.ts).
+// (test/helpers/database.ts). At the end it lists what was skipped, why, and
+// how to run it (test/helpers/skip-summary.ts).
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -33,8 +34,9 @@ if (files.length === 0) {
 }
 
 const work = mkdtempSync(join(tmpdir(), 'arbiter-tests-'));
-// Ctrl-C reaches the test runner too; this process waits for it to stop, then still cleans up.
+// Ctrl-C reaches the test runner too; this process waits for it to stop, then still cleans up and reports.
 process.on('SIGINT', () => undefined);
+const skipsFile = join(work, 'skipped.jsonl');
 const env = { ...process.env, NODE_ENV: 'test' };
 let status = 1;
 try {
@@ -54,11 +56,19 @@ try {
       '--test',
       `--test-concurrency=${concurrency}`,
       '--test-reporter=spec',
+      '--test-reporter-destination=stdout',
+      '--test-reporter=./dist/test/helpers/skip-reporter.js',
+      `--test-reporter-destination=${skipsFile}`,
       ...files,
     ],
     { stdio: 'inherit', env },
   );
   status = run.status ?? 1;
+  if (existsSync(skipsFile)) {
+    const { parseSkipped, summariseSkips } = await import('../dist/test/helpers/skip-summary.js');
+    const lines = summariseSkips(parseSkipped(readFileSync(skipsFile, 'utf8')));
+    if (lines.length) console.log(`\n${lines.join('\n')}`);
+  }
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

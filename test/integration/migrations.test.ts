@@ -93,7 +93,7 @@ describe(`migrations (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
 
   it(
     'runs with a pool of one connection (the lock and the migrations share it)',
-    { skip: !REAL_POSTGRES && 'PostgreSQL only' },
+    { skip: !REAL_POSTGRES && 'needs a PostgreSQL server' },
     async () => {
       const other = await freshDatabase();
       const config = loadConfig({ ARBITER_HOME: home, DATABASE_URL: other.url!, ARBITER_DB_POOL_SIZE: '1' });
