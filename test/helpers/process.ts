@@ -91,11 +91,11 @@ export async function startServerProcess(env: Record<string, string>, args: stri
       const done = (): void => {
         clearTimeout(timer);
         child.stdout.off('data', check);
-        child.off('exit', onExit);
+        child.off('close', onExit);
       };
       if (check()) return;
       child.stdout.on('data', check);
-      child.once('exit', onExit);
+      child.once('close', onExit); // after its output has all been read
     });
   return {
     child,
