@@ -1,8 +1,12 @@
 #!/usr/bin/env node
 // Compiles the project and its tests with tsc, then runs every *.test.js
-// under dist/test with Node's built-in test runner.
+// under dist/test with Node's built-in test runner. Without DATABASE_URL it
+// first builds one migrated embedded database for the test servers to copy
+// (test/helpers/database.ts). At the end it lists what was skipped, why, and
+// how to run it (test/helpers/skip-summary.ts).
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const tsc = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json'], {
@@ -28,18 +32,44 @@ if (files.length === 0) {
   console.error('no test files matched');
   process.exit(1);
 }
-const concurrency = process.env.TEST_CONCURRENCY ?? '2';
-const run = spawnSync(
-  process.execPath,
-  [
-    // Every test process refuses (and fails on) any connection off loopback: see test/helpers/loopback-only.ts.
-    '--import',
-    './dist/test/helpers/loopback-only.js',
-    '--test',
-    `--test-concurrency=${concurrency}`,
-    '--test-reporter=spec',
-    ...files,
-  ],
-  { stdio: 'inherit', env: { ...process.env, NODE_ENV: 'test' } },
-);
-process.exit(run.status ?? 1);
+
+const work = mkdtempSync(join(tmpdir(), 'arbiter-tests-'));
+// Ctrl-C reaches the test runner too; this process waits for it to stop, then still cleans up and reports.
+process.on('SIGINT', () => undefined);
+const skipsFile = join(work, 'skipped.jsonl');
+const env = { ...process.env, NODE_ENV: 'test' };
+let status = 1;
+try {
+  // Unit tests start no server: no database to prepare for them.
+  if (!process.env.DATABASE_URL && files.some((f) => !f.includes('/unit/'))) {
+    const { buildPgdataTemplate } = await import('../dist/test/helpers/pgdata-template.js');
+    const { PGDATA_TEMPLATE_ENV } = await import('../dist/test/helpers/database.js');
+    env[PGDATA_TEMPLATE_ENV] = await buildPgdataTemplate(join(work, 'template'));
+  }
+  const concurrency = process.env.TEST_CONCURRENCY ?? '2';
+  const run = spawnSync(
+    process.execPath,
+    [
+      // Every test process refuses (and fails on) any connection off loopback: see test/helpers/loopback-only.ts.
+      '--import',
+      './dist/test/helpers/loopback-only.js',
+      '--test',
+      `--test-concurrency=${concurrency}`,
+      '--test-reporter=spec',
+      '--test-reporter-destination=stdout',
+      '--test-reporter=./dist/test/helpers/skip-reporter.js',
+      `--test-reporter-destination=${skipsFile}`,
+      ...files,
+    ],
+    { stdio: 'inherit', env },
+  );
+  status = run.status ?? 1;
+  if (existsSync(skipsFile)) {
+    const { parseSkipped, summariseSkips } = await import('../dist/test/helpers/skip-summary.js');
+    const lines = summariseSkips(parseSkipped(readFileSync(skipsFile, 'utf8')));
+    if (lines.length) console.log(`\n${lines.join('\n')}`);
+  }
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
+process.exit(status);

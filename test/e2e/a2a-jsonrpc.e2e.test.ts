@@ -6,7 +6,8 @@ import { after, before, describe, it } from 'node:test';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { TaskState, type Task } from '@a2a-js/sdk';
-import { readSse, rpc, textMessage, v03Client, waitFor } from '../helpers/a2a.js';
+import { followSse, readSse, rpc, textMessage, v03Client, waitFor } from '../helpers/a2a.js';
+import { within } from '../helpers/patience.js';
 import { EventBus } from '../../src/tasks/event-log/event-bus.js';
 
 const V1 = { 'a2a-version': '1.0' };
@@ -462,11 +463,16 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
       const res = await rpc(url, t.token, 'helper', send('SendStreamingMessage', 'hold'), V1);
       const reader = res.body!.getReader();
       let seen = '';
-      const deadline = Date.now() + 5_000;
-      while (!seen.includes(': keep-alive') && Date.now() < deadline) {
-        const { value } = await reader.read();
-        seen += Buffer.from(value).toString();
-      }
+      await within(
+        (async () => {
+          while (!seen.includes(': keep-alive')) {
+            const { value, done } = await reader.read();
+            if (done) break;
+            seen += Buffer.from(value).toString();
+          }
+        })(),
+        'a heartbeat on an idle stream',
+      );
       assert.ok(seen.includes(': keep-alive'), 'heartbeat seen');
       const taskId = /"id":"([0-9a-f-]{36})"/.exec(seen)![1];
       const bus = server.running.app.get(EventBus);
@@ -474,7 +480,7 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
       await reader.cancel();
       ac.abort();
       // The server notices the disconnect and closes the tail: its listener is gone; the run's stays.
-      await waitFor(async () => (bus.listenerCount(taskId) === 1 ? true : undefined), 5_000);
+      await waitFor(async () => (bus.listenerCount(taskId) === 1 ? true : undefined));
       const still = await call({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: taskId } });
       assert.equal(still.result.status.state, 'TASK_STATE_WORKING');
       const canceled = await call({ jsonrpc: '2.0', id: 1, method: 'CancelTask', params: { id: taskId } });
@@ -509,16 +515,18 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
           ? true
           : undefined,
       );
-      const stream = rpc(
-        url,
-        t.token,
-        'helper',
-        { jsonrpc: '2.0', id: 1, method: 'tasks/resubscribe', params: { id: held.result.id } },
-        {},
+      const stream = followSse(
+        rpc(
+          url,
+          t.token,
+          'helper',
+          { jsonrpc: '2.0', id: 1, method: 'tasks/resubscribe', params: { id: held.result.id } },
+          {},
+        ),
       );
-      await new Promise((r) => setTimeout(r, 100));
+      await stream.opened; // subscribed while the task is still working
       await call({ jsonrpc: '2.0', id: 1, method: 'tasks/cancel', params: { id: held.result.id } }, {});
-      const replay = await readSse(await stream);
+      const replay = await stream.ended;
       const states = replay.events
         .map((e) => e.data.result)
         .filter((r) => r.kind === 'status-update')
@@ -542,16 +550,18 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
     it('v0.3 resubscribe on an input-required task: final only at the terminal state', async () => {
       const asked = await call(send('message/send', 'ask'), {});
       assert.equal(asked.result.status.state, 'input-required');
-      const stream = rpc(
-        url,
-        t.token,
-        'helper',
-        { jsonrpc: '2.0', id: 1, method: 'tasks/resubscribe', params: { id: asked.result.id } },
-        {},
+      const stream = followSse(
+        rpc(
+          url,
+          t.token,
+          'helper',
+          { jsonrpc: '2.0', id: 1, method: 'tasks/resubscribe', params: { id: asked.result.id } },
+          {},
+        ),
       );
-      await new Promise((r) => setTimeout(r, 150));
+      await stream.opened; // subscribed before the answer
       await call(send('message/send', 'answer', { taskId: asked.result.id }), {});
-      const { events } = await readSse(await stream);
+      const { events } = await stream.ended;
       const statuses = events.map((e) => e.data.result).filter((r) => r.kind === 'status-update');
       assert.deepEqual(
         statuses.map((r) => `${r.status.state}:${r.final}`),
@@ -590,10 +600,10 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
       assert.equal(ids.size, 1, 'one task');
       const id = [...ids][0] as string;
       // A stream with the same messageId attaches to that task.
-      const stream = rpc(url, t.token, 'helper', { ...concurrent, method: 'SendStreamingMessage' }, V1);
-      await new Promise((r) => setTimeout(r, 100));
+      const stream = followSse(rpc(url, t.token, 'helper', { ...concurrent, method: 'SendStreamingMessage' }, V1));
+      await stream.opened; // attached to the running task
       await call({ jsonrpc: '2.0', id: 1, method: 'CancelTask', params: { id } });
-      const { events } = await readSse(await stream);
+      const { events } = await stream.ended;
       assert.equal(events[0].data.result.task.id, id);
       assert.equal(events[events.length - 1].data.result.statusUpdate.status.state, 'TASK_STATE_CANCELED');
       // The same messageId to another agent is another task.

@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { FakeProvider, type ScriptCall, type ScriptReply } from '../helpers/fake-provider.js';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { readSse, waitFor, type SseEvent } from '../helpers/a2a.js';
+import { metric } from '../helpers/metrics.js';
 import { startGeminiLike, startVoltLike, type PeerAgent } from '../helpers/peer-agents.js';
 import { startReferenceAgent, type ReferenceAgent } from '../helpers/reference-agents.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -303,12 +304,15 @@ describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference
   });
 
   it("canceling the caller cancels the remote task (Arbiter's and an SDK server's)", async () => {
+    const GET_TASKS = { binding: 'jsonrpc', method: 'GetTask', dialect: '1.0', error: '' };
     for (const [remote, check] of [
       ['holder', async (id: string) => (await b.client.get(`/v1/requests/${id}`)).body.state === 'canceled'],
       ['ref_v1', (id: string) => Promise.resolve(v1.canceled.has(id))],
     ] as const) {
       const model = script(`holdcaller-${remote}`, (c) => (c.call === 1 ? `/a2a call ${remote} hold` : 'never'));
       await newAgent(a, { id: `holdcaller-${remote}`, model });
+      const getTasksBefore = await metric(server.admin, 'arbiter_a2a_requests_total', GET_TASKS);
+      const refGetTasksBefore = v1.getTasks.count;
       const res = await fetch(`${server.url}/v1/agents/holdcaller-${remote}/chat`, {
         method: 'POST',
         headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' },
@@ -316,15 +320,18 @@ describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference
       });
       const id = res.headers.get('arbiter-request-id')!;
       const reading = readSse(res);
-      // Wait until the remote task exists.
+      // Wait until the remote task exists and the caller knows it: the caller polls it with GetTask.
       let remoteId = '';
       if (remote === 'holder') {
         remoteId = await waitFor(async () => {
           const items = (await b.client.get('/v1/requests?agent_id=holder&state=working')).body.items;
           return items[0]?.id as string | undefined;
         });
+        await waitFor(async () =>
+          (await metric(server.admin, 'arbiter_a2a_requests_total', GET_TASKS)) > getTasksBefore ? true : undefined,
+        );
       } else {
-        await new Promise((r) => setTimeout(r, 400));
+        await waitFor(() => Promise.resolve(v1.getTasks.count > refGetTasksBefore ? true : undefined));
       }
       assert.equal((await a.client.post(`/v1/requests/${id}/cancel`)).body.state, 'canceled');
       const { events } = await reading;

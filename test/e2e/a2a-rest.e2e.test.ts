@@ -8,7 +8,7 @@ import { GetTaskRequest, SendMessageRequest, TaskState, type StreamResponse, typ
 import type { Client } from '@a2a-js/sdk/client';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { readSse, restClient, rpc, textMessage } from '../helpers/a2a.js';
+import { followSse, readSse, restClient, rpc, textMessage } from '../helpers/a2a.js';
 
 const V1 = { 'a2a-version': '1.0' };
 const SECRET_KEY = 'sk-ant-test-never-shown-0123456789';
@@ -115,15 +115,17 @@ describe('HTTP+JSON/REST binding (spec §11)', () => {
     it('POST tasks/{id}:subscribe then :cancel; a stream error after the first frame is an `error` event', async () => {
       const holding = await post('/message:send', { ...msg('hold'), configuration: { returnImmediately: true } });
       const id = holding.body.task.id as string;
-      const sub = fetch(`${server.url}${base}/tasks/${id}:subscribe`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${t.token}`, ...V1 },
-      }).then(readSse);
-      await new Promise((r) => setTimeout(r, 200));
+      const sub = followSse(
+        fetch(`${server.url}${base}/tasks/${id}:subscribe`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${t.token}`, ...V1 },
+        }),
+      );
+      await sub.opened; // subscribed while the task works
       const canceled = await post(`/tasks/${id}:cancel`);
       assert.equal(canceled.status, 200);
       assert.equal(canceled.body.status.state, 'TASK_STATE_CANCELED');
-      const { events } = await sub;
+      const { events } = await sub.ended;
       assert.equal(events[0]?.data.task.status.state, 'TASK_STATE_WORKING');
       assert.equal(events[events.length - 1]?.data.statusUpdate.status.state, 'TASK_STATE_CANCELED');
       // Terminal now: subscribing is an ordinary error response, not a stream.
@@ -136,14 +138,16 @@ describe('HTTP+JSON/REST binding (spec §11)', () => {
       const extra = (await server.admin.post(`/v1/admin/tenants/${t.id}/tokens`)).body as { id: string; token: string };
       const holding = await post('/message:send', { ...msg('hold'), configuration: { returnImmediately: true } });
       const id = holding.body.task.id as string;
-      const sub = fetch(`${server.url}${base}/tasks/${id}:subscribe`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${extra.token}`, ...V1 },
-      }).then(readSse);
-      await new Promise((r) => setTimeout(r, 300));
+      const sub = followSse(
+        fetch(`${server.url}${base}/tasks/${id}:subscribe`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${extra.token}`, ...V1 },
+        }),
+      );
+      await sub.opened; // the stream is open (and held) before its token goes
       const revoked = await server.admin.delete(`/v1/admin/tenants/${t.id}/tokens/${extra.id}`);
       assert.ok(revoked.status < 300, revoked.text);
-      const { events } = await sub;
+      const { events } = await sub.ended;
       const last = events.at(-1)!;
       assert.equal(last.event, 'error');
       assert.equal(last.data.error.code, 401);

@@ -6,7 +6,9 @@ import { after, before, describe, it } from 'node:test';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { agentSnippets } from '../../src/console/agent-snippets.js';
 import { CONSOLE_DIR } from '../../src/console/console.module.js';
+import { waitFor } from '../helpers/a2a.js';
 import { FakeProvider } from '../helpers/fake-provider.js';
+import { PATIENCE_MS } from '../helpers/patience.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 
@@ -52,7 +54,8 @@ async function openTab(
     return route.abort();
   });
   const page = await ctx.newPage();
-  page.setDefaultTimeout(15_000);
+  // A bound for a broken page, not a speed: a loaded machine may take its time (test/helpers/patience.ts).
+  page.setDefaultTimeout(PATIENCE_MS);
   page.on('dialog', (d) => void d.accept());
   return { ctx, page };
 }
@@ -67,7 +70,7 @@ async function signIn(page: Page, token: string, heading: string): Promise<void>
 /** Waits until the page's table has `n` body rows (the console's CSP forbids evaluating strings in the page). */
 async function rowsBecome(page: Page, n: number): Promise<void> {
   const rows = page.locator('tbody tr');
-  for (let i = 0; i < 300 && (await rows.count()) !== n; i++) await new Promise((r) => setTimeout(r, 50));
+  await waitFor(async () => ((await rows.count()) === n ? true : undefined)).catch(() => undefined);
   assert.equal(await rows.count(), n, 'table rows');
 }
 
@@ -495,7 +498,7 @@ describe('web console (/console) in Chromium', { skip }, () => {
         .getByText(/reconnecting/)
         .waitFor();
       await proxy.restore();
-      await page.getByTestId('stream-state').getByText(/live/).waitFor({ timeout: 15_000 });
+      await page.getByTestId('stream-state').getByText(/live/).waitFor();
 
       // Answered elsewhere (another client): the open page follows the continuation without a reload.
       const answered = await a2a({

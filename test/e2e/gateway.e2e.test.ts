@@ -6,6 +6,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { waitFor } from '../helpers/a2a.js';
 import { freshDatabase, REAL_POSTGRES, type TestDatabase } from '../helpers/database.js';
 import { HttpClient } from '../helpers/http.js';
 import { startServerProcess, type ServerProcess } from '../helpers/process.js';
@@ -50,7 +51,8 @@ describe('behind the gateway (deploy/gateway, as in compose.yaml)', { skip }, ()
       ARBITER_PUBLIC_BASE_URL: gateway,
       ARBITER_DEFAULT_MODEL: 'echo',
     });
-    replicas = [await startServerProcess(env(tempHome())), await startServerProcess(env(tempHome()))];
+    // Started together: replicas that start at once take turns on the migrations (an advisory lock).
+    replicas = await Promise.all([startServerProcess(env(tempHome())), startServerProcess(env(tempHome()))]);
     dir = mkdtempSync(join(tmpdir(), 'arbiter-gw-'));
     const upstream = (s: ServerProcess) => new URL(s.url).host;
     const site = readFileSync('deploy/gateway/arbiter.conf.template', 'utf8')
@@ -77,15 +79,16 @@ describe('behind the gateway (deploy/gateway, as in compose.yaml)', { skip }, ()
     nginx = spawn(NGINX!, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: 'pipe' });
     let err = '';
     nginx.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-    for (let i = 0; ; i++) {
-      const ok = await fetch(`${gateway}/v1/health`).then(
+    // Up when it answers (or given up on if it exits, or after `PATIENCE_MS`).
+    await waitFor(async () => {
+      if (nginx.exitCode !== null) throw new Error(`the gateway did not start: ${err}`);
+      return (await fetch(`${gateway}/v1/health`).then(
         (r) => r.ok,
         () => false,
-      );
-      if (ok) break;
-      if (i > 100 || nginx.exitCode !== null) throw new Error(`the gateway did not start: ${err}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+      ))
+        ? true
+        : undefined;
+    });
     const created = await new HttpClient(gateway).withToken(admin).post('/v1/admin/tenants', { name: 'gw' });
     assert.equal(created.status, 201, created.text);
     token = created.body.token.token;

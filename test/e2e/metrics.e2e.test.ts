@@ -4,7 +4,7 @@ import { FakeProvider } from '../helpers/fake-provider.js';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { rpc } from '../helpers/a2a.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { startOfQuotaWindow } from '../helpers/quota-window.js';
+import { inOneQuotaWindow } from '../helpers/quota-window.js';
 
 const SCRAPE = 'scrape-token-0123456789abcdef';
 
@@ -118,16 +118,18 @@ describe('Prometheus metrics at /metrics', () => {
     assert.equal(sample(await scrape(), 'arbiter_sse_streams_open'), 1);
     assert.equal(sample(await scrape(), 'arbiter_runs_in_flight'), 1);
     ctl.abort();
-    await startOfQuotaWindow();
-    await server.admin.patch(`/v1/admin/tenants/${t.id}/limits`, { sends_per_minute: 1 });
-    for (let i = 0; i < 2; i++) await t.client.post('/v1/agents/index/chat', { message: 'x' });
-    const m = await scrape();
-    assert.ok((sample(m, 'arbiter_quota_refusals_total', { kind: 'sends' }) ?? 0) >= 1);
-    const refused = sample(m, 'arbiter_http_requests_total', {
-      method: 'POST',
-      route: '/v1/agents/:id/chat',
-      status: '429',
+    const refusals = (m: string) => sample(m, 'arbiter_quota_refusals_total', { kind: 'sends' }) ?? 0;
+    const tooMany = (m: string) =>
+      sample(m, 'arbiter_http_requests_total', { method: 'POST', route: '/v1/agents/:id/chat', status: '429' }) ?? 0;
+    // Two sends of a tenant allowed one a minute, in one quota window: the second is refused, and counted.
+    await inOneQuotaWindow(async () => {
+      const u = await newTenant(server, 'metered-quota');
+      await server.admin.patch(`/v1/admin/tenants/${u.id}/limits`, { sends_per_minute: 1 });
+      const before = await scrape();
+      for (let i = 0; i < 2; i++) await u.client.post('/v1/agents/index/chat', { message: 'x' });
+      const m = await scrape();
+      assert.equal(refusals(m) - refusals(before), 1);
+      assert.equal(tooMany(m) - tooMany(before), 1);
     });
-    assert.ok((refused ?? 0) >= 1);
   });
 });

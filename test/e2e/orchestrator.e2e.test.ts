@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { FakeProvider, type ScriptCall, type ScriptReply } from '../helpers/fake-provider.js';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { readSse, rpc, waitFor, type SseEvent, answerOf } from '../helpers/a2a.js';
+import { Barrier, PATIENCE_MS, stall } from '../helpers/patience.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const V1 = { 'a2a-version': '1.0' };
@@ -14,8 +15,9 @@ const V1 = { 'a2a-version': '1.0' };
 /** A loopback web server for /fetch: a page, a slow page, a redirect into a blocked address. */
 async function startPages(
   blockedPort: () => number,
-): Promise<{ server: Server; url: string; slowClosed: () => number }> {
+): Promise<{ server: Server; url: string; slowStarted: () => number; slowClosed: () => number }> {
   let closed = 0;
+  let slowStarted = 0;
   const server = createServer((req, res) => {
     if (req.url === '/page') {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
@@ -23,9 +25,11 @@ async function startPages(
         '<html><head><title>t</title><script>var x=1</script></head><body><h1>Opening hours</h1><p>Open <b>9 to 5</b>, Monday to Friday.</p></body></html>',
       );
     } else if (req.url === '/slow') {
+      slowStarted++;
       res.writeHead(200, { 'content-type': 'text/plain' });
       res.write('starting');
-      const timer = setTimeout(() => res.end(' finished'), 20_000);
+      // Never finishes while a test runs (only the cancel ends it); the timer just keeps a stray request finite.
+      const timer = setTimeout(() => res.end(' finished'), PATIENCE_MS);
       res.on('close', () => {
         clearTimeout(timer);
         if (!res.writableFinished) closed++;
@@ -42,7 +46,12 @@ async function startPages(
     }
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, slowClosed: () => closed };
+  return {
+    server,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    slowStarted: () => slowStarted,
+    slowClosed: () => closed,
+  };
 }
 
 describe('orchestrator: turn loop, tools and delegation (scripted models over real HTTP)', () => {
@@ -106,9 +115,11 @@ describe('orchestrator: turn loop, tools and delegation (scripted models over re
   const named = (events: SseEvent[], name: string) => events.filter((e) => e.event === name).map((e) => e.data);
 
   it('streams text before the run ends, and ends with stream_end and done', async () => {
+    // The model sends its first words, then the rest only once the client has seen text and the run's state.
+    const seen = new Barrier(1);
     const model = script('slow-talker', () => ({
       text: 'one two three four five six seven eight nine ten',
-      delayMs: 40,
+      continueWhen: seen.reached,
     }));
     await newAgent(t, { id: 'talker', model });
     const res = await fetch(`${server.url}/v1/agents/talker/chat`, {
@@ -128,6 +139,7 @@ describe('orchestrator: turn loop, tools and delegation (scripted models over re
       buffered += new TextDecoder().decode(value);
       if (stateAtFirstText === undefined && buffered.includes('event: text')) {
         stateAtFirstText = (await t.client.get(`/v1/requests/${requestId}`)).body.state;
+        void seen.arrive();
       }
     }
     assert.equal(stateAtFirstText, 'working', 'text reached the client while the run was still working');
@@ -221,12 +233,11 @@ describe('orchestrator: turn loop, tools and delegation (scripted models over re
   });
 
   it('/parallel runs its commands concurrently and frames each result in order', async () => {
-    const started: Record<string, number> = {};
+    // Each sub-agent's model answers only once all three calls have arrived: run one after another, the first
+    // would wait in vain (until the barrier gives up) and `met` stays false. Overlap, not milliseconds.
+    const allCalled = new Barrier(3);
     for (const id of ['par-a', 'par-b', 'par-c']) {
-      script(id, () => {
-        started[id] = Date.now();
-        return { text: `reply from ${id} with several words to stream`, delayMs: 30 };
-      });
+      script(id, () => ({ text: `reply from ${id} with several words to stream`, startWhen: allCalled.arrive() }));
       await newAgent(t, { id, model: `openai/${id}` });
     }
     const model = script('fanout', (c) =>
@@ -237,10 +248,7 @@ describe('orchestrator: turn loop, tools and delegation (scripted models over re
     await newAgent(t, { id: 'fanout', model });
     const r = await orchestrate({ agent: 'fanout', message: 'go' });
     assert.equal(done(r.events).data.content, 'all three answered');
-    const times = Object.values(started);
-    assert.equal(times.length, 3);
-    // Each reply streams for ~8 × 30 ms; run one after another, the starts would be that far apart.
-    assert.ok(Math.max(...times) - Math.min(...times) < 200, `started together: ${JSON.stringify(started)}`);
+    assert.ok(allCalled.met, 'all three sub-agents were called before any of them answered');
     const fed = lastMessage(requestsFor('fanout').at(-1)!);
     assert.match(
       fed,
@@ -469,7 +477,8 @@ describe('orchestrator: turn loop, tools and delegation (scripted models over re
   });
 
   it('cancel during a model call aborts the provider request; the run ends canceled with done', async () => {
-    const model = script('slowpoke', () => ({ text: 'word '.repeat(400), delayMs: 50 }));
+    // One piece of text, then the stream stays open until the cancel closes it.
+    const model = script('slowpoke', () => ({ text: 'word '.repeat(400), continueWhen: stall() }));
     await newAgent(t, { id: 'slowpoke', model });
     const closedBefore = fake.closedEarly;
     const res = await fetch(`${server.url}/v1/agents/slowpoke/chat`, {
@@ -501,8 +510,9 @@ describe('orchestrator: turn loop, tools and delegation (scripted models over re
     const id = res.headers.get('arbiter-request-id')!;
     const reading = readSse(res);
     const closedBefore = pages.slowClosed();
-    await waitFor(() => Promise.resolve(requestsFor('slowfetch').length > 0 ? true : undefined));
-    await new Promise((r) => setTimeout(r, 200)); // the fetch is under way
+    const startedBefore = pages.slowStarted();
+    // The fetch is under way: the page server has its request.
+    await waitFor(() => Promise.resolve(pages.slowStarted() > startedBefore ? true : undefined));
     assert.equal((await t.client.post(`/v1/requests/${id}/cancel`)).body.state, 'canceled');
     const { events } = await reading;
     assert.equal(done(events).data.error_code, 'cancelled');

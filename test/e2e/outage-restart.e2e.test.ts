@@ -9,11 +9,10 @@ import { HttpClient } from '../helpers/http.js';
 import { createPrivateCluster, privateClusterUnavailable, type PrivateCluster } from '../helpers/private-cluster.js';
 import { startServerProcess, type ServerProcess } from '../helpers/process.js';
 import { tempHome } from '../helpers/server.js';
+import { PATIENCE_MS } from '../helpers/patience.js';
 
 const LEASE_MS = 1_500;
 const ROUNDS = 3;
-/** A bound on waiting for what replicas do: generous, so a loaded machine only makes the test slower. */
-const PATIENCE_MS = 120_000;
 
 const unavailable = !REAL_POSTGRES ? 'needs a PostgreSQL server' : privateClusterUnavailable();
 

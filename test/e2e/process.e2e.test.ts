@@ -3,9 +3,10 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, wri
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { freshDatabase, REAL_POSTGRES, type TestDatabase } from '../helpers/database.js';
+import { followSse } from '../helpers/a2a.js';
+import { freshDatabase, REAL_POSTGRES, seedEmbeddedDatabase, type TestDatabase } from '../helpers/database.js';
 import { HttpClient } from '../helpers/http.js';
+import { TIMEOUT_SCALE, within } from '../helpers/patience.js';
 import { runToExit, startServerProcess } from '../helpers/process.js';
 import { tempHome } from '../helpers/server.js';
 
@@ -23,7 +24,8 @@ describe('the server process (npm start)', () => {
     rmSync(home, { recursive: true, force: true });
   });
 
-  describe('configuration', () => {
+  // Each case is a process of its own that exits at once: four at a time.
+  describe('configuration', { concurrency: 4 }, () => {
     const cases: [Record<string, string>, string[], RegExp][] = [
       [{ PORT: 'abc' }, [], /PORT must be an integer/],
       [{ PORT: '70000' }, [], /PORT must be an integer/],
@@ -109,7 +111,8 @@ describe('the server process (npm start)', () => {
     await rpc({ jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: 'no-such-task' } });
 
     // JSON logs, each request line carrying its request id; no token anywhere.
-    for (let i = 0; i < 50 && (first.stdout().match(/request completed/g) ?? []).length < 6; i++) await sleep(50);
+    // A request's line is written as its response ends: wait for the A2A calls' lines.
+    await Promise.all([first.printed(/"a2a_method":"SendMessage"/), first.printed(/"a2a_method":"GetTask"/)]);
     const lines = first
       .stdout()
       .split('\n')
@@ -172,9 +175,10 @@ describe('the server process (npm start)', () => {
     { skip: REAL_POSTGRES && 'embedded only' },
     async () => {
       const lockHome = tempHome();
+      seedEmbeddedDatabase(lockHome);
       const first = await startServerProcess({ ARBITER_HOME: lockHome });
       after(() => first.child.kill('SIGKILL'));
-      const second = await runToExit({ ARBITER_HOME: lockHome, PORT: '0' }, [], 20_000);
+      const second = await runToExit({ ARBITER_HOME: lockHome, PORT: '0' });
       assert.notEqual(second.code, 0);
       // One JSON line that says what to do, and no stack: an expected condition, not a crash.
       const failures = second.stdout.split('\n').filter((l) => l.includes('"level":60') || l.includes('"level":50'));
@@ -211,10 +215,12 @@ describe('the server process (npm start)', () => {
 
   it('SIGTERM with a run in flight: the grace period, then the run ends canceled and its stream gets the terminal frame', async () => {
     const home2 = tempHome();
+    seedEmbeddedDatabase(home2);
     const env = {
       ARBITER_HOME: home2,
       ARBITER_ADMIN_TOKEN: `adm_${'b'.repeat(40)}`,
-      ARBITER_SHUTDOWN_GRACE_MS: '300',
+      // The window in which the test sends a late request (one request after it has seen the shutdown begin).
+      ARBITER_SHUTDOWN_GRACE_MS: String(Math.round(4_000 * TIMEOUT_SCALE)),
       ...dbEnv,
     };
     const proc = await startServerProcess(env);
@@ -236,8 +242,8 @@ describe('the server process (npm start)', () => {
     let text = Buffer.from((await reader.read()).value).toString();
     const taskId = /"id":"([0-9a-f-]{36})"/.exec(text)![1];
     const exited = proc.stop('SIGTERM');
-    // During the grace period new tasks are refused with a retryable error.
-    await sleep(100);
+    // During the grace period (it has begun once the server says so) new tasks are refused with a retryable error.
+    await proc.printed(/run\(s\) in flight; waiting up to/);
     const refused = await fetch(`${proc.url}/v1/a2a/agents/index`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'a2a-version': '1.0', 'content-type': 'application/json' },
@@ -272,6 +278,7 @@ describe('the server process (npm start)', () => {
 
   it('kill -9 mid-run: the task does not stay working (lease expiry, or restart of the embedded server)', async () => {
     const home3 = tempHome();
+    seedEmbeddedDatabase(home3);
     const admin = `adm_${'c'.repeat(40)}`;
     const env = { ARBITER_HOME: home3, ARBITER_ADMIN_TOKEN: admin, ARBITER_LEASE_MS: '1000', ...dbEnv };
     const a = await startServerProcess(env);
@@ -296,18 +303,19 @@ describe('the server process (npm start)', () => {
       // A second replica on the same database watches the task, then the owner dies.
       const b = await startServerProcess({ ...env, ARBITER_HOME: tempHome() });
       after(() => b.child.kill('SIGKILL'));
-      const watch = fetch(`${b.url}/v1/a2a/agents/index`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'a2a-version': '1.0', 'content-type': 'application/json' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'SubscribeToTask', params: { id: taskId } }),
-      }).then((r) => r.text());
-      await sleep(300);
+      const watch = followSse(
+        fetch(`${b.url}/v1/a2a/agents/index`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'a2a-version': '1.0', 'content-type': 'application/json' },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'SubscribeToTask', params: { id: taskId } }),
+        }),
+      );
+      await watch.opened; // B is watching the task
       await a.stop('SIGKILL');
-      const started = Date.now();
-      const streamed = await watch;
+      // Ended by B's sweep once A's lease (1 s here) has run out; the bound only stops a hang.
+      const streamed = JSON.stringify((await within(watch.ended, 'the watch on B to end')).events);
       assert.match(streamed, /TASK_STATE_FAILED/);
       assert.match(streamed, /owner lost/);
-      assert.ok(Date.now() - started < 10_000);
       const got = await new HttpClient(b.url).withToken(token).get(`/v1/requests/${taskId}`);
       assert.equal(got.body.state, 'failed');
       assert.equal(got.body.error, 'owner lost');
@@ -328,6 +336,7 @@ describe('the server process (npm start)', () => {
 
   it('ARBITER_ADMIN_TOKEN_FILE: the token is read from the operator’s file (never printed, never changed); a missing file stops the start', async () => {
     const secretHome = tempHome();
+    seedEmbeddedDatabase(secretHome);
     after(() => rmSync(secretHome, { recursive: true, force: true }));
     const file = join(secretHome, 'admin-secret');
     const token = `adm_${'s3cr3t'.repeat(6)}`;
@@ -392,12 +401,8 @@ describe('the server process (npm start)', () => {
       assert.ok(!out.includes('Mapped {'), 'no route lines at info level');
       const before = out.slice(0, out.indexOf('Arbiter admin token')).split('\n').length;
       assert.ok(before < 15, `${before} lines before the admin token`);
-      for (let i = 0; i < 200 && !proc.stdout().includes('Arbiter console: '); i++) await sleep(25);
-      const consoleLine = proc
-        .stdout()
-        .split('\n')
-        .find((l) => l.includes('Arbiter console: '));
-      assert.ok(consoleLine, 'the console line is printed without a terminal too');
+      // Printed without a terminal too, as a log line.
+      const consoleLine = (await within(proc.printed(/^.*Arbiter console: .*$/m), 'the console line'))[0];
       assert.match(JSON.parse(consoleLine).msg, /^Arbiter console: http:\/\/127\.0\.0\.1:\d+\/console\/ \(sign in/);
     } finally {
       assert.equal(await proc.stop('SIGTERM'), 0);

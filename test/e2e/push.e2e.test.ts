@@ -53,7 +53,7 @@ async function receivedAll(server: TestServer, token: string, taskId: string, re
     const expected = await pushableSeqs(server, token, taskId);
     const got = acceptedInOrder(receiver.accepted.filter((d) => bodyTask(d) === taskId)).seqs;
     return got.length >= expected.length ? { expected, got } : undefined;
-  }, 20_000);
+  });
 }
 
 function bodyTask(d: Delivery): string | undefined {

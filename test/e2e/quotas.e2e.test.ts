@@ -4,7 +4,9 @@ import { newTenant, type TestTenant } from '../helpers/factories.js';
 import { freshDatabase, REAL_POSTGRES, type TestDatabase } from '../helpers/database.js';
 import { rpc, waitFor } from '../helpers/a2a.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { startOfQuotaWindow } from '../helpers/quota-window.js';
+import { inOneQuotaWindow } from '../helpers/quota-window.js';
+import { PgThrottlerStorage } from '../../src/quotas/pg-throttler.storage.js';
+import { UsageService } from '../../src/quotas/usage.service.js';
 
 const V1 = { 'a2a-version': '1.0' };
 const sendBody = (text: string, extra: Record<string, unknown> = {}) => ({
@@ -19,17 +21,14 @@ const sendBody = (text: string, extra: Record<string, unknown> = {}) => ({
 });
 const send = (s: TestServer, t: TestTenant, text = 'hi') => rpc(s.url, t.token, 'index', sendBody(text), V1);
 const errorInfo = (body: any) => body.error?.data?.find((d: any) => d['@type']?.endsWith('ErrorInfo'));
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('quotas: sends per minute, running tasks, open streams (per tenant, configurable)', () => {
   let server: TestServer;
-  let t: TestTenant;
   let other: TestTenant;
   before(async () => {
     server = await startTestServer({
       env: { ARBITER_TENANT_SENDS_PER_MINUTE: '3', ARBITER_QUOTA_SYNC_MS: '100', ARBITER_ECHO_DELAY_MS: '0' },
     });
-    t = await newTenant(server, 'limited');
     other = await newTenant(server, 'other');
   });
   after(async () => {
@@ -37,7 +36,14 @@ describe('quotas: sends per minute, running tasks, open streams (per tenant, con
   });
 
   it('the send quota refuses on every surface (429 + Retry-After; JSON-RPC retryable); reads, cancels and health go on', async () => {
-    await startOfQuotaWindow();
+    await inOneQuotaWindow(async () => {
+      const t = await newTenant(server, 'limited');
+      await sendQuotaRefusesEverywhere(t);
+    });
+  });
+
+  /** `t` (a fresh tenant, default quota of 3) fills its budget; the next send is refused on every surface. */
+  const sendQuotaRefusesEverywhere = async (t: TestTenant): Promise<void> => {
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
       const res = await send(server, t);
@@ -83,7 +89,7 @@ describe('quotas: sends per minute, running tasks, open streams (per tenant, con
     assert.equal((await server.http.get('/v1/health')).status, 200);
     // Another tenant has its own budget.
     assert.ok(((await (await send(server, other)).json()) as any).result?.task?.id);
-  });
+  };
 
   it('the admin API sets per-tenant limits (null = default, 0 = unlimited), audited, in force at once', async () => {
     const u = await newTenant(server, 'tuned');
@@ -123,10 +129,7 @@ describe('quotas: sends per minute, running tasks, open streams (per tenant, con
       V1,
     );
     assert.equal(((await cancel.json()) as any).result?.status?.state, 'TASK_STATE_CANCELED');
-    await waitFor(
-      async () => (((await (await send(server, u, 'hold')).json()) as any).result ? true : undefined),
-      5_000,
-    );
+    await waitFor(async () => (((await (await send(server, u, 'hold')).json()) as any).result ? true : undefined));
   });
 
   it('the open-stream cap refuses a further stream until one closes; the refused send created no task', async () => {
@@ -158,7 +161,7 @@ describe('quotas: sends per minute, running tasks, open streams (per tenant, con
       const ok = r.status === 200;
       await r.body?.cancel();
       return ok ? true : undefined;
-    }, 5_000);
+    });
   });
 });
 
@@ -169,9 +172,20 @@ describe(
     let db: TestDatabase;
     let a: TestServer;
     let b: TestServer;
+    /**
+     * Each replica shares its counts every ARBITER_QUOTA_SYNC_MS; here the test runs that sync itself (the interval
+     * is longer than the test), so "B has heard of A's sends" is a fact, not a sleep: A and B push what they
+     * counted, then each reads the other's (a sync that was already under way may predate the last send: twice each).
+     */
+    const shareCounts = async (): Promise<void> => {
+      for (const s of [a, a, b, b, a, a]) {
+        await s.running.app.get(PgThrottlerStorage).sync();
+        await s.running.app.get(UsageService).sync();
+      }
+    };
     before(async () => {
       db = await freshDatabase();
-      const env = { ARBITER_TENANT_SENDS_PER_MINUTE: '4', ARBITER_QUOTA_SYNC_MS: '100' };
+      const env = { ARBITER_TENANT_SENDS_PER_MINUTE: '4', ARBITER_QUOTA_SYNC_MS: '60000' };
       a = await startTestServer({ env, db });
       b = await startTestServer({ env, db });
     });
@@ -182,17 +196,19 @@ describe(
     });
 
     it('one send budget and one running cap for the tenant, whichever replica takes the request', async () => {
-      const t = await newTenant(a, 'shared');
-      await startOfQuotaWindow();
-      for (const s of [a, a, b, b]) {
-        assert.ok(((await (await send(s, t)).json()) as any).result);
-        await sleep(250); // past a sync interval: each replica has shared what it counted
-      }
-      for (const s of [a, b])
-        assert.match(((await (await send(s, t)).json()) as any).error?.message ?? '', /send quota/);
+      await inOneQuotaWindow(async () => {
+        const t = await newTenant(a, 'shared');
+        for (const s of [a, a, b, b]) {
+          assert.ok(((await (await send(s, t)).json()) as any).result);
+          await shareCounts();
+        }
+        for (const s of [a, b])
+          assert.match(((await (await send(s, t)).json()) as any).error?.message ?? '', /send quota/);
+      });
+      const t = await newTenant(a, 'shared-runs');
       await a.admin.patch(`/v1/admin/tenants/${t.id}/limits`, { sends_per_minute: 0, max_running_tasks: 1 });
       assert.ok(((await (await send(a, t, 'hold')).json()) as any).result);
-      await sleep(300);
+      await shareCounts();
       assert.match(((await (await send(b, t, 'hold')).json()) as any).error?.message ?? '', /running-task cap/);
     });
   },

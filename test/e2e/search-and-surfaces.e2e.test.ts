@@ -17,7 +17,7 @@ const KEY = 'fake-search-key-0001';
 describe('/search through SearXNG, Brave and Tavily wire formats; /mcp and /search on every surface', () => {
   let fake: FakeProvider;
   let search: FakeSearch;
-  const servers: Record<'searxng' | 'brave' | 'tavily', TestServer> = {} as never;
+  const servers: Record<'searxng' | 'brave' | 'tavily' | 'strict', TestServer> = {} as never;
   const tenants: Record<string, TestTenant> = {};
 
   const script = (model: string, fn: (c: ScriptCall) => ScriptReply): string => {
@@ -51,39 +51,44 @@ describe('/search through SearXNG, Brave and Tavily wire formats; /mcp and /sear
     const base = {
       OPENAI_BASE_URL: `${fake.url}/v1`,
       ARBITER_DEFAULT_MODEL: 'openai/master',
-      ARBITER_SEARCH_TIMEOUT_MS: '1000',
     };
-    servers.searxng = await startTestServer({
-      env: { ...base, ARBITER_SEARXNG_URL: search.url, ARBITER_SEARCH_RESULTS: '2' },
-      prepareHome: (home) =>
-        writeFileSync(
-          join(home, 'mcp_servers.json'),
-          JSON.stringify({
-            mcpServers: {
-              everything: {
-                command: process.execPath,
-                args: [referenceServerEntry('@modelcontextprotocol/server-everything'), 'stdio'],
-              },
-            },
-          }),
-        ),
-    });
-    tenants.searxng = await newTenant(servers.searxng, 'search');
     // Brave and Tavily apps: the provider picked from each app's own environment, keys never in the model's view.
-    servers.brave = await startTestServer({
-      env: { ...base, BRAVE_SEARCH_API_KEY: KEY, BRAVE_SEARCH_BASE_URL: search.url },
-    });
-    tenants.brave = await newTenant(servers.brave, 'brave');
-    servers.tavily = await startTestServer({
-      env: {
-        ...base,
-        ARBITER_SEARCH_PROVIDER: 'tavily',
-        ARBITER_SEARXNG_URL: search.url,
-        TAVILY_API_KEY: KEY,
-        TAVILY_BASE_URL: search.url,
-      },
-    });
-    tenants.tavily = await newTenant(servers.tavily, 'tavily');
+    // `strict` only answers the search that never ends: its short timeout applies to nothing else.
+    [servers.searxng, servers.brave, servers.tavily, servers.strict] = await Promise.all([
+      startTestServer({
+        env: { ...base, ARBITER_SEARXNG_URL: search.url, ARBITER_SEARCH_RESULTS: '2' },
+        prepareHome: (home) =>
+          writeFileSync(
+            join(home, 'mcp_servers.json'),
+            JSON.stringify({
+              mcpServers: {
+                everything: {
+                  command: process.execPath,
+                  args: [referenceServerEntry('@modelcontextprotocol/server-everything'), 'stdio'],
+                },
+              },
+            }),
+          ),
+      }),
+      startTestServer({ env: { ...base, BRAVE_SEARCH_API_KEY: KEY, BRAVE_SEARCH_BASE_URL: search.url } }),
+      startTestServer({
+        env: {
+          ...base,
+          ARBITER_SEARCH_PROVIDER: 'tavily',
+          ARBITER_SEARXNG_URL: search.url,
+          TAVILY_API_KEY: KEY,
+          TAVILY_BASE_URL: search.url,
+        },
+      }),
+      startTestServer({ env: { ...base, ARBITER_SEARXNG_URL: search.url, ARBITER_SEARCH_TIMEOUT_MS: '1000' } }),
+    ]);
+    for (const [on, name] of [
+      ['searxng', 'search'],
+      ['brave', 'brave'],
+      ['tavily', 'tavily'],
+      ['strict', 'strict'],
+    ] as const)
+      tenants[on] = await newTenant(servers[on], name);
   });
   after(async () => {
     for (const s of Object.values(servers)) await s.close();
@@ -169,13 +174,14 @@ describe('/search through SearXNG, Brave and Tavily wire formats; /mcp and /sear
     assert.match(fed, /\nERR: a query may be at most 400 characters\n/);
     assert.equal(search.requests.length, before);
     assert.ok(toolCalls(events).every(([, , ok]) => ok === false));
-    const failing = await runCommands('searxng', '/search boom\n/search garbage\n/search slow');
+    const failing = await runCommands('searxng', '/search boom\n/search garbage');
     assert.match(failing.fed, /\[\/search boom\]\nERR: search failed: searxng answered HTTP 500\n/);
     assert.match(
       failing.fed,
       /\[\/search garbage\]\nERR: search failed: searxng sent a malformed response \(not JSON\)\n/,
     );
-    assert.match(failing.fed, /\[\/search slow\]\nERR: search failed: searxng did not answer within 1 s\n/);
+    const slow = await runCommands('strict', '/search slow');
+    assert.match(slow.fed, /\[\/search slow\]\nERR: search failed: searxng did not answer within 1 s\n/);
   });
 
   it('agent cards list mcp and web-search when the agent may use them', async () => {

@@ -9,6 +9,9 @@ import { tracing as sdkTracing } from '@opentelemetry/sdk-node';
 import { startTracing, stopTracing } from '../../src/tracing/sdk.js';
 
 // The SDK and its loader hook first; the application's modules (express, pg …) only after, as with `--import`.
+// Traces only: left unset, the SDK also exports metrics over OTLP, and its shutdown waits seconds for a collector
+// that is not there.
+process.env.OTEL_METRICS_EXPORTER ??= 'none';
 const exporter = new sdkTracing.InMemorySpanExporter();
 await startTracing({ exporter, serviceName: 'arbiter-test' });
 const { startTestServer } = await import('../helpers/server.js');

@@ -11,6 +11,7 @@ import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
 import * as grpc from '@grpc/grpc-js';
 import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
 import { randomUUID } from 'node:crypto';
+import { PATIENCE_MS } from './patience.js';
 
 /** A fetch that adds the tenant's bearer token, as an A2A client's auth hook would. */
 export function authFetch(token: string): typeof fetch {
@@ -112,7 +113,55 @@ export interface SseEvent {
 
 /** Reads a whole SSE response (it must end) into events; comments are counted separately. */
 export async function readSse(res: Response): Promise<{ events: SseEvent[]; comments: number }> {
-  const text = await res.text();
+  return parseSse(await res.text());
+}
+
+/**
+ * Reads an SSE response like `readSse`, and says when its first event has
+ * arrived: from then on the stream is open on the server (subscribed, held),
+ * so the test can act on it — cancel, continue, revoke — without guessing
+ * how long that takes. `opened` rejects if the response ends with no event.
+ */
+export function followSse(response: Response | Promise<Response>): {
+  opened: Promise<void>;
+  ended: Promise<{ events: SseEvent[]; comments: number }>;
+} {
+  let open!: () => void;
+  let fail!: (err: Error) => void;
+  const opened = new Promise<void>((resolve, reject) => {
+    open = resolve;
+    fail = reject;
+  });
+  opened.catch(() => undefined); // reported to whoever awaits it
+  const ended = (async () => {
+    const res = await response;
+    const decoder = new TextDecoder();
+    let text = '';
+    let seen = false;
+    if (res.body) {
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        text += decoder.decode(chunk, { stream: true });
+        if (
+          !seen &&
+          text
+            .split('\n\n')
+            .slice(0, -1)
+            .some((b) => /^data: /m.test(b))
+        ) {
+          seen = true;
+          open();
+        }
+      }
+    }
+    text += decoder.decode();
+    if (!seen) fail(new Error(`the stream ended before its first event: HTTP ${res.status} ${text.slice(0, 500)}`));
+    return parseSse(text);
+  })();
+  ended.catch((err: Error) => fail(err));
+  return { opened, ended };
+}
+
+function parseSse(text: string): { events: SseEvent[]; comments: number } {
   const events: SseEvent[] = [];
   let comments = 0;
   for (const block of text.split('\n\n')) {
@@ -149,12 +198,17 @@ export async function rpc(
   });
 }
 
-export async function waitFor<T>(fn: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
+/**
+ * Polls `fn` until it gives a value. The bound (`PATIENCE_MS`, minutes) only
+ * keeps a broken test from hanging: a test waits for what it needs, however
+ * long a loaded machine takes, and never asserts how long that was.
+ */
+export async function waitFor<T>(fn: () => Promise<T | undefined>, timeoutMs = PATIENCE_MS): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();
     if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error('timed out waiting');
+    if (Date.now() > end) throw new Error(`timed out waiting (${Math.round(timeoutMs / 1000)} s)`);
     await new Promise((r) => setTimeout(r, 25));
   }
 }

@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { cpSync, existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import pg from 'pg';
 
 /**
@@ -41,4 +43,27 @@ export async function freshDatabase(): Promise<TestDatabase> {
       }
     },
   };
+}
+
+/**
+ * Without `DATABASE_URL` every test server starts on an embedded database of
+ * its own, and creating one (initdb inside PGlite, then every migration)
+ * costs seconds of CPU per server. `scripts/run-tests.mjs` therefore builds
+ * one migrated data directory per run (`pgdata-template.ts`) and names it in
+ * this variable; a test's home gets a copy (a closed data directory is plain
+ * files, and the copy is that test's alone). Without the variable — a file
+ * run on its own with `node --test` — each server creates its database as in
+ * production. Migrating an empty database is still tested for real: by
+ * `test/integration/migrations.test.ts` and by the first start in
+ * `test/e2e/process.e2e.test.ts`, which never take the copy.
+ */
+export const PGDATA_TEMPLATE_ENV = 'ARBITER_TEST_PGDATA_TEMPLATE';
+
+/** Gives `home` a copy of the run's migrated embedded database, unless it has one already or there is none to copy. */
+export function seedEmbeddedDatabase(home: string): void {
+  const template = process.env[PGDATA_TEMPLATE_ENV];
+  const target = join(home, 'pgdata');
+  if (REAL_POSTGRES || !template || !existsSync(template) || existsSync(target)) return;
+  mkdirSync(home, { recursive: true });
+  cpSync(template, target, { recursive: true });
 }

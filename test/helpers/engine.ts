@@ -7,7 +7,7 @@ import type { DataSource } from 'typeorm';
 import { AppModule } from '../../src/app.module.js';
 import { NestPino, rootLogger } from '../../src/common/logging.js';
 import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
-import { freshDatabase, type TestDatabase } from './database.js';
+import { freshDatabase, seedEmbeddedDatabase, type TestDatabase } from './database.js';
 import { tempHome, withLoopbackProviders } from './server.js';
 
 /**
@@ -26,11 +26,14 @@ export interface TestEngine {
 export async function startEngine(env: Record<string, string> = {}): Promise<TestEngine> {
   const home = tempHome();
   const db: TestDatabase = await freshDatabase();
+  if (!db.url) seedEmbeddedDatabase(home);
   const config = loadConfig(
     withLoopbackProviders({
       ARBITER_HOME: home,
       ARBITER_ADMIN_TOKEN: `adm_${randomBytes(24).toString('hex')}`,
       LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+      // Runs left in flight end at close at once (a test of the grace period sets its own).
+      ARBITER_SHUTDOWN_GRACE_MS: '0',
       ...(db.url ? { DATABASE_URL: db.url } : {}),
       ...env,
     }),

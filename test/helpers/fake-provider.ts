@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { PATIENCE_MS } from './patience.js';
 
 /**
  * A fake model provider: a real HTTP server on loopback speaking the
@@ -10,7 +11,7 @@ import type { AddressInfo } from 'node:net';
  *   `crash`          one chunk, then the connection is destroyed
  *   `garbage`        a malformed chunk
  *   `deny`           401 with a body that echoes a key
- *   `slow`           a chunk every 100 ms for 10 s (for cancellation)
+ *   `slow`           a chunk every 100 ms until the client goes away (for cancellation; at most `PATIENCE_MS`)
  * Scripted models (below) can also misbehave: cut a stream off, answer with
  * any status and headers (a 429 with each form of Retry-After), and so on.
  */
@@ -43,6 +44,10 @@ export interface ScriptedReply {
   status?: number;
   /** Headers of a `status` answer (default `retry-after: 0`), e.g. `{ 'retry-after-ms': '1500' }`. */
   headers?: Record<string, string>;
+  /** Sends nothing (not even the response head) until this settles: e.g. until every call of a fan-out has arrived. */
+  startWhen?: Promise<unknown>;
+  /** Sends the first piece, then waits for this before the rest: e.g. until the client has seen that piece. */
+  continueWhen?: Promise<unknown>;
 }
 
 export class FakeProvider {
@@ -73,6 +78,7 @@ export class FakeProvider {
 
   /** Streams a scripted reply in the wire format, a few characters per chunk. */
   private async scripted(res: ServerResponse, anthropic: boolean, r: ScriptedReply): Promise<void> {
+    if (r.startWhen) await r.startWhen;
     if (r.status) {
       res.writeHead(r.status, { 'content-type': 'application/json', ...(r.headers ?? { 'retry-after': '0' }) });
       res.end('{"error":{"message":"scripted failure"}}');
@@ -92,7 +98,8 @@ export class FakeProvider {
     if (anthropic)
       send('message_start', { type: 'message_start', message: { usage: { input_tokens: 10, output_tokens: 1 } } });
     const pieces = r.text.match(/[^\n]{1,7}|\n/g) ?? [];
-    for (const piece of pieces) {
+    for (const [i, piece] of pieces.entries()) {
+      if (i === 1 && r.continueWhen) await r.continueWhen;
       if (closed) return;
       if (anthropic) {
         send('content_block_delta', {
@@ -190,7 +197,7 @@ export class FakeProvider {
           this.closedEarly++;
         }
       });
-      for (let i = 0; i < 100 && !closed; i++) {
+      for (let i = 0; i < PATIENCE_MS / 100 && !closed; i++) {
         chunk(`tick${i} `);
         await new Promise((r) => setTimeout(r, 100));
       }

@@ -13,7 +13,7 @@ export interface SearchRequest {
  * A fake search provider on 127.0.0.1 speaking the real wire formats:
  * SearXNG (`GET /search?q=…&format=json`), Brave (`GET /res/v1/web/search`,
  * `X-Subscription-Token`) and Tavily (`POST /search`, bearer key, JSON body).
- * The query picks the behaviour: `boom` → 500, `slow` → no answer for 5 s,
+ * The query picks the behaviour: `boom` → 500, `slow` → no answer at all,
  * `garbage` → not JSON, `nothing` → no results; Brave and Tavily answer 401
  * to any key but `key`. Result URLs point back here under `/never`, which
  * counts requests (nothing may fetch them).
@@ -53,10 +53,7 @@ export class FakeSearch {
           return json(res, 401, { detail: 'Unauthorized' });
         if (!brave && !tavily && u.searchParams.get('format') !== 'json') return json(res, 403, {});
         if (q === 'boom') return json(res, 500, { error: 'boom' });
-        if (q === 'slow') {
-          await new Promise((r) => setTimeout(r, 5_000));
-          return json(res, 200, {});
-        }
+        if (q === 'slow') return; // never answers: the client's timeout ends it (stop() closes what is left)
         if (q === 'garbage') {
           res.writeHead(200, { 'content-type': 'application/json' }).end('<html>not json');
           return;

@@ -1,11 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { PATIENCE_MS } from './patience.js';
 
 export interface ServerProcess {
   child: ChildProcess;
   url: string;
   stdout: () => string;
   stderr: () => string;
+  /** Resolves with the first match of `pattern` in stdout, as soon as the process prints it (bounded by `PATIENCE_MS`). */
+  printed(pattern: RegExp): Promise<RegExpExecArray>;
   /** Sends a signal and resolves with the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
@@ -14,8 +17,11 @@ const MAIN = 'dist/src/main.js';
 /** The servers a test starts carry the loopback-only tripwire too. */
 const TRIPWIRE = ['--import', './dist/test/helpers/loopback-only.js'];
 
-/** Runs `node dist/src/main.js` as a child process until it exits; resolves with code and output. */
-export async function runToExit(env: Record<string, string>, args: string[] = [], timeoutMs = 30_000) {
+/**
+ * Runs `node dist/src/main.js` as a child process until it exits; resolves with code and output.
+ * A process still running after `timeoutMs` (minutes: only a broken start takes that long) is killed: code null.
+ */
+export async function runToExit(env: Record<string, string>, args: string[] = [], timeoutMs = PATIENCE_MS) {
   const child = spawn(process.execPath, [...TRIPWIRE, MAIN, ...args], {
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: 'pipe',
@@ -30,10 +36,16 @@ export async function runToExit(env: Record<string, string>, args: string[] = []
   return { code, stdout: out, stderr: err };
 }
 
-/** Starts the server as a child process and waits for its "listening on" log line. */
+/**
+ * Starts the server as a child process and waits for its "listening on" log
+ * line, however long the start takes on a loaded machine (a first embedded
+ * start creates and migrates a database); only after `PATIENCE_MS` is it
+ * given up as hung.
+ */
 export async function startServerProcess(env: Record<string, string>, args: string[] = []): Promise<ServerProcess> {
   const child = spawn(process.execPath, [...TRIPWIRE, MAIN, ...args], {
-    env: { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'info', ...env },
+    // Runs left in flight end at a SIGTERM at once, not after the default 10 s of grace (a test of it sets its own).
+    env: { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'info', ARBITER_SHUTDOWN_GRACE_MS: '0', ...env },
     stdio: 'pipe',
   });
   let out = '';
@@ -43,8 +55,8 @@ export async function startServerProcess(env: Record<string, string>, args: stri
     const timer = setTimeout(() => {
       // Not left running: a server that starts later would hold the test file open.
       child.kill('SIGKILL');
-      reject(new Error(`server did not start:\n${out}\n${err}`));
-    }, 30_000);
+      reject(new Error(`server did not start within ${Math.round(PATIENCE_MS / 1000)} s:\n${out}\n${err}`));
+    }, PATIENCE_MS);
     child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /listening on (http:\/\/[^\s]+)/.exec(out);
@@ -58,11 +70,39 @@ export async function startServerProcess(env: Record<string, string>, args: stri
       reject(new Error(`server exited with ${code}:\n${out}\n${err}`));
     });
   });
+  const printed = (pattern: RegExp): Promise<RegExpExecArray> =>
+    new Promise((resolve, reject) => {
+      const check = (): boolean => {
+        const m = pattern.exec(out);
+        if (!m) return false;
+        done();
+        resolve(m);
+        return true;
+      };
+      const onExit = (): void => {
+        if (check()) return;
+        done();
+        reject(new Error(`the server exited without printing ${String(pattern)}:\n${out}\n${err}`));
+      };
+      const timer = setTimeout(() => {
+        done();
+        reject(new Error(`the server did not print ${String(pattern)} within ${Math.round(PATIENCE_MS / 1000)} s`));
+      }, PATIENCE_MS);
+      const done = (): void => {
+        clearTimeout(timer);
+        child.stdout.off('data', check);
+        child.off('close', onExit);
+      };
+      if (check()) return;
+      child.stdout.on('data', check);
+      child.once('close', onExit); // after its output has all been read
+    });
   return {
     child,
     url,
     stdout: () => out,
     stderr: () => err,
+    printed,
     stop: async (signal = 'SIGTERM') => {
       if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
       const exited = once(child, 'exit') as Promise<[number | null]>;

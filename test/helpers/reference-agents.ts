@@ -106,6 +106,8 @@ export interface ReferenceAgent {
   url: string;
   /** Remote task ids the executor was asked to cancel. */
   canceled: Set<string>;
+  /** How many GetTask calls it answered: a caller polling a task it sent knows that task's id. */
+  getTasks: { count: number };
   /** Card requests (v1: `/rpc/agent-card.json`; v03: `/.well-known/agent-card.json`), and how many were answered 304. */
   cardFetches: { count: number; notModified: number };
   close(): Promise<void>;
@@ -141,7 +143,16 @@ export async function startReferenceAgent(
       defaultOutputModes: ['text/plain'],
       skills: [{ id: 'listen', name: 'listen', description: 'repeats what it heard', tags: ['echo'] }],
     });
-  const handler = new DefaultRequestHandler(card(`${url}/rpc`), new InMemoryTaskStore(), executor(name, canceled));
+  const getTasks = { count: 0 };
+  class CountingHandler extends DefaultRequestHandler {
+    override getTask(
+      ...args: Parameters<DefaultRequestHandler['getTask']>
+    ): ReturnType<DefaultRequestHandler['getTask']> {
+      getTasks.count++;
+      return super.getTask(...args);
+    }
+  }
+  const handler = new CountingHandler(card(`${url}/rpc`), new InMemoryTaskStore(), executor(name, canceled));
   if (kind === 'v1') {
     app.get('/rpc/agent-card.json', (req, res) => {
       cardFetches.count++;
@@ -199,6 +210,7 @@ export async function startReferenceAgent(
   return {
     url,
     canceled,
+    getTasks,
     cardFetches,
     close: () =>
       new Promise<void>((r) => {

@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
+import type { IncomingMessage, Server } from 'node:http';
+import type { Socket } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startApp, type RunningApp } from '../../src/app.factory.js';
 import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
-import { freshDatabase, type TestDatabase } from './database.js';
+import { freshDatabase, seedEmbeddedDatabase, type TestDatabase } from './database.js';
 import { HttpClient } from './http.js';
 
 export interface TestServer {
@@ -60,6 +62,7 @@ export async function startTestServer(
   const home = opts.home ?? tempHome();
   opts.prepareHome?.(home);
   const db = opts.db ?? (await freshDatabase());
+  if (!db.url) seedEmbeddedDatabase(home);
   const adminToken = `adm_${randomBytes(24).toString('hex')}`;
   const env: Record<string, string> = {
     ARBITER_HOME: home,
@@ -67,11 +70,16 @@ export async function startTestServer(
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     PORT: '0',
     BIND: '127.0.0.1',
+    // Runs a test leaves in flight (held tasks) end at close at once, not after the default 10 s of grace;
+    // a test of the grace period sets its own.
+    ARBITER_SHUTDOWN_GRACE_MS: '0',
     ...(db.url ? { DATABASE_URL: db.url } : {}),
     ...opts.env,
   };
   const config = loadConfig(withLoopbackProviders(env));
   const running = await startApp(config);
+  const httpServer = running.app.getHttpServer() as Server;
+  const unused = unusedConnections(httpServer);
   const http = new HttpClient(running.url);
   return {
     url: running.url,
@@ -84,9 +92,33 @@ export async function startTestServer(
     admin: http.withToken(config.adminToken ?? adminToken),
     as: (token) => http.withToken(token),
     close: async () => {
-      await running.close();
+      // While the app closes, connections the test's client keeps open but idle are ended as soon as they are
+      // idle: the server's close ends only those idle at its start, and fetch keeps the rest for 4 s.
+      const sweep = (): void => {
+        httpServer.closeIdleConnections();
+        for (const socket of unused) socket.destroy();
+      };
+      const sweeper = setInterval(sweep, 50);
+      try {
+        const closing = running.close();
+        sweep();
+        await closing;
+      } finally {
+        clearInterval(sweeper);
+      }
       if (!opts.db) await db.drop();
       if (!opts.home) rmSync(home, { recursive: true, force: true });
     },
   };
+}
+
+/** Connections the test's HTTP client opened and never sent a request on (fetch opens one when a response is aborted). */
+function unusedConnections(server: Server): Set<Socket> {
+  const unused = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    unused.add(socket);
+    socket.once('close', () => unused.delete(socket));
+  });
+  server.on('request', (req: IncomingMessage) => unused.delete(req.socket));
+  return unused;
 }

@@ -9,6 +9,7 @@ import { dataSourceOptions } from '../../src/database/data-source-options.js';
 import { runMigrations } from '../../src/database/migrate.js';
 import { MIGRATIONS } from '../../src/database/migrations/index.js';
 import { freshDatabase, REAL_POSTGRES, type TestDatabase } from '../helpers/database.js';
+import { PATIENCE_MS } from '../helpers/patience.js';
 import { tempHome } from '../helpers/server.js';
 import { spawnSync } from 'node:child_process';
 
@@ -93,7 +94,7 @@ describe(`migrations (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
 
   it(
     'runs with a pool of one connection (the lock and the migrations share it)',
-    { skip: !REAL_POSTGRES && 'PostgreSQL only' },
+    { skip: !REAL_POSTGRES && 'needs a PostgreSQL server' },
     async () => {
       const other = await freshDatabase();
       const config = loadConfig({ ARBITER_HOME: home, DATABASE_URL: other.url!, ARBITER_DB_POOL_SIZE: '1' });
@@ -102,7 +103,9 @@ describe(`migrations (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
       try {
         const applied = await Promise.race([
           runMigrations(single, false),
-          new Promise<never>((_, reject) => setTimeout(() => reject(new Error('migrations hung')), 20_000).unref()),
+          new Promise<never>((_, reject) =>
+            setTimeout(() => reject(new Error('migrations hung')), PATIENCE_MS).unref(),
+          ),
         ]);
         assert.equal(applied.length, MIGRATIONS.length);
       } finally {

@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { EventLog } from '../../src/tasks/event-log/event-log.service.js';
 import { TaskError } from '../../src/tasks/task.errors.js';
 import { newTenant, type TestTenant } from '../helpers/factories.js';
-import { readSse, rpc } from '../helpers/a2a.js';
+import { readSse, rpc, waitFor } from '../helpers/a2a.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 describe('a subscriber that cannot keep up', () => {
@@ -12,14 +12,16 @@ describe('a subscriber that cannot keep up', () => {
   let t: TestTenant;
   before(async () => {
     server = await startTestServer({
-      env: { ARBITER_SSE_BUFFER_EVENTS: '8', ARBITER_ECHO_CHUNKS: '30', ARBITER_ECHO_DELAY_MS: '80' },
+      // A live buffer of 2 events: the answer below is more than that however its text is coalesced into events.
+      env: { ARBITER_SSE_BUFFER_EVENTS: '2', ARBITER_ECHO_CHUNKS: '30', ARBITER_ECHO_DELAY_MS: '5' },
     });
     t = await newTenant(server, 'slow-reader');
   });
   after(() => server.close());
 
   it('gets a bounded buffer; on overflow its stream ends with the seq to resume after, and resuming loses nothing', async () => {
-    const words = Array.from({ length: 60 }, (_, i) => `w${i}`).join(' ');
+    // A held task: the subscriber reads its first event, then stops reading while the task's whole answer (60
+    // words in 30 pieces) is written — in that order, not in a race with a timer.
     const res = await rpc(
       server.url,
       t.token,
@@ -29,7 +31,7 @@ describe('a subscriber that cannot keep up', () => {
         id: 1,
         method: 'SendMessage',
         params: {
-          message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text: words }] },
+          message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text: 'hold' }] },
           configuration: { returnImmediately: true },
         },
       },
@@ -42,8 +44,26 @@ describe('a subscriber that cannot keep up', () => {
     const first = await tail.next();
     assert.ok(!first.done);
     seen.push(first.value.seq);
-    // Stop reading while the run writes on: the live buffer (8 events) overflows.
-    await new Promise((r) => setTimeout(r, 1_500));
+    const words = Array.from({ length: 60 }, (_, i) => `w${i}`).join(' ');
+    const answered = await rpc(
+      server.url,
+      t.token,
+      'index',
+      {
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'SendMessage',
+        params: {
+          message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text: words }], taskId },
+          configuration: { returnImmediately: true },
+        },
+      },
+      { 'a2a-version': '1.0' },
+    );
+    assert.ok(((await answered.json()) as any).result?.task);
+    await waitFor(async () =>
+      (await t.client.get(`/v1/requests/${taskId}`)).body.state === 'completed' ? true : undefined,
+    );
     let failure: unknown;
     try {
       for (;;) {

@@ -7,8 +7,7 @@ import { LeaseFence } from '../../src/tasks/runs/lease-fence.js';
 import { REAL_POSTGRES } from '../helpers/database.js';
 import { startEngine, type TestEngine } from '../helpers/engine.js';
 import { FakeProvider } from '../helpers/fake-provider.js';
-
-const PATIENCE_MS = 120_000;
+import { PATIENCE_MS } from '../helpers/patience.js';
 
 /**
  * While a replica is out of touch with the database its runs wait before

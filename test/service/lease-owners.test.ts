@@ -4,10 +4,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { REAL_POSTGRES } from '../helpers/database.js';
 import { startEngine, type TestEngine } from '../helpers/engine.js';
+import { PATIENCE_MS } from '../helpers/patience.js';
 
 const LEASE_MS = 1_500;
-/** A bound on waiting for what the sweeps do: generous, so a loaded machine only makes the test slower. */
-const PATIENCE_MS = 120_000;
 
 /**
  * A task is ended "owner lost" only when its lease ran out and its owner is

@@ -7,6 +7,7 @@ import { AgentCatalog } from '../../src/registry/services/agent-catalog.service.
 import { TaskError } from '../../src/tasks/task.errors.js';
 import { REAL_POSTGRES } from '../helpers/database.js';
 import { startEngine, type TestEngine } from '../helpers/engine.js';
+import { waitFor } from '../helpers/a2a.js';
 
 const send = (text: string, extra: Partial<SendParams> = {}, taskId?: string): SendParams => ({
   message: {
@@ -127,11 +128,15 @@ describe(`A2A request handler (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded
 
   it('a blocking send gives up when its caller goes away; the task goes on', async () => {
     const ac = new AbortController();
+    const working = async () =>
+      (await handler.listTasks(ctx, { pageSize: 100, includeArtifacts: false, state: 'TASK_STATE_WORKING' })).tasks;
+    const before = new Set((await working()).map((t) => t.id));
     const waiting = handler.sendMessage({ ...ctx, signal: ac.signal }, send('hold'));
-    setTimeout(() => ac.abort(new Error('client disconnected')), 100);
+    // The caller goes away once its task is running (and the send is waiting on it).
+    const task = await waitFor(async () => (await working()).find((t) => !before.has(t.id)));
+    ac.abort(new Error('client disconnected'));
     await assert.rejects(waiting, /client disconnected/);
-    const list = await handler.listTasks(ctx, { pageSize: 100, includeArtifacts: false, state: 'TASK_STATE_WORKING' });
-    assert.ok(list.tasks.length >= 1);
+    assert.equal((await handler.getTask(ctx, { id: task.id })).state, 'TASK_STATE_WORKING', 'the task goes on');
   });
 
   it('§3.1.4 lists by page token; another tenant sees nothing of it', async () => {

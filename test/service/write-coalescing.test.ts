@@ -170,7 +170,7 @@ describe(`write coalescing of a new task's run (${REAL_POSTGRES ? 'PostgreSQL se
 
   it(
     'nothing leaves the process before the task is stored: neither the model request nor a tool (echo /fetch)',
-    { skip: !REAL_POSTGRES && 'holding a table lock needs a second database session' },
+    { skip: !REAL_POSTGRES && 'needs a PostgreSQL server (holding a table lock needs a second database session)' },
     async () => {
       const catalog = instant.app.get(AgentCatalog);
       const ctx = await ctxOf(instant);

@@ -42,7 +42,7 @@ function overTheWire(typeName: string, method: string, json: Record<string, unkn
 describe('gRPC codec (spec §10)', () => {
   it(
     'the embedded a2a.proto defines exactly what the reference a2a.proto does',
-    { skip: !existsSync(REFERENCE) },
+    { skip: !existsSync(REFERENCE) && `no reference a2a.proto at ${REFERENCE}` },
     () => {
       // Compared as plain JSON: protobufjs' toJSON objects are not plain data to deepEqual.
       const plain = (root: protobuf.Root): unknown => JSON.parse(JSON.stringify(root.toJSON()));
