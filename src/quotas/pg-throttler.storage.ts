@@ -31,6 +31,8 @@ interface Window {
   full: boolean;
   /** A grant on its way: requests wait for it rather than ask again. */
   granting?: Promise<void>;
+  /** Whether the last grant reached the database. */
+  grantOk?: boolean;
 }
 
 /**
@@ -84,12 +86,23 @@ export class PgThrottlerStorage implements ThrottlerStorage, OnApplicationBootst
       this.windows.set(id, w);
     }
     w.limit = limit;
-    if (w.tokens === 0 && !w.full) {
+    // Out of tokens: ask for a share (requests that arrive meanwhile wait for the same answer), and again while
+    // other waiters took what came — until a token is ours, the window is full, or the database cannot be asked.
+    for (let asked = false; w.tokens === 0 && !w.full;) {
       const window = w;
-      window.granting ??= this.grant([window], true)
-        .catch((err: unknown) => this.logger.warn({ err: safeError(err) }, 'could not take a share of a rate limit'))
-        .finally(() => (window.granting = undefined));
+      if (!window.granting) {
+        if (asked && !window.grantOk) break;
+        window.granting = this.grant([window], true)
+          .then(() => void (window.grantOk = true))
+          .catch((err: unknown) => {
+            window.grantOk = false;
+            this.logger.warn({ err: safeError(err) }, 'could not take a share of a rate limit');
+          })
+          .finally(() => (window.granting = undefined));
+      }
+      asked = true;
       await window.granting;
+      if (!window.grantOk) break;
     }
     const timeToExpire = Math.max(1, Math.ceil((w.endsAt - Date.now()) / 1000));
     if (w.tokens > 0) {

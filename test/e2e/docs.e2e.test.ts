@@ -37,15 +37,18 @@ export function docBlocks(markdown: string): DocBlock[] {
   for (let i = 0; i < lines.length; i++) {
     const mark = MARK.exec(lines[i]);
     if (!mark) continue;
-    const fence = /^(`{3,})\w*$/.exec(lines[i + 1] ?? '');
-    assert.ok(fence, `line ${i + 2}: a doc-test mark must be followed by a fenced block`);
-    const end = lines.findIndex((l, j) => j > i + 1 && l === fence[1]);
-    assert.ok(end > 0, `line ${i + 2}: the fenced block is not closed`);
+    // The block follows the mark, perhaps after a blank line (as Prettier leaves it).
+    let open = i + 1;
+    while (lines[open] === '') open++;
+    const fence = /^(`{3,})\w*$/.exec(lines[open] ?? '');
+    assert.ok(fence, `line ${i + 1}: a doc-test mark must be followed by a fenced block`);
+    const end = lines.findIndex((l, j) => j > open && l === fence[1]);
+    assert.ok(end > 0, `line ${open + 1}: the fenced block is not closed`);
     blocks.push({
-      line: i + 2,
+      line: open + 1,
       kind: mark[1] ? 'file' : 'shell',
       ...(mark[1] ? { file: mark[1] } : {}),
-      text: lines.slice(i + 2, end).join('\n'),
+      text: lines.slice(open + 1, end).join('\n'),
     });
     i = end;
   }
