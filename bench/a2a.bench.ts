@@ -26,6 +26,7 @@ import {
   streamMessage,
   type LoadResult,
 } from './load.js';
+import { heldRuns, type HeldRunsResult } from './held.js';
 import { idleSubscriptions, type MemoryResult } from './memory.js';
 import { markdown, summarize, writeJson, type Measurement } from './report.js';
 import {
@@ -44,6 +45,9 @@ import {
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const REPS = Number(process.env.BENCH_REPS ?? 3);
 const SUBSCRIPTIONS = Number(process.env.BENCH_SUBSCRIPTIONS ?? 1000);
+/** Held runs on one replica for the held-run measurement (0: skip it). */
+const HELD = Number(process.env.BENCH_HELD ?? 10000);
+const SUBSCRIPTION_SETTLE = Number(process.env.BENCH_SETTLE_SECONDS ?? 35);
 /** Unmeasured load at the scenario's concurrency right before each window (pools, sockets, JIT). */
 const PRIME_SECONDS = Math.min(0.5, SECONDS / 5);
 const GET_TASKS = 200;
@@ -245,6 +249,12 @@ async function main(): Promise<void> {
     }
   }
 
+  let held: HeldRunsResult | undefined;
+  if (HELD > 0) {
+    if (!postgres) out('\nPostgreSQL unreachable: skipping the held-run measurement');
+    else held = await heldRuns(HELD, REPS, SECONDS);
+  }
+
   const rows = summarize(
     measurements,
     scenarios.map((s) => s.key),
@@ -268,6 +278,29 @@ async function main(): Promise<void> {
       );
     }
   }
+  if (held) {
+    const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+    const range = (xs: number[]) => `${Math.min(...xs).toFixed(0)}–${Math.max(...xs).toFixed(0)}`;
+    out(
+      `\n## Held runs: one arbiter-pg replica holding ${held.held} runs (\`hold\`) against one holding none, ` +
+        `${held.reps} interleaved reps × ${held.seconds} s of SendMessage c=16\n`,
+    );
+    out('| | holding none | holding ' + held.held + ' | ratio |');
+    out('|---|--:|--:|--:|');
+    out(
+      `| tasks created /s, median (min–max) | ${med(held.none).toFixed(0)} (${range(held.none)}) | ` +
+        `${med(held.holding).toFixed(0)} (${range(held.holding)}) | ×${(med(held.holding) / med(held.none)).toFixed(2)} |`,
+    );
+    out(
+      `| server CPU µs per task | ${med(held.cpuNone).toFixed(0)} | ${med(held.cpuHolding).toFixed(0)} | ` +
+        `×${(med(held.cpuHolding) / med(held.cpuNone)).toFixed(2)} |`,
+    );
+    out(
+      `\nResident memory: ${held.beforeMiB.toFixed(1)} MiB before, ${held.afterMiB.toFixed(1)} MiB with ${held.held} held ` +
+        `runs: ${held.kibEach.toFixed(1)} KiB per held run (steady state, ${SUBSCRIPTION_SETTLE} s idle before each reading); ` +
+        `the runs were started at ${held.startRate.toFixed(0)}/s.`,
+    );
+  }
   writeJson(RESULTS, {
     date: new Date().toISOString(),
     node: process.version,
@@ -281,6 +314,7 @@ async function main(): Promise<void> {
       warmUp: 'SendMessage c=4 for 1 s per target before rep 1',
       getTaskPool: GET_TASKS,
       subscriptions: SUBSCRIPTIONS,
+      heldRuns: HELD,
       targets: targets.map((t) => t.name),
       scenarios: scenarios.map((s) => ({ key: s.key, label: s.label, concurrency: s.concurrency })),
       echoEnv: ECHO_ENV,
@@ -293,6 +327,7 @@ async function main(): Promise<void> {
     rows,
     measurements,
     memory: memory ?? null,
+    held: held ?? null,
   });
   out(`\nfull results: ${RESULTS}`);
   const errors = measurements.reduce((n, m) => n + m.errors, 0);
