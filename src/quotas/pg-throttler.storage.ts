@@ -31,7 +31,7 @@ interface Window {
   full: boolean;
   /** A grant on its way: requests wait for it rather than ask again. */
   granting?: Promise<void>;
-  /** Whether the last grant reached the database. */
+  /** Whether the last grant reached the database (a request that waited on one that did not gives up). */
   grantOk?: boolean;
 }
 
@@ -88,21 +88,15 @@ export class PgThrottlerStorage implements ThrottlerStorage, OnApplicationBootst
     w.limit = limit;
     // Out of tokens: ask for a share (requests that arrive meanwhile wait for the same answer), and again while
     // other waiters took what came — until a token is ours, the window is full, or the database cannot be asked.
-    for (let asked = false; w.tokens === 0 && !w.full;) {
-      const window = w;
-      if (!window.granting) {
-        if (asked && !window.grantOk) break;
-        window.granting = this.grant([window], true)
-          .then(() => void (window.grantOk = true))
-          .catch((err: unknown) => {
-            window.grantOk = false;
-            this.logger.warn({ err: safeError(err) }, 'could not take a share of a rate limit');
-          })
-          .finally(() => (window.granting = undefined));
+    for (let asked = false; w.tokens === 0 && !w.full; asked = true) {
+      if (!w.granting) {
+        if (asked && !w.grantOk) break;
+        void this.grant([w], true).catch((err: unknown) =>
+          this.logger.warn({ err: safeError(err) }, 'could not take a share of a rate limit'),
+        );
       }
-      asked = true;
-      await window.granting;
-      if (!window.grantOk) break;
+      await w.granting;
+      if (!w.grantOk) break;
     }
     const timeToExpire = Math.max(1, Math.ceil((w.endsAt - Date.now()) / 1000));
     if (w.tokens > 0) {
@@ -147,8 +141,24 @@ export class PgThrottlerStorage implements ThrottlerStorage, OnApplicationBootst
    * never past the limit. The tokens are given up before the statement is
    * sent (requests meanwhile wait for the grant), so none is used twice.
    */
-  private async grant(windows: Window[], take: boolean): Promise<void> {
-    if (windows.length === 0) return;
+  private grant(windows: Window[], take: boolean): Promise<void> {
+    if (windows.length === 0) return Promise.resolve();
+    // One grant at a time per window: requests that find it on its way wait for it (see `increment`).
+    const done = this.grantNow(windows, take);
+    const settled = done.then(
+      () => undefined,
+      () => undefined,
+    );
+    for (const w of windows) {
+      w.granting = settled;
+      void settled.then(() => {
+        if (w.granting === settled) w.granting = undefined;
+      });
+    }
+    return done;
+  }
+
+  private async grantNow(windows: Window[], take: boolean): Promise<void> {
     const released = windows.map((w) => w.tokens);
     for (const w of windows) w.tokens = 0;
     try {
@@ -180,13 +190,17 @@ export class PgThrottlerStorage implements ThrottlerStorage, OnApplicationBootst
       for (const w of windows) {
         const r = byId.get(`${w.key}|${w.start}`);
         if (!r) continue;
-        w.tokens = r.last_grant;
+        w.tokens += r.last_grant;
         w.total = Number(r.hits);
         w.full = take && r.last_grant === 0;
       }
+      for (const w of windows) w.grantOk = true;
     } catch (err) {
       // Whether the statement committed is unknown: the tokens are not used (an undercount is the safe side).
-      for (const w of windows) w.full = false;
+      for (const w of windows) {
+        w.full = false;
+        w.grantOk = false;
+      }
       throw err;
     }
   }

@@ -16,7 +16,7 @@ const LEASE_MS = 1_500;
  */
 describe(
   'the sweep judges owners by their connection, not only by their leases (PostgreSQL)',
-  { skip: !REAL_POSTGRES && 'PostgreSQL only: the embedded database has one process' },
+  { skip: !REAL_POSTGRES && 'needs a PostgreSQL server' },
   () => {
     let engine: TestEngine;
     let tenant: string;
