@@ -179,6 +179,8 @@ async function startReplica(
       // The bench holds thousands of idle subscriptions for one tenant: above the default stream cap.
       ARBITER_TENANT_MAX_OPEN_STREAMS: '0',
       ARBITER_TENANT_MAX_RUNNING_TASKS: '0',
+      // A shorter lease makes renewals and sweeps (of every held run) more frequent: BENCH_LEASE_MS=3000.
+      ...(process.env.BENCH_LEASE_MS ? { ARBITER_LEASE_MS: process.env.BENCH_LEASE_MS } : {}),
       ...(databaseUrl ? { DATABASE_URL: databaseUrl, ARBITER_DB_POOL_SIZE: process.env.BENCH_DB_POOL ?? '20' } : {}),
       ...ECHO_ENV,
     },
