@@ -2,8 +2,6 @@ import 'reflect-metadata';
 import { createServer } from 'node:net';
 import { Logger } from '@nestjs/common';
 import { earlyLogger } from './common/logging.js';
-import { startApp } from './app.factory.js';
-import { CONSOLE_PATH } from './console/console.module.js';
 import { ConfigError, loadConfig, type AppConfig } from './config/app-config.js';
 import { checkDatabase, StartupError } from './database/preflight.js';
 import { stopTracing } from './tracing/sdk.js';
@@ -41,7 +39,8 @@ async function checkPort(config: AppConfig): Promise<void> {
 }
 
 /** The console's URL for a browser: the public base URL, else the listening address (a wildcard bind → localhost). */
-function consoleUrlOf(config: AppConfig, listening: string): string {
+async function consoleUrlOf(config: AppConfig, listening: string): Promise<string> {
+  const { CONSOLE_PATH } = await import('./console/console.module.js');
   if (config.publicBaseUrl) return `${config.publicBaseUrl.replace(/\/+$/, '')}${CONSOLE_PATH}/`;
   const url = new URL(listening);
   if (url.hostname === '0.0.0.0' || url.hostname === '[::]') url.hostname = 'localhost';
@@ -63,6 +62,8 @@ async function main(): Promise<void> {
     // The port first, then the database: a busy port or a wrong DATABASE_URL is one line, and neither an
     // embedded database nor an admin token is created before both are known to work.
     await checkPort(config);
+    // The application is loaded only now: a refused setting is answered without loading it.
+    const { startApp } = await import('./app.factory.js');
     await checkDatabase(config);
     running = await startApp(config);
   } catch (err) {
@@ -73,7 +74,7 @@ async function main(): Promise<void> {
     { config: config.describe() },
     `listening on ${running.url} (started in ${Math.round(performance.now() - started)} ms)`,
   );
-  const consoleUrl = consoleUrlOf(config, running.url);
+  const consoleUrl = await consoleUrlOf(config, running.url);
   // Like the admin token on the first start: a plain line on a terminal, for the person who ran `npm start`;
   // a log line like every other when the output goes to a file or a collector.
   if (process.stdout.isTTY)

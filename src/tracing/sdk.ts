@@ -59,6 +59,9 @@ export async function startTracing(
   ]);
   const sdk = new NodeSDK({
     serviceName: opts.serviceName ?? process.env.OTEL_SERVICE_NAME ?? 'arbiter',
+    // Metrics are Prometheus's (/metrics): OTLP metrics only when OTEL_METRICS_EXPORTER asks for them (the SDK's
+    // default would export them too, and wait seconds at shutdown for a collector that may not be there).
+    ...(process.env.OTEL_METRICS_EXPORTER?.trim() ? {} : { metricReaders: [] }),
     ...(opts.exporter ? { spanProcessors: [new tracing.SimpleSpanProcessor(opts.exporter)] } : {}),
     instrumentations: [
       new HttpInstrumentation({
