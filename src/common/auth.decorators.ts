@@ -2,7 +2,7 @@ import { createParamDecorator, SetMetadata, type ExecutionContext } from '@nestj
 import type { Request } from 'express';
 
 export const ACCESS_KEY = 'arbiter:access';
-export type Access = 'public' | 'admin' | 'tenant' | 'any';
+export type Access = 'public' | 'admin' | 'tenant' | 'any' | 'scrape';
 
 /** Open route: no bearer token needed (health, the well-known card stub). */
 export const Public = (): MethodDecorator & ClassDecorator => SetMetadata(ACCESS_KEY, 'public');
@@ -10,6 +10,9 @@ export const Public = (): MethodDecorator & ClassDecorator => SetMetadata(ACCESS
 export const AdminOnly = (): MethodDecorator & ClassDecorator => SetMetadata(ACCESS_KEY, 'admin');
 /** A route for either kind of token (a tenant's `atr_…` or the admin `adm_…`), such as `GET /v1/me`. */
 export const AnyToken = (): MethodDecorator & ClassDecorator => SetMetadata(ACCESS_KEY, 'any');
+
+/** A metrics scrape: the admin `adm_…` token, or the scrape token `ARBITER_METRICS_TOKEN`. */
+export const ScrapeToken = (): MethodDecorator & ClassDecorator => SetMetadata(ACCESS_KEY, 'scrape');
 
 /** Who a request is from: the admin, or a tenant's token. */
 export type Principal = TenantPrincipal | { admin: true };

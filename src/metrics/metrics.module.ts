@@ -1,13 +1,14 @@
 import { Global, Module } from '@nestjs/common';
-import { TenantsModule } from '../tenants/tenants.module.js';
 import { MetricsCollectors } from './collectors.js';
 import { MetricsController } from './metrics.controller.js';
 import { Metrics } from './metrics.service.js';
 
-/** Prometheus metrics: one registry per application, injectable anywhere (see `Metrics`). */
+/**
+ * Prometheus metrics: one registry per application, injectable anywhere (see `Metrics`), and `GET /metrics`
+ * (its token is checked by the global access guard: `ScrapeToken`).
+ */
 @Global()
 @Module({
-  imports: [TenantsModule],
   controllers: [MetricsController],
   providers: [Metrics, MetricsCollectors],
   exports: [Metrics],

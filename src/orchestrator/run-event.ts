@@ -1,4 +1,4 @@
-import type { ResolvedAgent } from '../registry/services/agent-catalog.service.js';
+import type { ResolvedAgent } from '../registry/services/agents.js';
 
 /** One part of a user's input, already validated and rendered for the model. */
 export interface RunInput {

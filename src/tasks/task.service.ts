@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type { ChatMessage } from '../orchestrator/providers/provider.js';
-import type { ResolvedAgent } from '../registry/services/agent-catalog.service.js';
+import type { ResolvedAgent } from '../registry/services/agents.js';
 import { EventLog, type Watch } from './event-log/event-log.service.js';
 import { TaskEventRepository } from './repositories/task-event.repository.js';
 import {

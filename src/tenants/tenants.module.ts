@@ -6,6 +6,7 @@ import { MeController } from './controllers/me.controller.js';
 import { AuditRepository } from './repositories/audit.repository.js';
 import { TenantRepository } from './repositories/tenant.repository.js';
 import { AdminTokenService } from './services/admin-token.service.js';
+import { AuditLog } from './services/audit-log.service.js';
 import { OpenStreams } from './services/open-streams.service.js';
 import { TenantAuthService } from './services/tenant-auth.service.js';
 import { TenantsService } from './services/tenants.service.js';
@@ -16,6 +17,7 @@ import { TenantsService } from './services/tenants.service.js';
     TenantRepository,
     AuditRepository,
     AdminTokenService,
+    AuditLog,
     TenantAuthService,
     TenantsService,
     OpenStreams,
@@ -24,6 +26,6 @@ import { TenantsService } from './services/tenants.service.js';
     AdminGuard,
     { provide: APP_GUARD, useClass: AccessGuard },
   ],
-  exports: [TenantsService, TenantAuthService, OpenStreams, AuditRepository, AdminTokenService, TenantGuard],
+  exports: [TenantsService, TenantAuthService, OpenStreams, AuditLog, AdminTokenService, TenantGuard],
 })
 export class TenantsModule {}

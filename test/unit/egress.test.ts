@@ -4,9 +4,10 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { blockedRange, checkUrl, EgressError, egressRequest } from '../../src/common/net/egress.js';
+import { blockedRange } from '../../src/common/net/address-ranges.js';
+import { checkUrl, EgressError, egressRequest } from '../../src/common/net/egress.js';
 import { capBytes } from '../../src/common/text.js';
-import { frame } from '../../src/orchestrator/turn-loop.js';
+import { frame } from '../../src/orchestrator/command-step.js';
 import { sanitizePath } from '../../src/orchestrator/tools/files.js';
 
 describe('egress guard', () => {

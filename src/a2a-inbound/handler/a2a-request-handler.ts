@@ -4,7 +4,7 @@ import { CURSOR_FIELDS, decodeCursor, encodeCursor } from '../../common/cursor.j
 import { DomainError } from '../../common/errors.js';
 import { AppConfig } from '../../config/app-config.js';
 import { Lifecycle } from '../../health/lifecycle.service.js';
-import type { ResolvedAgent } from '../../registry/services/agent-catalog.service.js';
+import type { ResolvedAgent } from '../../registry/services/agents.js';
 import { EventLog, type Watch } from '../../tasks/event-log/event-log.service.js';
 import { TaskService } from '../../tasks/task.service.js';
 import { TaskFiles } from '../../tasks/task-files.service.js';

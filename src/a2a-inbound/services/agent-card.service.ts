@@ -5,7 +5,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { AppConfig } from '../../config/app-config.js';
 import { descriptiveSkills, mcpServerGrants, toolGrants, type Constitution } from '../../registry/constitution.js';
 import { McpRegistry } from '../../mcp/mcp-registry.service.js';
-import type { ResolvedAgent } from '../../registry/services/agent-catalog.service.js';
+import type { ResolvedAgent } from '../../registry/services/agents.js';
 import { routeModel } from '../../config/model-routes.js';
 import { KNOWN_TOOLS, TOOL_DESCRIPTIONS, TOOL_SKILL_IDS, isKnownTool, type ToolName } from '../../registry/tools.js';
 import { INPUT_MODES, OUTPUT_MODES } from '../../a2a-wire/dialects/message-input.js';

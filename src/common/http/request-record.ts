@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger as Pino } from 'pino';
-import type { Metrics } from '../../metrics/metrics.service.js';
+
+/** What the recorder counts (the metrics module's `Metrics` has these; common/ names only what it needs). */
+export interface RequestCounters {
+  httpRequests: { inc(labels: { method: string; route: string; status: string }): void };
+  httpDuration: { observe(labels: { method: string; route: string }, seconds: number): void };
+  a2aCalls: { inc(labels: { binding: string; method: string; dialect: string; error: string }): void };
+}
 
 /** The route template of the JSON-RPC endpoint (the HTTP+JSON binding's is `…/:id/*path`). */
 export const JSONRPC_ROUTE = '/v1/a2a/agents/:id';
@@ -43,7 +49,7 @@ const label = (v: unknown): string => (typeof v === 'string' || typeof v === 'nu
 export class RequestRecorder {
   constructor(
     private readonly logger: Pino,
-    private readonly metrics: Metrics,
+    private readonly metrics: RequestCounters,
     /** Requests that get no log line (health probes); they are still counted. */
     private readonly quiet: (url: string) => boolean = () => false,
   ) {}

@@ -6,7 +6,7 @@ import { AppConfig } from '../../config/app-config.js';
 import { DomainError } from '../../common/errors.js';
 import { detachSse, type SseFrame } from '../../common/sse.js';
 import { Lifecycle } from '../../health/lifecycle.service.js';
-import type { ResolvedAgent } from '../../registry/services/agent-catalog.service.js';
+import type { ResolvedAgent } from '../../registry/services/agents.js';
 import { TaskService } from '../../tasks/task.service.js';
 import { OpenStreams } from '../../tenants/services/open-streams.service.js';
 import { NativeTail, streamError } from './native-tail.service.js';

@@ -6,21 +6,24 @@ import { ReplicaCache } from '../../database/replica-cache.js';
 import { ReplicaChannel } from '../../database/replica-channel.service.js';
 import { CURSOR_FIELDS, decodeCursor, encodeCursor } from '../../common/cursor.js';
 import { DomainError, type FieldError } from '../../common/errors.js';
-import { validateAs } from '../../common/validation.js';
 import { DEFAULT_PAGE_SIZE, type Page } from '../../common/pagination.dto.js';
-import {
-  AGENT_ID_PATTERN,
-  applyConstitution,
-  CONSTITUTION_DEFAULTS,
-  CONSTITUTION_FIELDS,
-  ConstitutionDto,
-  descriptiveSkills,
-  MASTER_AGENT_ID,
-  type Constitution,
-} from '../constitution.js';
+import { AuditLog } from '../../tenants/services/audit-log.service.js';
+import { AGENT_ID_PATTERN, applyConstitution, descriptiveSkills, MASTER_AGENT_ID } from '../constitution.js';
 import type { AgentEntity } from '../entities/agent.entity.js';
 import { AgentRepository, DuplicateAgentError, type AlongWith } from '../repositories/agent.repository.js';
-import { AuditRepository } from '../../tenants/repositories/audit.repository.js';
+import {
+  agentView,
+  fromFile,
+  fromRow,
+  idErrors,
+  INLINE_AGENT_ID,
+  MASTER,
+  splitBody,
+  validateDef,
+  type AgentView,
+  type ResolvedAgent,
+} from './agents.js';
+import { loadFileAgents, type FileAgent } from './file-agents.loader.js';
 
 /** Who changes a stored agent: the tenant token (named by id and prefix in the audit row) and the request. */
 export interface AgentActor {
@@ -28,129 +31,11 @@ export interface AgentActor {
   tokenPrefix: string;
   requestId?: string;
 }
-import { loadFileAgents, type FileAgent } from './file-agents.loader.js';
-
-export type AgentSource = 'builtin' | 'file' | 'stored' | 'inline';
 
 /** The replica channel of stored-agent changes: `<tenant id>|<agent id>`. */
 const AGENTS_CHANNEL = 'arbiter_agents';
 /** How long a stored agent is served from memory at most (changes drop it at once). */
 const AGENT_TTL_MS = 60_000;
-
-/** The id a request's own `agent_def` runs under: never a catalog id (no agent id can contain `~`). */
-export const INLINE_AGENT_ID = '~inline';
-
-/** An agent as the rest of the system sees it, whatever its source. */
-export interface ResolvedAgent {
-  id: string;
-  source: AgentSource;
-  constitution: Constitution;
-  createdAt: Date | null;
-  updatedAt: Date | null;
-}
-
-export interface AgentView {
-  id: string;
-  source: AgentSource;
-  agent_def: Constitution;
-  created_at: string | null;
-  updated_at: string | null;
-}
-
-export const MASTER_CONSTITUTION: Constitution = {
-  ...CONSTITUTION_DEFAULTS,
-  name: 'index',
-  role: 'master orchestrator',
-  goal: 'Answer directly when you can; otherwise delegate each part of the request to the agent best suited to it and combine the results.',
-};
-
-const MASTER: ResolvedAgent = {
-  id: MASTER_AGENT_ID,
-  source: 'builtin',
-  constitution: MASTER_CONSTITUTION,
-  createdAt: null,
-  updatedAt: null,
-};
-
-/** The constitution with its fields in their documented order (jsonb does not keep key order). */
-function ordered(c: Constitution): Constitution {
-  return Object.fromEntries(CONSTITUTION_FIELDS.map((f) => [f, c[f]])) as unknown as Constitution;
-}
-
-export function agentView(a: ResolvedAgent): AgentView {
-  return {
-    id: a.id,
-    source: a.source,
-    agent_def: ordered(a.constitution),
-    created_at: a.createdAt?.toISOString() ?? null,
-    updated_at: a.updatedAt?.toISOString() ?? null,
-  };
-}
-
-function fromRow(row: AgentEntity): ResolvedAgent {
-  return {
-    id: row.id,
-    source: 'stored',
-    constitution: row.constitution,
-    createdAt: row.createdAt,
-    updatedAt: row.updatedAt,
-  };
-}
-
-function fromFile(f: FileAgent): ResolvedAgent {
-  return { id: f.id, source: 'file', constitution: f.constitution, createdAt: null, updatedAt: f.updatedAt };
-}
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
-/**
- * Splits a request body into `id` and constitution fields. The body is either
- * a constitution with an `id`, or `{ id, agent_def: { … } }`.
- */
-function splitBody(body: unknown): { id: unknown; def: unknown; prefix: string } {
-  if (!isPlainObject(body)) {
-    throw DomainError.validation([{ field: 'body', messages: ['must be a JSON object'] }]);
-  }
-  if ('agent_def' in body) {
-    const { id, agent_def: def, ...rest } = body;
-    const extra = Object.keys(rest);
-    if (extra.length) {
-      throw DomainError.validation(
-        extra.map((f) => ({ field: f, messages: [`${f} should not exist beside agent_def`] })),
-      );
-    }
-    if (def === null || typeof def !== 'object' || Array.isArray(def)) {
-      throw DomainError.validation([{ field: 'agent_def', messages: ['agent_def must be a JSON object'] }]);
-    }
-    return { id, def, prefix: 'agent_def' };
-  }
-  const { id, ...def } = body;
-  return { id, def, prefix: '' };
-}
-
-function idErrors(id: unknown): FieldError[] {
-  if (typeof id !== 'string') return [{ field: 'id', messages: ['id is required and must be a string'] }];
-  if (!AGENT_ID_PATTERN.test(id)) return [{ field: 'id', messages: ['id must match [A-Za-z0-9_-]{1,64}'] }];
-  return [];
-}
-
-/** Validates the constitution part; one failure names every failing field, `earlier` ones included. */
-async function validateDef(def: unknown, prefix: string, earlier: FieldError[]): Promise<ConstitutionDto> {
-  const problems = [...earlier];
-  let unlisted = 0;
-  let dto: ConstitutionDto | undefined;
-  try {
-    dto = await validateAs(ConstitutionDto, def, prefix);
-  } catch (err) {
-    if (!(err instanceof DomainError && err.code === 'validation_failed')) throw err;
-    problems.push(...(err.details ?? []));
-    unlisted = err.unlisted;
-  }
-  if (problems.length || !dto) throw DomainError.validation(problems, undefined, unlisted);
-  return dto;
-}
 
 /**
  * The tenant's catalog: the built-in `index` master, operator-provided
@@ -170,7 +55,7 @@ export class AgentCatalog implements OnModuleInit {
     private readonly agents: AgentRepository,
     private readonly channel: ReplicaChannel,
     @InjectDataSource() private readonly ds: DataSource,
-    private readonly audit: AuditRepository,
+    private readonly audit: AuditLog,
   ) {
     this.stored = new ReplicaCache(channel, AGENT_TTL_MS);
   }

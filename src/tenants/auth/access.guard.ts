@@ -3,6 +3,9 @@ import { Reflector } from '@nestjs/core';
 import type { Request, Response } from 'express';
 import { ACCESS_KEY, type Access, type TenantPrincipal } from '../../common/auth.decorators.js';
 import { DomainError } from '../../common/errors.js';
+import { AppConfig } from '../../config/app-config.js';
+import { AdminTokenService } from '../services/admin-token.service.js';
+import { secretsEqual } from '../services/token-crypto.js';
 import {
   ADMIN_STRATEGY,
   BearerAuthenticator,
@@ -116,6 +119,8 @@ export class AccessGuard implements CanActivate {
     private readonly reflector: Reflector,
     private readonly tenantGuard: TenantGuard,
     private readonly adminGuard: AdminGuard,
+    private readonly admin: AdminTokenService,
+    private readonly config: AppConfig,
   ) {}
 
   canActivate(ctx: ExecutionContext): Promise<boolean> | boolean {
@@ -129,7 +134,18 @@ export class AccessGuard implements CanActivate {
         return this.tenantGuard.canActivate(ctx);
       case 'any':
         return this.eitherGuard(ctx).canActivate(ctx);
+      case 'scrape':
+        return this.scrape(ctx);
     }
+  }
+
+  /** A metrics scrape: the scrape token (`ARBITER_METRICS_TOKEN`), else the admin token. */
+  private scrape(ctx: ExecutionContext): boolean {
+    const header = ctx.switchToHttp().getRequest<Request>().headers.authorization ?? '';
+    const token = BEARER_HEADER.exec(header)?.[1];
+    const scrape = this.config.metricsToken;
+    if (token && (this.admin.verify(token) || (scrape !== undefined && secretsEqual(token, scrape)))) return true;
+    throw new DomainError('unauthorized', 'the admin token or the metrics token (ARBITER_METRICS_TOKEN) is required');
   }
 
   /**

@@ -1,0 +1,156 @@
+import { AgentCard } from '@a2a-js/sdk';
+import {
+  Client,
+  ClientFactory,
+  ClientFactoryOptions,
+  DefaultAgentCardResolver,
+  JsonRpcTransportFactory,
+} from '@a2a-js/sdk/client';
+import type { AppConfig } from '../config/app-config.js';
+import type { EgressPolicy } from '../common/net/egress.js';
+import { egressFetch, RemoteCallError } from './egress-fetch.js';
+import type { RemoteAgent } from './remote-registry.service.js';
+import { reason } from './remote-errors.js';
+
+const MAX_TTL_MS = 86_400_000;
+
+type Json = Record<string, unknown>;
+
+/** A remote's card, and the SDK client built from it. */
+export interface CachedCard {
+  /** url + token: a registry edit that changes either makes a new entry. */
+  key: string;
+  card: AgentCard;
+  /** The card as the remote sent it (ProtoJSON or v0.3 JSON), for rendering. */
+  raw: Json;
+  client: Client;
+  expiresAt: number;
+  etag?: string;
+  /** Where the card was found, and whether it was asked for as v1.0. */
+  source: string;
+  versioned: boolean;
+}
+
+/**
+ * Remote agents' cards, fetched through the egress guard and cached by
+ * name (TTL, Cache-Control, ETag revalidation), each with the SDK client
+ * (v1.0 or v0.3, whichever the card offers) built from it.
+ */
+export class RemoteCards {
+  private readonly cards = new Map<string, CachedCard>();
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly policy: EgressPolicy,
+  ) {}
+
+  /** Drops a remote's cached card (its endpoint moved, or speaks another version now). */
+  forget(name: string): void {
+    this.cards.delete(name);
+  }
+
+  /** The remote's card and client, cached (TTL, Cache-Control, ETag revalidation). */
+  async cardFor(remote: RemoteAgent, signal: AbortSignal): Promise<CachedCard> {
+    const key = `${remote.url}\n${remote.cardUrl ?? ''}\n${remote.token}`;
+    const cached = this.cards.get(remote.name);
+    if (cached && cached.key === key && cached.expiresAt > Date.now()) return cached;
+    const fresh = await this.fetchCard(remote, key, cached?.key === key ? cached : undefined, signal);
+    this.cards.set(remote.name, fresh);
+    return fresh;
+  }
+
+  private async fetchCard(
+    remote: RemoteAgent,
+    key: string,
+    previous: CachedCard | undefined,
+    signal: AbortSignal,
+  ): Promise<CachedCard> {
+    const origin = new URL(remote.url).origin;
+    const fetchImpl = egressFetch(this.policy, remote.token, this.config.a2aCardTimeoutMs, origin);
+    const get = (url: string, versioned: boolean, etag?: string) =>
+      fetchImpl(url, {
+        headers: {
+          accept: 'application/json',
+          ...(versioned ? { 'a2a-version': '1.0' } : {}),
+          ...(etag ? { 'if-none-match': etag } : {}),
+        },
+        signal,
+      });
+    // `card_url` when the registry names one; else `<url>/agent-card.json` (the seed's rule), then the
+    // origin's well-known card. Each is asked for as v1.0 first, then without a version (a version-aware
+    // v0.3 server refuses a 1.0 request for its card).
+    const primary = remote.cardUrl ?? `${remote.url}/agent-card.json`;
+    const wellKnown = `${new URL(remote.url).origin}/.well-known/agent-card.json`;
+    const attempts: [string, boolean][] = previous
+      ? [[previous.source, previous.versioned]]
+      : [
+          [primary, true],
+          [primary, false],
+          ...(remote.cardUrl
+            ? []
+            : ([
+                [wellKnown, true],
+                [wellKnown, false],
+              ] as [string, boolean][])),
+        ];
+    let res: Response | undefined;
+    let source = primary;
+    let versioned = true;
+    let firstError: unknown;
+    for (const [url, v] of attempts) {
+      try {
+        res = await get(url, v, previous?.etag);
+        source = url;
+        versioned = v;
+        break;
+      } catch (err) {
+        firstError ??= err;
+        if (!(err instanceof RemoteCallError && /^HTTP (400|404|406)/.test(err.message))) throw err;
+      }
+    }
+    if (!res) throw firstError;
+    const ttl = ttlOf(res.headers.get('cache-control'), this.config.a2aCardTtlMs);
+    if (res.status === 304 && previous) return { ...previous, expiresAt: Date.now() + ttl };
+    if (res.status !== 200) throw new RemoteCallError('http', `HTTP ${res.status}`);
+    let raw: unknown;
+    try {
+      raw = await res.json();
+    } catch {
+      throw new RemoteCallError('malformed', 'the body is not JSON');
+    }
+    if (!looksLikeCard(raw)) throw new RemoteCallError('malformed', 'the body is not a valid AgentCard');
+    const fetchForCalls = egressFetch(this.policy, remote.token, this.config.a2aTimeoutMs, origin);
+    const resolver = new DefaultAgentCardResolver({ fetchImpl: fetchForCalls, legacyCompat: { enabled: true } });
+    const factory = new ClientFactory(
+      ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+        transports: [new JsonRpcTransportFactory({ fetchImpl: fetchForCalls, legacyCompat: { enabled: true } })],
+        cardResolver: resolver,
+      }),
+    );
+    let card: AgentCard;
+    let client: Client;
+    try {
+      card = resolver.normalizeAgentCard(raw);
+      client = await factory.createFromAgentCard(card);
+    } catch (err) {
+      throw new RemoteCallError('malformed', `no usable interface in the card (${reason(err)})`);
+    }
+    const etag = res.headers.get('etag') ?? undefined;
+    return { key, card, raw, client, expiresAt: Date.now() + ttl, etag, source, versioned };
+  }
+}
+
+function looksLikeCard(v: unknown): v is Json {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return false;
+  const c = v as Json;
+  if (typeof c.name !== 'string') return false;
+  return (Array.isArray(c.supportedInterfaces) && c.supportedInterfaces.length > 0) || typeof c.url === 'string';
+}
+
+/** Cache lifetime: `max-age` when the remote sends one (`no-store`/`no-cache`: revalidate every use). */
+function ttlOf(cacheControl: string | null, fallback: number): number {
+  if (!cacheControl) return fallback;
+  if (/\b(no-store|no-cache)\b/i.test(cacheControl)) return 0;
+  const m = /\bmax-age=(\d+)/i.exec(cacheControl);
+  return m?.[1] ? Math.min(Number(m[1]) * 1000, MAX_TTL_MS) : fallback;
+}

@@ -1,0 +1,35 @@
+import { EgressError } from '../common/net/egress.js';
+import { RemoteCallError } from './egress-fetch.js';
+
+/** Worth one card re-fetch: the endpoint moved or speaks another version now. */
+export function staleCard(err: unknown): boolean {
+  if (err instanceof RemoteCallError) return /^HTTP (404|405|410)/.test(err.message);
+  const code = (err as { envelopeCode?: unknown }).envelopeCode;
+  return code === -32009 || code === -32601;
+}
+
+export function reason(err: unknown): string {
+  if (err instanceof RemoteCallError || err instanceof EgressError) return err.message;
+  return (err as Error).message?.slice(0, 200) || 'unknown error';
+}
+
+/** A failed call in the seed's vocabulary. */
+export function describeCallError(err: unknown): string {
+  if (err instanceof EgressError) {
+    return err.code === 'blocked' || err.code === 'bad_url'
+      ? `ERR: transport: refused: ${err.message}`
+      : `ERR: transport: ${err.message}`;
+  }
+  if (err instanceof RemoteCallError) {
+    return err.kind === 'http' ? `ERR: ${err.message}` : `ERR: malformed response: ${err.message}`;
+  }
+  const code = (err as { envelopeCode?: unknown }).envelopeCode;
+  if (typeof code === 'number') {
+    return `ERR: JSON-RPC ${code}: ${String((err as Error).message)
+      .replace(/\s+/g, ' ')
+      .slice(0, 300)}`;
+  }
+  return `ERR: malformed response: ${String((err as Error).message ?? err)
+    .replace(/\s+/g, ' ')
+    .slice(0, 200)}`;
+}
