@@ -8,7 +8,7 @@ export default tseslint.config(
       'dist/**',
       'node_modules/**',
       'coverage/**',
-      'scripts/**',
+      'scripts/**/*.mjs',
       'eslint.config.js',
       'console/**',
       'test-artifacts/**',
