@@ -29,6 +29,10 @@ import { tempHome } from '../helpers/server.js';
  * settings and the page's blocks (so a fake the page starts on it and the
  * server agree). `curl` fails on an HTTP error status, so an example that
  * gets a 4xx or 5xx fails the test.
+ *
+ * And every shell block of the pages is marked: a fence whose info string
+ * is a shell's (`sh`, `bash`, …) must run, and every fence says what it holds
+ * (`json`, `text`, `ini` … are shown, not run).
  */
 interface DocBlock {
   line: number;
@@ -39,6 +43,7 @@ interface DocBlock {
 
 const MARK = /^<!-- doc-test(?:: save as ([\w.-]+))? -->$/;
 const SERVER_MARK = /^<!-- doc-test-server: (.+) -->$/;
+const SHELLS = new Set(['sh', 'bash', 'shell', 'console', 'zsh']);
 
 /** The pages: the README, the root's other guides, and every page under docs/. */
 const ROOT_PAGES = ['README.md', 'CONTRIBUTING.md', 'CHANGELOG.md'];
@@ -65,6 +70,32 @@ export function docBlocks(markdown: string): DocBlock[] {
     i = end;
   }
   return blocks;
+}
+
+/** Fences that break the rule above: no info string, or a shell's without a mark. `line: why` each. */
+export function unmarkedFences(markdown: string): string[] {
+  const lines = markdown.split('\n');
+  const problems: string[] = [];
+  let marked = false;
+  for (let i = 0; i < lines.length; i++) {
+    if (MARK.test(lines[i])) {
+      marked = true;
+      continue;
+    }
+    const fence = /^\s*(`{3,})(\S*)\s*$/.exec(lines[i]);
+    if (!fence) {
+      if (lines[i].trim() !== '') marked = false;
+      continue;
+    }
+    const info = fence[2].toLowerCase();
+    if (info === '') problems.push(`line ${i + 1}: a fence without an info string (say json, text, ini … or mark it)`);
+    else if (SHELLS.has(info) && !marked) problems.push(`line ${i + 1}: a ${info} block without a doc-test mark`);
+    // Skip to the fence's end: what is inside is content.
+    const close = lines.findIndex((l, j) => j > i && l.trim() === fence[1]);
+    i = close === -1 ? lines.length : close;
+    marked = false;
+  }
+  return problems;
 }
 
 /** The settings a page's server starts with (its `doc-test-server` line). */
@@ -162,6 +193,11 @@ describe('the documentation’s examples, run as written', () => {
     for (const page of Object.keys(EXPECTED)) {
       assert.ok(docBlocks(readFileSync(page, 'utf8')).length > 0, `${page} has runnable examples`);
     }
+  });
+
+  it('every shell block of every page is marked to run, and every fence says what it holds', () => {
+    const problems = allPages().flatMap((p) => unmarkedFences(readFileSync(p, 'utf8')).map((x) => `${p} ${x}`));
+    assert.deepEqual(problems, []);
   });
 
   for (const page of pages()) {
