@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { freshDatabase } from '../helpers/database.js';
@@ -16,11 +17,22 @@ import { tempHome } from '../helpers/server.js';
  * `@a2a-js/sdk` resolves as in a user's project), with `HOME` a fresh
  * directory: `~/.arbiter` is the server's home, as on a first start.
  *
- * Two things differ from a user's terminal, both said here: the server is
- * the one this test starts (the line `npm ci && npm start` is left out), and
- * it listens on a free port, which replaces `8080` in `localhost:8080`.
- * `curl` fails on an HTTP error status, so an example that gets a 4xx or
- * 5xx fails the test.
+ * A page may name settings its server starts with, in one line
+ * `<!-- doc-test-server: NAME=value … -->` (the settings a reader would put
+ * in front of `npm start`, said in the page's text).
+ *
+ * What differs from a user's terminal, all said here: the server is the one
+ * this test starts (the line `npm ci && npm start` is left out), and it
+ * listens on a free port, which replaces `8080` in `localhost:8080`; a
+ * loopback port named in the page's server settings (`127.0.0.1:8888`) is
+ * replaced by a free one too, wherever that number stands on its own in the
+ * settings and the page's blocks (so a fake the page starts on it and the
+ * server agree). `curl` fails on an HTTP error status, so an example that
+ * gets a 4xx or 5xx fails the test.
+ *
+ * And every shell block of the pages is marked: a fence whose info string
+ * is a shell's (`sh`, `bash`, …) must run, and every fence says what it holds
+ * (`json`, `text`, `ini` … are shown, not run).
  */
 interface DocBlock {
   line: number;
@@ -30,6 +42,11 @@ interface DocBlock {
 }
 
 const MARK = /^<!-- doc-test(?:: save as ([\w.-]+))? -->$/;
+const SERVER_MARK = /^<!-- doc-test-server: (.+) -->$/;
+const SHELLS = new Set(['sh', 'bash', 'shell', 'console', 'zsh']);
+
+/** The pages: the README, the root's other guides, and every page under docs/. */
+const ROOT_PAGES = ['README.md', 'CONTRIBUTING.md', 'CHANGELOG.md'];
 
 export function docBlocks(markdown: string): DocBlock[] {
   const lines = markdown.split('\n');
@@ -55,24 +72,108 @@ export function docBlocks(markdown: string): DocBlock[] {
   return blocks;
 }
 
-/** The pages with runnable examples: the README and every page under docs/. */
-function pages(): string[] {
-  const docs = readdirSync('docs')
-    .filter((f) => f.endsWith('.md'))
-    .map((f) => join('docs', f));
-  return ['README.md', ...docs].filter((p) => docBlocks(readFileSync(p, 'utf8')).length > 0);
+/** Fences that break the rule above: no info string, or a shell's without a mark. `line: why` each. */
+export function unmarkedFences(markdown: string): string[] {
+  const lines = markdown.split('\n');
+  const problems: string[] = [];
+  let marked = false;
+  for (let i = 0; i < lines.length; i++) {
+    if (MARK.test(lines[i])) {
+      marked = true;
+      continue;
+    }
+    const fence = /^\s*(`{3,})(\S*)\s*$/.exec(lines[i]);
+    if (!fence) {
+      if (lines[i].trim() !== '') marked = false;
+      continue;
+    }
+    const info = fence[2].toLowerCase();
+    if (info === '') problems.push(`line ${i + 1}: a fence without an info string (say json, text, ini … or mark it)`);
+    else if (SHELLS.has(info) && !marked) problems.push(`line ${i + 1}: a ${info} block without a doc-test mark`);
+    // Skip to the fence's end: what is inside is content.
+    const close = lines.findIndex((l, j) => j > i && l.trim() === fence[1]);
+    i = close === -1 ? lines.length : close;
+    marked = false;
+  }
+  return problems;
 }
 
-/** Runs a bash script to its end; a generous bound only keeps a hung example from hanging the suite. */
+/** The settings a page's server starts with (its `doc-test-server` line). */
+export function serverSettings(markdown: string): Record<string, string> {
+  const lines = markdown.split('\n').filter((l) => SERVER_MARK.test(l));
+  assert.ok(lines.length <= 1, 'a page names its server settings in one line');
+  if (lines.length === 0) return {};
+  const settings: Record<string, string> = {};
+  for (const pair of SERVER_MARK.exec(lines[0])![1].trim().split(/\s+/)) {
+    const m = /^([A-Z][A-Z0-9_]*)=(\S*)$/.exec(pair);
+    assert.ok(m, `doc-test-server: '${pair}' is not NAME=value`);
+    settings[m[1]] = m[2];
+  }
+  return settings;
+}
+
+function allPages(): string[] {
+  const docs = existsSync('docs')
+    ? readdirSync('docs')
+        .filter((f) => f.endsWith('.md'))
+        .map((f) => join('docs', f))
+    : [];
+  return [...ROOT_PAGES.filter((p) => existsSync(p)), ...docs];
+}
+
+/** The pages with runnable examples (`DOC_TEST_PAGE=docs/push.md` runs one of them). */
+function pages(): string[] {
+  const only = process.env.DOC_TEST_PAGE;
+  return allPages()
+    .filter((p) => !only || p === only)
+    .filter((p) => docBlocks(readFileSync(p, 'utf8')).length > 0);
+}
+
+/** What a page's output must show besides running to its end. */
+const EXPECTED: Record<string, RegExp[]> = {
+  'README.md': [
+    /\{"status":"ok"\}/,
+    /"id":"research"/,
+    /sent: TASK_STATE_COMPLETED "hello"/,
+    /got: true TASK_STATE_COMPLETED/,
+  ],
+  'docs/a2a.md': [
+    /TASK_STATE_CANCELED/,
+    /the same task: /,
+    /report\.zip application\/zip true/,
+    /grpc: TASK_STATE_COMPLETED/,
+  ],
+  'docs/push.md': [/received: TASK_STATE_SUBMITTED/, /received: TASK_STATE_COMPLETED/, /"state":"active"/],
+  'docs/agents-and-tools.md': [/"tool":"\/a2a","ok":true,"args":"call researcher/, /Echo: hello/, /Result for A2A/],
+  'docs/native-api.md': [/Idempotent-Replayed: true/i, /"error_code":"cancelled"/],
+  'docs/api.md': [/\{"kind":"admin"\}/, /tenant disabled: 401/],
+  'docs/operating.md': [/send \d: 429/, /arbiter_http_requests_total\{/],
+};
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as { port: number }).port;
+  await new Promise<void>((r) => server.close(() => r()));
+  return port;
+}
+
+/** Runs a bash script to its end, then ends what it left running; a generous bound only keeps a hung example from hanging the suite. */
 function bash(script: string, cwd: string, env: Record<string, string>): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
-    const child = spawn('bash', ['-c', script], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    // Its own process group, so that a fake an example left in the background ends with it.
+    const child = spawn('bash', ['-c', script], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));
     const timer = setTimeout(() => child.kill('SIGKILL'), 300_000);
     child.on('exit', (code) => {
       clearTimeout(timer);
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // nothing was left running
+      }
       resolve({ code, out });
     });
   });
@@ -84,30 +185,51 @@ describe('the documentation’s examples, run as written', () => {
     for (const s of servers) await s.stop('SIGTERM');
   });
 
-  it('marks are found: the README walkthrough, the JSON-RPC and REST examples and the SDK client', () => {
+  it('marks are found: the README walkthrough, the JSON-RPC example and the SDK client', () => {
     const blocks = docBlocks(readFileSync('README.md', 'utf8'));
-    assert.ok(blocks.length >= 5, `${blocks.length} blocks`);
+    assert.ok(blocks.length >= 4, `${blocks.length} blocks`);
     assert.ok(blocks.some((b) => b.file === 'a2a-client.mjs'));
     assert.ok(blocks[0].text.includes('npm ci && npm start'), 'the walkthrough comes first');
+    for (const page of Object.keys(EXPECTED)) {
+      assert.ok(docBlocks(readFileSync(page, 'utf8')).length > 0, `${page} has runnable examples`);
+    }
+  });
+
+  it('every shell block of every page is marked to run, and every fence says what it holds', () => {
+    const problems = allPages().flatMap((p) => unmarkedFences(readFileSync(p, 'utf8')).map((x) => `${p} ${x}`));
+    assert.deepEqual(problems, []);
   });
 
   for (const page of pages()) {
     it(`${page}: every marked example runs, in order`, async () => {
+      const markdown = readFileSync(page, 'utf8');
+      const settings = serverSettings(markdown);
+      // Loopback ports the settings name get free ones, in the settings and in the blocks alike.
+      const ports = new Map<string, string>();
+      for (const value of Object.values(settings)) {
+        for (const m of value.matchAll(/(?:127\.0\.0\.1|localhost):(\d{4,5})\b/g)) {
+          if (m[1] !== '8080' && !ports.has(m[1])) ports.set(m[1], String(await freePort()));
+        }
+      }
+      const withPorts = (text: string) =>
+        [...ports].reduce((t, [from, to]) => t.replace(new RegExp(`\\b${from}\\b`, 'g'), to), text);
+      const env = Object.fromEntries(Object.entries(settings).map(([k, v]) => [k, withPorts(v)]));
+
       const home = tempHome();
       const db = await freshDatabase();
       mkdirSync('test-artifacts', { recursive: true });
       const work = mkdtempSync(join(process.cwd(), 'test-artifacts', 'docs-'));
       try {
-        const server = await startServerProcess({ HOME: home, ...(db.url ? { DATABASE_URL: db.url } : {}) });
+        const server = await startServerProcess({ HOME: home, ...env, ...(db.url ? { DATABASE_URL: db.url } : {}) });
         servers.push(server);
         const port = new URL(server.url).port;
-        const local = (text: string) => text.replaceAll('localhost:8080', `localhost:${port}`);
+        const local = (text: string) => withPorts(text.replaceAll('localhost:8080', `localhost:${port}`));
         let script = [
           'set -euo pipefail',
           // An HTTP error status fails the example (and shows the answer's body).
           'curl() { command curl --fail-with-body "$@"; }',
         ].join('\n');
-        for (const block of docBlocks(readFileSync(page, 'utf8'))) {
+        for (const block of docBlocks(markdown)) {
           if (block.kind === 'file') {
             writeFileSync(join(work, block.file!), local(block.text));
             continue;
@@ -119,14 +241,9 @@ describe('the documentation’s examples, run as written', () => {
           script += `\necho "::: ${page}:${block.line}"\n${local(body)}\n`;
         }
         const { code, out } = await bash(script, work, { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home });
+        if (process.env.DOC_TEST_SHOW) console.log(out);
         assert.equal(code, 0, `the examples stopped (the last '::: file:line' is the block):\n${out}`);
-        if (page === 'README.md') {
-          assert.match(out, /\{"status":"ok"\}/);
-          assert.match(out, /"id":"research"/);
-          assert.match(out, /sent: TASK_STATE_COMPLETED "hello"/);
-          assert.match(out, /got: true TASK_STATE_COMPLETED/);
-          assert.match(out, /TASK_STATE_CANCELED/);
-        }
+        for (const expected of EXPECTED[page] ?? []) assert.match(out, expected);
       } finally {
         rmSync(work, { recursive: true, force: true });
         rmSync(home, { recursive: true, force: true });
