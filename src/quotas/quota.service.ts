@@ -12,7 +12,7 @@ export const SEND_WINDOW_MS = 60_000;
 export const sendKey = (tenantId: string): string => `send:${tenantId}`;
 
 /**
- * Per-tenant quotas (README "Quotas"): sends per minute, tasks running at
+ * Per-tenant quotas (docs/operating.md, "Quotas"): sends per minute, tasks running at
  * once, streams open at once. Each limit is the tenant's override or the
  * deployment's default; 0 is unlimited. Refusals are `rate_limited`
  * (HTTP 429 with `Retry-After`; on A2A a retryable error). Reads, cancels,

@@ -105,7 +105,7 @@ export interface EdgeSetup {
  * server, ahead of Express and Nest's per-request pipeline (router, guard,
  * interceptors, filters), which cost more CPU than the whole A2A call it
  * carried: a blocking `SendMessage` at c=64 went from 678 to 212 µs of
- * server CPU when this edge replaced it (README, "Benchmark"). Everything else (cards, the native API,
+ * server CPU when this edge replaced it (docs/benchmark.md). Everything else (cards, the native API,
  * admin, the console, docs) stays with Nest.
  *
  * The edge keeps the pipeline's rules: the security headers and request id

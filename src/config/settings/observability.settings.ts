@@ -6,7 +6,7 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 /**
  * Logs and Prometheus metrics. Traces are set by the standard OpenTelemetry variables
  * (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_TRACES_EXPORTER`, other `OTEL_*`), read before these settings: tracing is off
- * unless an endpoint or an exporter is set (see "Traces" in the README, under Operating Arbiter).
+ * unless an endpoint or an exporter is set (see [Traces](operating.md#traces)).
  */
 export class ObservabilitySettings {
   /** How much is logged. */

@@ -17,7 +17,7 @@ export class ServerSettings {
 
   /**
    * Port of the gRPC binding (spec §10) on the `BIND` address (`0`: any free port); see
-   * [The gRPC binding](../README.md#the-grpc-binding-10).
+   * [gRPC](a2a.md#grpc).
    * @default unset → no gRPC
    */
   @IntEnv('ARBITER_GRPC_PORT', 0, 65535) grpcPort?: number;
@@ -51,7 +51,7 @@ export class ServerSettings {
 
   /**
    * Largest accepted request body (bigger → 413); on the A2A routes, the largest body besides its file bytes (see
-   * [File limits](../README.md#file-parts-and-their-limits)).
+   * [Files](a2a.md#files)).
    */
   @BytesEnv('ARBITER_MAX_BODY_BYTES', 1024, 64 * 1024 * 1024) maxBodyBytes = 1024 * 1024;
 
