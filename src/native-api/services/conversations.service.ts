@@ -8,9 +8,8 @@ import { DEFAULT_PAGE_SIZE, type Page } from '../../common/pagination.dto.js';
 import { ConversationEntity } from '../entities/conversation.entity.js';
 import { MASTER_AGENT_ID } from '../../registry/constitution.js';
 import { AgentCatalog, type ResolvedAgent } from '../../registry/services/agent-catalog.service.js';
-import { messageText } from '../../tasks/runs/run-event-mapper.js';
 import { TaskError } from '../../tasks/task.errors.js';
-import { TaskService } from '../../tasks/task.service.js';
+import { messageText, TaskService } from '../../tasks/task.service.js';
 import { isTerminal } from '../../tasks/task-state.js';
 
 export interface ConversationView {
