@@ -38,6 +38,22 @@ export interface Created {
   watch?: Watch;
 }
 
+/** How a new task is created (see `TaskIntake.create`). */
+export interface CreateOptions {
+  /** Told when the run is in the run registry (see `QuotaService.admitRun`). */
+  held?: () => void;
+  /** Subscribe to the new task's events before its run starts, for a stream (see `EventLog.watch`). */
+  watch?: boolean;
+  /** The tenant's running-task cap (0 or absent: none), held exactly by the creation's statement. */
+  runningCap?: number;
+}
+
+/** How a message is added to a task (see `TaskIntake.continue`). */
+export interface ContinueOptions {
+  /** The tenant's running-task cap (0 or absent: none): an interrupted task resumes only under it. */
+  runningCap?: number;
+}
+
 /** How much of a context's past a new turn replays to the model. */
 const CONTEXT_TASKS = 20;
 const CONTEXT_CHARS = 64 * 1024;
@@ -84,17 +100,7 @@ export class TaskIntake {
    * does nothing that leaves the process (a model or tool call) until the task is durable
    * (`RunContext.durable`). If the creation fails, the run is abandoned and has written nothing.
    */
-  async create(
-    input: SendInput,
-    opts: {
-      /** Told when the run is in the run registry (see `QuotaService.admitRun`). */
-      held?: () => void;
-      /** Subscribe to the new task's events before its run starts, for a stream (see `EventLog.watch`). */
-      watch?: boolean;
-      /** The tenant's running-task cap (0 or absent: none), held exactly by the creation's statement. */
-      runningCap?: number;
-    } = {},
-  ): Promise<Created> {
+  async create(input: SendInput, opts: CreateOptions = {}): Promise<Created> {
     const taskId = randomUUID();
     const contextId = input.message.contextId || randomUUID();
     const { message: withRefs, files } = storeFiles(input.message, this.config.maxTextFileBytes);
@@ -182,10 +188,7 @@ export class TaskIntake {
    */
   async continue(
     input: SendInput & { taskId: string },
-    opts: {
-      /** The tenant's running-task cap (0 or absent: none): an interrupted task resumes only under it. */
-      runningCap?: number;
-    } = {},
+    opts: ContinueOptions = {},
   ): Promise<{ taskId: string; seq: number }> {
     const row = await this.views.findRow(input.tenantId, input.taskId, input.agent.id);
     if (isTerminal(row.state)) throw TaskError.terminal(row.taskId, row.state);

@@ -6,7 +6,13 @@ import type { TaskListCursor, TaskListQuery, TaskListView } from './repositories
 import { RunEnd } from './runs/run-end.js';
 import { RunRegistry, type HeldRun } from './runs/run-registry.js';
 import { TaskError } from './task.errors.js';
-import { TaskIntake, type Created, type SendInput } from './task-intake.service.js';
+import {
+  TaskIntake,
+  type ContinueOptions,
+  type Created,
+  type CreateOptions,
+  type SendInput,
+} from './task-intake.service.js';
 import { toSnapshot, type TaskSnapshot } from './task-snapshot.js';
 import { isSettled, isTerminal } from './task-state.js';
 import { TaskViews } from './task-views.service.js';
@@ -39,14 +45,14 @@ export class TaskService {
   ) {}
 
   /** Creates a task for a new message and starts its run (see `TaskIntake.create`). */
-  create(input: SendInput, opts: Parameters<TaskIntake['create']>[1] = {}): Promise<Created> {
+  create(input: SendInput, opts: CreateOptions = {}): Promise<Created> {
     return this.intake.create(input, opts);
   }
 
   /** Adds a message to a task that is not terminal; returns the message's seq (see `TaskIntake.continue`). */
   continue(
     input: SendInput & { taskId: string },
-    opts: Parameters<TaskIntake['continue']>[1] = {},
+    opts: ContinueOptions = {},
   ): Promise<{ taskId: string; seq: number }> {
     return this.intake.continue(input, opts);
   }

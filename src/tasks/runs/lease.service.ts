@@ -111,13 +111,10 @@ export class LeaseService implements OnApplicationBootstrap, BeforeApplicationSh
         ? (text, values) => this.channel.run(text, values, timeout)
         : undefined;
       const ids = runs.map((r) => r.taskId);
-      let kept: Set<string>;
-      if (ids.length > 0)
-        kept = new Set(await this.leases.renewLeases(this.identity.id, ids, this.config.leaseMs, own));
-      else {
-        kept = new Set();
-        if (own) await own('SELECT 1', []);
-      }
+      const kept = new Set(
+        ids.length > 0 ? await this.leases.renewLeases(this.identity.id, ids, this.config.leaseMs, own) : [],
+      );
+      if (ids.length === 0 && own) await own('SELECT 1', []);
       this.lastContact = sent;
       const lost = runs.filter((r) => !kept.has(r.taskId));
       if (!this.fence.closed) {
