@@ -4,7 +4,7 @@ import type { DataSource } from 'typeorm';
 import { safeError } from '../common/safe-error.js';
 import { AppConfig } from '../config/app-config.js';
 import { InstanceIdentity } from '../database/instance-identity.js';
-import { RunRegistry } from '../tasks/runs/run-registry.js';
+import { RunCounts } from '../tasks/run-counts.service.js';
 
 export interface Usage {
   running: number;
@@ -33,7 +33,7 @@ export class UsageService implements OnApplicationBootstrap, BeforeApplicationSh
 
   constructor(
     @InjectDataSource() private readonly ds: DataSource,
-    private readonly registry: RunRegistry,
+    private readonly runs: RunCounts,
     private readonly identity: InstanceIdentity,
     private readonly config: AppConfig,
   ) {}
@@ -56,8 +56,7 @@ export class UsageService implements OnApplicationBootstrap, BeforeApplicationSh
   of(tenantId: string): Usage {
     const o = this.others.get(tenantId);
     return {
-      running:
-        (this.registry.countsByTenant().get(tenantId) ?? 0) + (this.admitting.get(tenantId) ?? 0) + (o?.running ?? 0),
+      running: this.runs.of(tenantId) + (this.admitting.get(tenantId) ?? 0) + (o?.running ?? 0),
       streams: (this.streams.get(tenantId) ?? 0) + (o?.streams ?? 0),
     };
   }
@@ -68,7 +67,7 @@ export class UsageService implements OnApplicationBootstrap, BeforeApplicationSh
    * holds the cap exactly over every replica.
    */
   runningHere(tenantId: string): number {
-    return (this.registry.countsByTenant().get(tenantId) ?? 0) + (this.admitting.get(tenantId) ?? 0);
+    return this.runs.of(tenantId) + (this.admitting.get(tenantId) ?? 0);
   }
 
   /** A task being created here: it counts as running from the check until its run is held (or it failed). */
@@ -87,7 +86,7 @@ export class UsageService implements OnApplicationBootstrap, BeforeApplicationSh
 
   private async syncOnce(): Promise<void> {
     const mine = new Map<string, Usage>();
-    for (const [t, n] of this.registry.countsByTenant()) mine.set(t, { running: n, streams: 0 });
+    for (const [t, n] of this.runs.byTenant()) mine.set(t, { running: n, streams: 0 });
     for (const [t, n] of this.streams) mine.set(t, { running: mine.get(t)?.running ?? 0, streams: n });
     const zeroed = [...this.published].filter((t) => !mine.has(t));
     const intervalMs = this.config.quotaSyncMs;

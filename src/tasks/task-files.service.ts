@@ -4,7 +4,7 @@ import { TaskFileRepository } from './repositories/task-file.repository.js';
 import type { StoredTaskEvent } from './task-events.js';
 import { artifactWithBytes, fileBytesIn, fileIdsIn, messagesWithBytes, messageWithBytes } from './task-files.js';
 import type { TaskSnapshot } from './task-snapshot.js';
-import type { TaskListCursor } from './repositories/task.repository.js';
+import type { TaskListCursor } from './repositories/task-reads.repository.js';
 
 function* snapshotParts(t: TaskSnapshot): Generator<PartJson> {
   for (const m of t.history) yield* m.parts;

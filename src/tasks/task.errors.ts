@@ -59,3 +59,14 @@ export class TaskError extends DomainError {
     );
   }
 }
+
+/**
+ * The refusal of a task that would pass its tenant's running-task cap (counted by the database, on every replica):
+ * a new task, or an interrupted one resuming.
+ */
+export function runningCapReached(cap: number): DomainError {
+  return DomainError.rateLimited(
+    `running-task cap reached: this tenant may run ${cap} tasks at once; retry when one has finished`,
+    1,
+  );
+}

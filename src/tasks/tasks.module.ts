@@ -3,31 +3,40 @@ import { OrchestratorModule } from '../orchestrator/orchestrator.module.js';
 import { EventBus } from './event-log/event-bus.js';
 import { EventLog } from './event-log/event-log.service.js';
 import { ReplicaNotices } from './event-log/replica-notices.service.js';
-import { TaskEventRepository } from './repositories/task-event.repository.js';
-import { TaskRepository } from './repositories/task.repository.js';
-import { TaskWrites } from './repositories/task-writes.js';
+import { EventReads } from './repositories/event-reads.repository.js';
+import { LeaseRepository } from './repositories/leases.repository.js';
+import { TaskFileRepository } from './repositories/task-file.repository.js';
+import { TaskLogWriter } from './repositories/task-log.writer.js';
+import { TaskReads } from './repositories/task-reads.repository.js';
+import { RunCounts } from './run-counts.service.js';
 import { LeaseFence } from './runs/lease-fence.js';
 import { LeaseService } from './runs/lease.service.js';
 import { RunEnd } from './runs/run-end.js';
 import { RunRegistry } from './runs/run-registry.js';
 import { RunShutdown } from './runs/shutdown.service.js';
 import { TaskRunner } from './runs/task-runner.service.js';
-import { TaskService } from './task.service.js';
 import { TaskFiles } from './task-files.service.js';
-import { TaskFileRepository } from './repositories/task-file.repository.js';
+import { TaskIntake } from './task-intake.service.js';
+import { TaskService } from './task.service.js';
+import { TaskViews } from './task-views.service.js';
 
 /**
- * The task engine: task rows and their event log (`event-log/`), the runs
- * that write it (`runs/`), and `TaskService`, the one way in. Surfaces (A2A,
- * the native API) use `TaskService` and `EventLog.tail`, and `TaskFiles` to put stored
- * files' bytes back into what they render.
+ * The task engine: task rows and their event log — written only by
+ * `TaskLogWriter` (`repositories/`, its SQL in `statements/`), followed by
+ * `event-log/` — the runs that write it (`runs/`), and `TaskService`, the
+ * one way in. Surfaces (A2A, the native API, push) use `TaskService` and
+ * `EventLog` (tail, and the batches push delivers), `TaskFiles` to put
+ * stored files' bytes back into what they render, and `RunCounts` for the
+ * running-task caps.
  */
 @Module({
   imports: [OrchestratorModule],
   providers: [
-    TaskRepository,
-    TaskEventRepository,
-    TaskWrites,
+    TaskReads,
+    EventReads,
+    TaskLogWriter,
+    LeaseRepository,
+    TaskFileRepository,
     EventBus,
     EventLog,
     ReplicaNotices,
@@ -37,10 +46,12 @@ import { TaskFileRepository } from './repositories/task-file.repository.js';
     LeaseFence,
     LeaseService,
     RunShutdown,
+    TaskViews,
+    TaskIntake,
     TaskService,
-    TaskFileRepository,
     TaskFiles,
+    RunCounts,
   ],
-  exports: [TaskService, EventLog, RunRegistry, TaskFiles],
+  exports: [TaskService, EventLog, TaskFiles, RunCounts],
 })
 export class TasksModule {}

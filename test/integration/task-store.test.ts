@@ -7,10 +7,10 @@ import { loadConfig } from '../../src/config/app-config.js';
 import { dataSourceOptions } from '../../src/database/data-source-options.js';
 import { runMigrations } from '../../src/database/migrate.js';
 import { InstanceIdentity } from '../../src/database/instance-identity.js';
-import { TaskRepository } from '../../src/tasks/repositories/task.repository.js';
-import { TaskEventRepository } from '../../src/tasks/repositories/task-event.repository.js';
+import { TaskReads } from '../../src/tasks/repositories/task-reads.repository.js';
+import { EventReads } from '../../src/tasks/repositories/event-reads.repository.js';
 import { Metrics } from '../../src/metrics/metrics.service.js';
-import { TaskWrites } from '../../src/tasks/repositories/task-writes.js';
+import { TaskLogWriter } from '../../src/tasks/repositories/task-log.writer.js';
 import { Sql } from '../../src/database/sql.service.js';
 import { ArtifactFold, foldArtifacts } from '../../src/tasks/task-events.js';
 import type { ArtifactJson } from '../../src/common/a2a-json.js';
@@ -25,9 +25,9 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
   let db: TestDatabase;
   let home: string;
   let ds: DataSource;
-  let tasks: TaskRepository;
-  let repo: TaskEventRepository;
-  let writes: TaskWrites;
+  let tasks: TaskReads;
+  let repo: EventReads;
+  let writes: TaskLogWriter;
   before(async () => {
     db = await freshDatabase();
     home = tempHome();
@@ -39,9 +39,9 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
     await ds.query(`INSERT INTO tenants (id, name) VALUES ($1, 't')`, [TENANT]);
     const identity = new InstanceIdentity();
     const sql = new Sql(ds);
-    tasks = new TaskRepository(ds, identity, sql);
-    repo = new TaskEventRepository(ds, identity, sql);
-    writes = new TaskWrites(sql, identity, new Metrics());
+    tasks = new TaskReads(ds, sql);
+    repo = new EventReads(ds, sql);
+    writes = new TaskLogWriter(ds, sql, identity, new Metrics(), repo);
   });
   after(async () => {
     await ds.destroy();
@@ -378,8 +378,8 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
     await ds.query(
       `UPDATE a2a_tasks SET updated_at = now() - interval '40 days' WHERE task_id IN ('t-old-done', 't-old-running')`,
     );
-    assert.equal(await tasks.purgeEnded(30, 1), 1);
-    assert.equal(await tasks.purgeEnded(30, 1), 0);
+    assert.equal(await writes.purgeEnded(30, 1), 1);
+    assert.equal(await writes.purgeEnded(30, 1), 0);
     assert.equal(await tasks.find(TENANT, 't-old-done'), null);
     assert.deepEqual(await repo.events(TENANT, 't-old-done', 0), []);
     assert.ok(await tasks.find(TENANT, 't-old-running'), 'a running task is never purged');

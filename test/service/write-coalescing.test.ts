@@ -5,8 +5,8 @@ import { after, before, describe, it } from 'node:test';
 import type { SendParams } from '../../src/a2a-wire/dialects/dialect.js';
 import { A2aRequestHandler, type CallContext } from '../../src/a2a-inbound/handler/a2a-request-handler.js';
 import { AgentCatalog } from '../../src/registry/services/agent-catalog.service.js';
-import { TaskWrites } from '../../src/tasks/repositories/task-writes.js';
-import { TaskEventRepository } from '../../src/tasks/repositories/task-event.repository.js';
+import { TaskLogWriter } from '../../src/tasks/repositories/task-log.writer.js';
+import { EventReads } from '../../src/tasks/repositories/event-reads.repository.js';
 import type { StreamItem } from '../../src/a2a-wire/dialects/dialect.js';
 import { REAL_POSTGRES } from '../helpers/database.js';
 import { startEngine, type TestEngine } from '../helpers/engine.js';
@@ -31,7 +31,7 @@ async function writers(engine: TestEngine, taskId: string): Promise<{ row: strin
 
 /**
  * A new task's run starts while its creation waits for its statement
- * (TaskService.create, TaskWrites): an in-process model's whole turn is then
+ * (TaskIntake.create, TaskLogWriter): an in-process model's whole turn is then
  * written by that one statement, and nothing of the run leaves the process
  * before the task is stored.
  */
@@ -74,7 +74,7 @@ describe(`write coalescing of a new task's run (${REAL_POSTGRES ? 'PostgreSQL se
 
   it('an echo turn that ends at once is written with its task: one statement, one transaction, no update', async () => {
     const ctx = await ctxOf(instant);
-    const writes = instant.app.get(TaskWrites);
+    const writes = instant.app.get(TaskLogWriter);
     const before = { ...writes.batches };
     const task = await instant.app.get(A2aRequestHandler).sendMessage(ctx, send('all in one go'));
     assert.equal(task.state, 'TASK_STATE_COMPLETED');
@@ -122,7 +122,7 @@ describe(`write coalescing of a new task's run (${REAL_POSTGRES ? 'PostgreSQL se
     const slow = await startEngine({ ARBITER_ECHO_DELAY_MS: '3' });
     try {
       for (const engine of [instant, slow]) {
-        const repo = engine.app.get(TaskEventRepository);
+        const repo = engine.app.get(EventReads);
         let reads = 0;
         const read = repo.events.bind(repo);
         repo.events = (...args) => {

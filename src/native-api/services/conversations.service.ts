@@ -9,9 +9,8 @@ import { ConversationEntity } from '../entities/conversation.entity.js';
 import { MASTER_AGENT_ID } from '../../registry/constitution.js';
 import { AgentCatalog } from '../../registry/services/agent-catalog.service.js';
 import { type ResolvedAgent } from '../../registry/services/agents.js';
-import { messageText } from '../../tasks/runs/run-event-mapper.js';
 import { TaskError } from '../../tasks/task.errors.js';
-import { TaskService } from '../../tasks/task.service.js';
+import { messageText, TaskService } from '../../tasks/task.service.js';
 import { isTerminal } from '../../tasks/task-state.js';
 
 export interface ConversationView {

@@ -2,8 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { Sql } from '../../database/sql.service.js';
-import { EVENT_COLUMNS, TERMINAL_SQL, toStoredEvents, type EventRow } from '../../tasks/repositories/sql.js';
-import type { StoredTaskEvent } from '../../tasks/task-events.js';
+import { TERMINAL_STATES } from '../../tasks/task-state.js';
 import type { PushDialect } from '../push-config.js';
 
 /** A config a replica holds the claim on, with what sending needs (secrets included: never log this). */
@@ -67,15 +66,6 @@ export class PushDeliveryRepository {
                  c.auth_scheme AS "authScheme", c.credentials, c.delivered_seq AS "deliveredSeq", c.attempts`,
       [owner, leaseMs, limit],
     );
-  }
-
-  /** The task's events after the cursor, oldest first. */
-  async events(taskId: string, afterSeq: number, limit: number): Promise<StoredTaskEvent[]> {
-    const rows = await this.ds.query<EventRow[]>(
-      `SELECT ${EVENT_COLUMNS} FROM task_events WHERE task_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
-      [taskId, afterSeq, limit],
-    );
-    return toStoredEvents(rows);
   }
 
   /**
@@ -149,9 +139,9 @@ export class PushDeliveryRepository {
   async watchedTasks(limit: number): Promise<string[]> {
     const rows = await this.ds.query<{ task_id: string }[]>(
       `SELECT DISTINCT c.task_id FROM push_configs c JOIN a2a_tasks a ON a.task_id = c.task_id
-        WHERE c.state = 'active' AND (a.state NOT IN ${TERMINAL_SQL} OR a.last_seq > c.delivered_seq)
+        WHERE c.state = 'active' AND (a.state <> ALL($2::text[]) OR a.last_seq > c.delivered_seq)
         LIMIT $1`,
-      [limit],
+      [limit, TERMINAL_STATES],
     );
     return rows.map((r) => r.task_id);
   }

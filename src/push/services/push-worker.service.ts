@@ -124,7 +124,7 @@ export class PushWorker implements OnApplicationBootstrap, BeforeApplicationShut
       let cursor = c.deliveredSeq;
       for (;;) {
         if (this.stopped) return await this.repo.release(c.id, owner);
-        const events = await this.repo.events(c.taskId, cursor, READ_BATCH);
+        const events = await this.log.readBatch(c.tenantId, c.taskId, cursor, READ_BATCH);
         if (events.length === 0) return await this.repo.release(c.id, owner);
         /** Events up to here need no delivery (not pushed): the cursor may pass them. */
         let skipTo = cursor;

@@ -2,9 +2,10 @@ import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
 import { AsyncQueue, QueueOverflowError } from '../../common/async-queue.js';
 import { isDatabaseUnavailable } from '../../common/db-errors.js';
-import { TaskEventRepository, type TaskRowChange } from '../repositories/task-event.repository.js';
-import { TaskWrites, type Appended } from '../repositories/task-writes.js';
-import { TaskRepository } from '../repositories/task.repository.js';
+import { EventReads } from '../repositories/event-reads.repository.js';
+import { TaskLogWriter } from '../repositories/task-log.writer.js';
+import type { Appended, TaskRowChange } from '../repositories/task-log.types.js';
+import { TaskReads } from '../repositories/task-reads.repository.js';
 import { TaskError } from '../task.errors.js';
 import type { StoredTaskEvent, TaskEventBody } from '../task-events.js';
 import { isTerminal } from '../task-state.js';
@@ -51,16 +52,16 @@ export class Watch {
 @Injectable()
 export class EventLog {
   constructor(
-    private readonly events: TaskEventRepository,
-    private readonly writes: TaskWrites,
-    private readonly tasks: TaskRepository,
+    private readonly events: EventReads,
+    private readonly writer: TaskLogWriter,
+    private readonly tasks: TaskReads,
     private readonly bus: EventBus,
     private readonly config: AppConfig,
   ) {}
 
-  /** Appends events with `change` (see `TaskWrites.append`) and publishes what was committed. */
+  /** Appends events with `change` (see `TaskLogWriter.append`) and publishes what was committed. */
   async append(taskId: string, events: TaskEventBody[], change?: TaskRowChange): Promise<Appended | null> {
-    const stored = await this.writes.append(taskId, events, change);
+    const stored = await this.writer.append(taskId, events, change);
     if (stored) this.bus.publish(taskId, stored.events);
     return stored;
   }
@@ -77,6 +78,11 @@ export class EventLog {
 
   read(tenantId: string, taskId: string, afterSeq: number, uptoSeq?: number): Promise<StoredTaskEvent[]> {
     return this.events.events(tenantId, taskId, afterSeq, uptoSeq);
+  }
+
+  /** The first `limit` events of the tenant's task after `afterSeq`, oldest first (a push delivery's batch). */
+  readBatch(tenantId: string, taskId: string, afterSeq: number, limit: number): Promise<StoredTaskEvent[]> {
+    return this.events.eventsBatch(tenantId, taskId, afterSeq, limit);
   }
 
   /**

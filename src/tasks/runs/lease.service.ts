@@ -1,10 +1,11 @@
 import { Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
 import { safeError } from '../../common/safe-error.js';
-import { TaskRepository, type StatementRunner } from '../repositories/task.repository.js';
+import { LeaseRepository, type StatementRunner } from '../repositories/leases.repository.js';
+import { TaskLogWriter } from '../repositories/task-log.writer.js';
 import { ReplicaChannel } from '../../database/replica-channel.service.js';
 import { LeaseFence } from './lease-fence.js';
-import type { Lease } from '../repositories/sql.js';
+import type { Lease } from '../repositories/task-log.types.js';
 import { InstanceIdentity } from '../../database/instance-identity.js';
 import { RunEnd } from './run-end.js';
 import { RunRegistry } from './run-registry.js';
@@ -47,7 +48,8 @@ export class LeaseService implements OnApplicationBootstrap, BeforeApplicationSh
   private renewing = false;
 
   constructor(
-    private readonly tasks: TaskRepository,
+    private readonly leases: LeaseRepository,
+    private readonly writer: TaskLogWriter,
     private readonly registry: RunRegistry,
     private readonly ends: RunEnd,
     private readonly identity: InstanceIdentity,
@@ -109,12 +111,10 @@ export class LeaseService implements OnApplicationBootstrap, BeforeApplicationSh
         ? (text, values) => this.channel.run(text, values, timeout)
         : undefined;
       const ids = runs.map((r) => r.taskId);
-      let kept: Set<string>;
-      if (ids.length > 0) kept = new Set(await this.tasks.renewLeases(this.identity.id, ids, this.config.leaseMs, own));
-      else {
-        kept = new Set();
-        if (own) await own('SELECT 1', []);
-      }
+      const kept = new Set(
+        ids.length > 0 ? await this.leases.renewLeases(this.identity.id, ids, this.config.leaseMs, own) : [],
+      );
+      if (ids.length === 0 && own) await own('SELECT 1', []);
       this.lastContact = sent;
       const lost = runs.filter((r) => !kept.has(r.taskId));
       if (!this.fence.closed) {
@@ -145,7 +145,7 @@ export class LeaseService implements OnApplicationBootstrap, BeforeApplicationSh
     if (this.sweeping) return 0;
     this.sweeping = true;
     try {
-      const { expired, live } = await this.tasks.expiredOwners(this.identity.id);
+      const { expired, live } = await this.leases.expiredOwners(this.identity.id);
       const now = Date.now();
       // Only an unbroken watch counts: after a gap (this replica's own outage, a hang) every count starts again.
       if (now - this.lastLook > this.config.leaseMs / 2) this.gone.clear();
@@ -178,7 +178,7 @@ export class LeaseService implements OnApplicationBootstrap, BeforeApplicationSh
   async purge(): Promise<number> {
     let total = 0;
     for (let i = 0; i < 100; i++) {
-      const n = await this.tasks.purgeEnded(this.config.retentionDays, 500);
+      const n = await this.writer.purgeEnded(this.config.retentionDays, 500);
       total += n;
       if (n < 500) break;
     }

@@ -1,13 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { safeError } from '../../common/safe-error.js';
 import { EventLog } from '../event-log/event-log.service.js';
-import {
-  TaskEventRepository,
-  type EndCandidate,
-  type EndScope,
-  type Queryable,
-  type TaskRowChange,
-} from '../repositories/task-event.repository.js';
+import { TaskLogWriter } from '../repositories/task-log.writer.js';
+import type { EndCandidate, EndScope, StatusPayload, TaskRowChange } from '../repositories/task-log.types.js';
 import type { ArtifactJson, MessageJson } from '../../common/a2a-json.js';
 import { foldArtifacts, type StoredTaskEvent, type TaskEventBody } from '../task-events.js';
 import { toSnapshot } from '../task-snapshot.js';
@@ -26,8 +21,6 @@ export type TerminalEnding = Extract<RunEnding, { state: 'TASK_STATE_FAILED' | '
 
 const isTerminalEnding = (e: RunEnding): e is TerminalEnding =>
   e.state === 'TASK_STATE_FAILED' || e.state === 'TASK_STATE_CANCELED';
-
-type StatusPayload = Extract<TaskEventBody, { kind: 'status' }>['payload'];
 
 /** The status event an ending writes. */
 export function endingStatus(e: RunEnding, timestamp = new Date().toISOString()): StatusPayload {
@@ -87,7 +80,7 @@ export class RunEnd {
   private retryMs = 250;
 
   constructor(
-    private readonly events: TaskEventRepository,
+    private readonly writer: TaskLogWriter,
     private readonly log: EventLog,
     private readonly metrics: Metrics,
   ) {}
@@ -125,47 +118,38 @@ export class RunEnd {
   /**
    * Ends every unfinished task in `scope` with `ending`, from outside its
    * run (a run held anywhere hears of it and stops). Batch by batch, each in
-   * one transaction: lock the tasks, fold their artifacts from the log, write
-   * the ends — so nothing a run appends can slip between the fold and the
-   * end. Returns the status events written: one per task this call ended.
+   * one transaction (`TaskLogWriter.endBatch`): lock the tasks, fold their
+   * artifacts from the log, write the ends — so nothing a run appends can
+   * slip between the fold and the end. Returns the status events written:
+   * one per task this call ended.
    */
   async endTasks(scope: EndScope, ending: TerminalEnding): Promise<StoredTaskEvent[]> {
     const status = endingStatus(ending);
     const ended: StoredTaskEvent[] = [];
     for (let pass = 0; ; pass++) {
       for (;;) {
-        const batch = await this.events.transaction(async (q) => {
-          const rows = await this.events.lockCandidates(q, scope, BATCH);
-          const stored = await this.events.endMany(q, scope, await this.fold(q, rows), status);
-          return { locked: rows.length, stored };
-        });
+        const batch = await this.writer.endBatch(scope, status, BATCH, (task, events) => this.fold(task, events));
         // Committed: tell this process's watchers (other replicas hear the NOTIFY).
-        for (const e of batch.stored) this.log.publish(e.taskId, [e]);
-        ended.push(...batch.stored);
-        if (batch.locked < BATCH || batch.stored.length === 0) break;
+        for (const e of batch.ended) this.log.publish(e.taskId, [e]);
+        ended.push(...batch.ended);
+        if (batch.locked < BATCH || batch.ended.length === 0) break;
       }
       // A tenant's tasks being written at that moment were skipped: end them too (the sweep comes back anyway).
-      if (scope.kind !== 'tenant' || pass >= 250 || !(await this.events.anyLeft(scope))) break;
+      if (scope.kind !== 'tenant' || pass >= 250 || !(await this.writer.anyLeft(scope))) break;
       await new Promise((r) => setTimeout(r, 20));
     }
     if (ended.length) this.metrics.tasksEnded.inc({ state: ending.state, agent: '*' }, ended.length);
     return ended;
   }
 
-  /** Each task's artifacts with its log folded in (a malformed log keeps the row's artifacts). */
-  private async fold(q: Queryable, rows: EndCandidate[]): Promise<{ taskId: string; artifacts: ArtifactJson[] }[]> {
-    const byTask = await this.events.artifactEvents(
-      rows.map((r) => ({ taskId: r.taskId, uptoSeq: r.lastSeq })),
-      q,
-    );
-    return rows.map((r) => {
-      try {
-        return { taskId: r.taskId, artifacts: foldArtifacts(r.artifacts, byTask.get(r.taskId) ?? []) };
-      } catch (err) {
-        this.logger.error({ err: safeError(err), taskId: r.taskId }, 'could not fold a task’s artifacts');
-        return { taskId: r.taskId, artifacts: r.artifacts };
-      }
-    });
+  /** A task's artifacts with its artifact events folded in (a malformed log keeps the row's artifacts). */
+  private fold(task: EndCandidate, events: StoredTaskEvent[]): ArtifactJson[] {
+    try {
+      return foldArtifacts(task.artifacts, events);
+    } catch (err) {
+      this.logger.error({ err: safeError(err), taskId: task.taskId }, 'could not fold a task’s artifacts');
+      return task.artifacts;
+    }
   }
 
   /** One retry loop at a time; it re-arms itself (with backoff up to 5 s) only after a pass has finished. */

@@ -3,7 +3,7 @@ import { AsyncQueue } from '../../common/async-queue.js';
 import { safeError } from '../../common/safe-error.js';
 import type { RunInput } from '../../orchestrator/run-event.js';
 import { EventBus } from '../event-log/event-bus.js';
-import { TaskEventRepository } from '../repositories/task-event.repository.js';
+import { EventReads } from '../repositories/event-reads.repository.js';
 import type { TaskSnapshot } from '../task-snapshot.js';
 import type { StoredTaskEvent } from '../task-events.js';
 import { isTerminal } from '../task-state.js';
@@ -93,7 +93,7 @@ export class RunRegistry {
 
   constructor(
     private readonly bus: EventBus,
-    private readonly events: TaskEventRepository,
+    private readonly events: EventReads,
   ) {}
 
   /** Registers a run and starts watching its task's log after `cursor`. */

@@ -1,6 +1,5 @@
 import type { EventLog } from '../event-log/event-log.service.js';
-import type { TaskRowChange } from '../repositories/task-event.repository.js';
-import type { Appended } from '../repositories/task-writes.js';
+import type { Appended, TaskRowChange } from '../repositories/task-log.types.js';
 import type { TaskEventBody } from '../task-events.js';
 
 /**

@@ -9,7 +9,7 @@ import {
   type RunInput,
 } from '../../orchestrator/run-event.js';
 import { EventLog } from '../event-log/event-log.service.js';
-import { TaskRepository } from '../repositories/task.repository.js';
+import { TaskReads } from '../repositories/task-reads.repository.js';
 import type { ArtifactJson } from '../../common/a2a-json.js';
 import { ArtifactFold, foldArtifacts, type TaskEventBody } from '../task-events.js';
 import { isTerminal } from '../task-state.js';
@@ -50,7 +50,7 @@ export class TaskRunner {
 
   constructor(
     private readonly log: EventLog,
-    private readonly tasks: TaskRepository,
+    private readonly tasks: TaskReads,
     private readonly registry: RunRegistry,
     private readonly ends: RunEnd,
     @Inject(ORCHESTRATOR) private readonly orchestrator: Orchestrator,

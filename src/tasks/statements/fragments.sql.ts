@@ -1,9 +1,6 @@
 import type { StoredTaskEvent, TaskEventBody } from '../task-events.js';
 import type { NewTaskFile } from '../task-files.js';
 
-/** The PostgreSQL channel of change notices: `<instance>|<task id>|<last seq>`, sent on commit. */
-export const TASK_EVENTS_CHANNEL = 'arbiter_task_events';
-
 /** States in which a task is waiting for input (no run holds it). */
 export const INTERRUPTED_SQL = `('TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_AUTH_REQUIRED')`;
 export const TERMINAL_SQL = `('TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED')`;
@@ -13,12 +10,7 @@ export const RUNNING_SQL = `('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING')`;
 /** `now() + ms` in SQL, for lease expiry (database time, so replicas' clocks do not matter). */
 export const leaseExpiry = (ms: string): string => `now() + make_interval(secs => ${ms}::int / 1000.0)`;
 
-/** Who runs a task: its owner (a process instance id) and how long the claim holds without renewal. */
-export interface Lease {
-  owner: string;
-  ms: number;
-}
-
+/** A `task_events` row as the statements return it (`EVENT_COLUMNS`). */
 export interface EventRow {
   task_id: string;
   seq: number;
@@ -53,3 +45,6 @@ export function statusTimestamp(events: TaskEventBody[]): string | null {
 export function fileRow(f: NewTaskFile): Record<string, unknown> {
   return { id: f.id, media_type: f.mediaType, filename: f.filename, size: f.size, b64: f.b64 };
 }
+
+/** The columns of `task_files` a write inserts, from a `jsonb_to_recordset` of `fileRow`s. */
+export const FILE_RECORD = 'ff(id uuid, media_type varchar, filename varchar, size int, b64 text)';

@@ -1,0 +1,98 @@
+import type { Statement } from '../../database/sql.service.js';
+import type { Folded } from '../repositories/merged-creation.js';
+import type { Lease, NewTask } from '../repositories/task-log.types.js';
+import type { TaskEventBody } from '../task-events.js';
+import { FILE_RECORD, fileRow, RUNNING_SQL, statusTimestamp } from './fragments.sql.js';
+
+/**
+ * New tasks with their first events, many in one statement — and, for a
+ * task whose run wrote before the statement was sent, the run's events and
+ * the row as they left it (state, status, artifacts, tokens, lease). A task
+ * that starts a run is admitted only under its tenant's running-task cap
+ * (`cap`), counted by the database over every replica: the counts of the
+ * tenants concerned are locked (`tenant_running` FOR UPDATE) and what fits
+ * goes in, in submission order; `refused` lists the rest, which wrote
+ * nothing. No notice: nobody can watch a task before its creation commits.
+ * $1: the tasks (`createRecord`).
+ */
+export const CREATE: Statement = {
+  name: 'arbiter_task_create',
+  text: `WITH x AS (
+    SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(i int, task_id varchar, tenant_id uuid, agent_id varchar,
+      context_id varchar, state varchar, status_at timestamptz, history jsonb, metadata jsonb, n int, last_input int,
+      owner varchar, lease_ms int, message_id varchar, message_hash varchar, events jsonb, files jsonb, status_message jsonb,
+      error_message text, artifacts jsonb, input_tokens int, output_tokens int, cap int)
+  ), locked AS (
+    -- The running counts of the tenants this statement starts runs for, locked until commit: FOR UPDATE reads the
+    -- latest count, whatever the statement's snapshot. Locked in tenant order, like the triggers that count.
+    SELECT r.tenant_id, r.running FROM tenant_running r
+     WHERE r.tenant_id IN (SELECT tenant_id FROM x WHERE state IN ${RUNNING_SQL})
+     ORDER BY r.tenant_id FOR UPDATE
+  ), ranked AS (
+    SELECT x.*, CASE WHEN x.cap > 0 AND x.state IN ${RUNNING_SQL}
+      THEN row_number() OVER (PARTITION BY x.tenant_id, x.cap > 0 AND x.state IN ${RUNNING_SQL} ORDER BY x.i) END AS rank
+      FROM x
+  ), ok AS (
+    -- What fits under each tenant's running-task cap, in submission order; the rest is refused.
+    SELECT ranked.* FROM ranked LEFT JOIN locked ON locked.tenant_id = ranked.tenant_id
+     WHERE ranked.rank IS NULL OR ranked.rank + COALESCE(locked.running, 0) <= ranked.cap
+  ), t AS (
+    INSERT INTO a2a_tasks (task_id, tenant_id, agent_id, context_id, state, updated_at, history, metadata, last_seq,
+                           last_input_seq, owner_instance, lease_expires_at, message_id, message_hash, status_message, error_message,
+                           artifacts, input_tokens, output_tokens, history_bytes, artifacts_bytes, extra_bytes)
+    SELECT task_id, tenant_id, agent_id, context_id, state, COALESCE(status_at, date_trunc('milliseconds', now())),
+           history, metadata, n, last_input, owner,
+           CASE WHEN owner IS NULL THEN NULL ELSE now() + make_interval(secs => lease_ms / 1000.0) END, message_id, message_hash,
+           status_message, COALESCE(error_message, ''), COALESCE(artifacts, '[]'::jsonb), COALESCE(input_tokens, 0),
+           COALESCE(output_tokens, 0), octet_length(history::text), COALESCE(octet_length(artifacts::text), 2),
+           octet_length(metadata::text) + COALESCE(octet_length(status_message::text), 0)
+      FROM ok ORDER BY i
+    RETURNING task_id
+  ), f AS (
+    INSERT INTO task_files (id, tenant_id, task_id, media_type, filename, size, bytes)
+    SELECT ff.id, x.tenant_id, x.task_id, ff.media_type, ff.filename, ff.size, decode(ff.b64, 'base64')
+      FROM t JOIN x ON x.task_id = t.task_id, jsonb_to_recordset(COALESCE(x.files, '[]'::jsonb)) AS ${FILE_RECORD}
+  ), e AS (
+    INSERT INTO task_events (task_id, seq, kind, payload)
+    SELECT x.task_id, ev.ord::int, ev.value->>'kind', ev.value->'payload'
+      FROM t JOIN x ON x.task_id = t.task_id, jsonb_array_elements(x.events) WITH ORDINALITY AS ev(value, ord)
+  )
+  SELECT now() AS at, count(*)::int AS n,
+    (SELECT COALESCE(array_agg(x.i), '{}') FROM x WHERE x.i NOT IN (SELECT i FROM ok)) AS refused
+  FROM t`,
+};
+
+/** One creation (with the appends folded into it, `f`) as a row of CREATE's `x`; `i` is its place in the batch. */
+export function createRecord(
+  i: number,
+  task: NewTask,
+  first: TaskEventBody[],
+  lease: Lease,
+  f: Folded,
+): Record<string, unknown> {
+  return {
+    i,
+    task_id: task.taskId,
+    tenant_id: task.tenantId,
+    agent_id: task.agentId,
+    context_id: task.contextId,
+    state: f.state,
+    status_at: statusTimestamp(f.events),
+    history: f.history,
+    metadata: task.metadata,
+    n: f.events.length,
+    last_input: first.map((e) => e.kind).lastIndexOf('message') + 1,
+    owner: f.lease?.owner ?? null,
+    lease_ms: f.lease?.ms ?? lease.ms,
+    message_id: task.messageId,
+    message_hash: task.messageHash,
+    events: f.events,
+    files: f.files.length ? f.files.map(fileRow) : null,
+    status_message: f.statusMessage,
+    error_message: f.errorMessage,
+    artifacts: f.artifacts,
+    input_tokens: f.tokens?.input ?? null,
+    output_tokens: f.tokens?.output ?? null,
+    cap: task.runningCap ?? 0,
+  };
+}
