@@ -3,91 +3,22 @@ import type { TLSSocket } from 'node:tls';
 import { Injectable, Logger } from '@nestjs/common';
 import type { TenantPrincipal } from '../../common/auth.decorators.js';
 import { DomainError } from '../../common/errors.js';
-import { findJsonProblem, type JsonTextError, parseJsonText, scanJson } from '../../common/json-guard.js';
-import { checkScanBesidesFiles } from './body-size.js';
-import {
-  BodyAborted,
-  bodyProblem,
-  hasBody,
-  isJsonType,
-  isUtf8,
-  mediaTypeOf,
-  readBody,
-} from '../../common/http/read-body.js';
+import { BodyAborted } from '../../common/http/read-body.js';
 import { requestIdFor, JSONRPC_ROUTE, type RequestRecorder } from '../../common/http/request-record.js';
 import { setHeaders, type HeaderList } from '../../common/http/security-headers.js';
 import { safeError } from '../../common/safe-error.js';
 import { AppConfig } from '../../config/app-config.js';
 import { TenantGuard } from '../../tenants/auth/access.guard.js';
 import { setHttpRoute } from '../../tracing/spans.js';
-import { JsonRpcHttp } from '../jsonrpc/jsonrpc-http.js';
-import { RestHttp } from '../rest/rest-http.js';
+import { JsonRpcController } from '../jsonrpc/jsonrpc.controller.js';
+import { RestController } from '../rest/rest.controller.js';
+import { a2aTarget, decodeSegment, REST_ROUTE, splitTarget, type Target } from './a2a-target.js';
 import { HttpExchange } from './exchange.js';
+import { readRestBody, readRpcBody } from './request-bodies.js';
 
 type Listener = (req: IncomingMessage, res: ServerResponse) => void;
 /** An Express-style middleware (cors). */
 type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
-
-/** The route template of the HTTP+JSON binding, for metrics and traces (as Express named it). */
-export const REST_ROUTE = '/v1/a2a/agents/:id/*path';
-
-const PREFIX = '/v1/a2a/agents/';
-/** Paths under an agent's URL that are its card (served by Nest's card controller), lower case. */
-const CARD_PATHS = new Set(['agent-card.json', '.well-known/agent-card.json', '.well-known/agent.json']);
-
-/** A request of the A2A bindings, by the path: the agent's id (still encoded), and the rest for HTTP+JSON. */
-type Target = { kind: 'jsonrpc'; agent: string } | { kind: 'rest'; agent: string; sub: string };
-
-/**
- * Which binding a request is for, or undefined for the routes Nest serves.
- * Like Express's routing here: the prefix is matched without regard to case,
- * a trailing slash after the agent's id is the JSON-RPC endpoint still, and
- * a card's path (with or without a trailing slash) goes to Nest's card route
- * for GET and HEAD — any other method on it is an HTTP+JSON request (a 401,
- * or §11.6's 404 for a route that does not exist).
- */
-export function a2aTarget(path: string, method = 'GET'): Target | undefined {
-  if (path.length <= PREFIX.length || path.slice(0, PREFIX.length).toLowerCase() !== PREFIX) return undefined;
-  const slash = path.indexOf('/', PREFIX.length);
-  const agent = path.slice(PREFIX.length, slash === -1 ? undefined : slash);
-  if (agent === '') return undefined;
-  if (slash === -1 || slash === path.length - 1) return { kind: 'jsonrpc', agent };
-  const sub = path.slice(slash + 1);
-  const card = (sub.endsWith('/') ? sub.slice(0, -1) : sub).toLowerCase();
-  if (CARD_PATHS.has(card) && (method === 'GET' || method === 'HEAD')) return undefined;
-  return { kind: 'rest', agent, sub };
-}
-
-/**
- * A request target's path and query, as Express reads it: an absolute-form
- * target (`http://host/path`, RFC 9112 §3.2.2) is taken by its path, and a
- * `#fragment` a client sent is dropped.
- */
-export function splitTarget(url: string): { path: string; search: string } {
-  let target = url;
-  const hash = target.indexOf('#');
-  if (hash !== -1) target = target.slice(0, hash);
-  if (target[0] !== '/') {
-    try {
-      const u = new URL(target);
-      return { path: u.pathname, search: u.search.slice(1) };
-    } catch {
-      return { path: target, search: '' };
-    }
-  }
-  const q = target.indexOf('?');
-  return q === -1 ? { path: target, search: '' } : { path: target.slice(0, q), search: target.slice(q + 1) };
-}
-
-/** Decodes a path segment; null when its percent-encoding is malformed. */
-function decodeSegment(s: string): string | null {
-  if (!s.includes('%')) return s;
-  try {
-    return decodeURIComponent(s);
-  } catch {
-    return null;
-  }
-}
 
 export interface EdgeSetup {
   recorder: RequestRecorder;
@@ -122,8 +53,8 @@ export class A2aHttpEdge {
 
   constructor(
     private readonly guard: TenantGuard,
-    private readonly jsonRpc: JsonRpcHttp,
-    private readonly rest: RestHttp,
+    private readonly jsonRpc: JsonRpcController,
+    private readonly rest: RestController,
     private readonly config: AppConfig,
   ) {}
 
@@ -195,7 +126,7 @@ export class A2aHttpEdge {
     let body: string;
     try {
       if (agent === null) throw malformedPath();
-      body = await this.readRpcBody(x);
+      body = await readRpcBody(x, this.config);
     } catch (err) {
       if (err instanceof BodyAborted) return;
       this.bodyRefused(x, err);
@@ -212,7 +143,7 @@ export class A2aHttpEdge {
     let body: unknown;
     try {
       if (agent === null || decodeSegment(target.sub) === null) throw malformedPath();
-      body = await this.readRestBody(x);
+      body = await readRestBody(x, this.config);
     } catch (err) {
       if (err instanceof BodyAborted) return;
       this.bodyRefused(x, err);
@@ -245,67 +176,6 @@ export class A2aHttpEdge {
       refuse(err);
       return undefined;
     }
-  }
-
-  /**
-   * JSON-RPC's body as text (a malformed one is a JSON-RPC parse error, not
-   * an HTTP 400): `application/json`, `application/a2a+json` or no media
-   * type, UTF-8.
-   */
-  private async readRpcBody(x: HttpExchange): Promise<string> {
-    const header = x.req.headers['content-type'];
-    if (header !== undefined) {
-      const media = mediaTypeOf(header);
-      if (
-        !media ||
-        (media.type !== 'application/json' && media.type !== 'application/a2a+json') ||
-        !isUtf8(media.charset)
-      ) {
-        throw new DomainError(
-          'unsupported_media_type',
-          `JSON-RPC requests must be sent as Content-Type: application/json (or application/a2a+json), UTF-8; got '${header.slice(0, 100)}'`,
-        );
-      }
-    }
-    x.continue();
-    const { text, bytes } = await readBody(x.req, this.config.a2aBodyBytes);
-    x.bodyBytes = bytes;
-    x.bodyScan = scanJson(text);
-    checkScanBesidesFiles(bytes, x.bodyScan, this.config);
-    return text;
-  }
-
-  /** HTTP+JSON's body, parsed: a JSON object or array (UTF-8), when the request has one. */
-  private async readRestBody(x: HttpExchange): Promise<unknown> {
-    if (!hasBody(x.req)) return undefined;
-    const media = mediaTypeOf(x.req.headers['content-type'] ?? '');
-    if (!media || !isJsonType(media.type) || !isUtf8(media.charset)) {
-      throw new DomainError('unsupported_media_type', 'request bodies must be JSON (Content-Type: application/json)');
-    }
-    x.continue();
-    const { text, bytes } = await readBody(x.req, this.config.a2aBodyBytes);
-    x.bodyBytes = bytes;
-    const scan = scanJson(text);
-    checkScanBesidesFiles(bytes, scan, this.config);
-    const first = /\S/.exec(text)?.[0];
-    if (first === undefined) return undefined;
-    if (first !== '{' && first !== '[') {
-      throw new DomainError('invalid_json', 'request body is not valid JSON: it must be an object or an array');
-    }
-    let body: unknown;
-    try {
-      body = parseJsonText(text, { scan });
-    } catch (err) {
-      throw bodyProblem(err as JsonTextError);
-    }
-    const problem = findJsonProblem(body);
-    if (problem) {
-      throw DomainError.validation(
-        [{ field: problem.path.replace(/^body\.?/, '') || 'body', messages: [problem.problem] }],
-        `${problem.path} ${problem.problem}`,
-      );
-    }
-    return body;
   }
 
   /** `http` or `https` as the client reached us: a trusted proxy's `X-Forwarded-Proto`, else the socket's. */

@@ -4,7 +4,7 @@ import type { DataSource } from 'typeorm';
 import { Sql } from '../../database/sql.service.js';
 import { EVENT_COLUMNS, TERMINAL_SQL, toStoredEvents, type EventRow } from '../../tasks/repositories/sql.js';
 import type { StoredTaskEvent } from '../../tasks/task-events.js';
-import type { PushDialect } from '../push-config.js';
+import type { PushDialect } from '../../a2a-wire/push-config.js';
 
 /** A config a replica holds the claim on, with what sending needs (secrets included: never log this). */
 export interface ClaimedConfig {
