@@ -11,9 +11,9 @@ import { A2aInvoker } from './handler/a2a-invoker.js';
 import { A2aRequestHandler } from './handler/a2a-request-handler.js';
 import { MessageIntake } from './handler/message-intake.js';
 import { TaskStreams } from './handler/task-streams.js';
-import { JsonRpcController } from './jsonrpc/jsonrpc.controller.js';
-import { RestController } from './rest/rest.controller.js';
-import { A2aHttpEdge } from './http/a2a-http-edge.js';
+import { JsonRpcBinding } from './jsonrpc/jsonrpc-binding.js';
+import { RestBinding } from './rest/rest-binding.js';
+import { A2aHttpController } from './http/a2a-http.controller.js';
 import { GrpcBinding } from './grpc/grpc-binding.js';
 import { GrpcController } from './grpc/grpc.controller.js';
 import { GrpcEndpoint } from './grpc/grpc-endpoint.js';
@@ -22,11 +22,11 @@ import { AgentCardService } from './services/agent-card.service.js';
 /**
  * Every agent as an A2A endpoint: cards, and the JSON-RPC, HTTP+JSON and
  * gRPC bindings, each reading its own envelope and writing its own reply
- * around one A2A call (`A2aCall` → `A2aInvoker` → `A2aRequestHandler`). The
- * two HTTP bindings are served by the A2A HTTP edge ahead of Express
- * (`A2aHttpEdge`, installed by `startApp`); the cards are Nest routes. The
- * gRPC controller serves only when `ARBITER_GRPC_PORT` is set (see
- * `startApp`).
+ * around one A2A call (`A2aCall` → `A2aInvoker` → `A2aRequestHandler`).
+ * The two HTTP bindings are reached through `A2aHttpController`, which
+ * registers itself on the HTTP adapter's server ahead of Nest's router
+ * (see its doc); the cards are Nest routes. The gRPC controller serves only
+ * when `ARBITER_GRPC_PORT` is set (see `startApp`).
  */
 @Module({
   imports: [TasksModule, PushModule, RegistryModule, TenantsModule, McpModule, QuotasModule],
@@ -37,9 +37,9 @@ import { AgentCardService } from './services/agent-card.service.js';
     TaskStreams,
     A2aInvoker,
     A2aCall,
-    JsonRpcController,
-    RestController,
-    A2aHttpEdge,
+    JsonRpcBinding,
+    RestBinding,
+    A2aHttpController,
     AgentCardService,
     GrpcBinding,
     GrpcEndpoint,

@@ -20,8 +20,8 @@ const contentType = (d: WireDialect): string =>
   d.version === '1.0' ? 'application/a2a+json; charset=utf-8' : 'application/json; charset=utf-8';
 
 /**
- * The HTTP+JSON/REST controller (spec §11) under every agent's URL, served
- * from the A2A HTTP edge: `POST message:send`, `POST message:stream`,
+ * The HTTP+JSON/REST binding (spec §11) under every agent's URL, behind the
+ * A2A HTTP controller (`A2aHttpController`): `POST message:send`, `POST message:stream`,
  * `GET tasks/{id}`, `GET tasks`, `POST tasks/{id}:cancel`,
  * `POST tasks/{id}:subscribe`, the push-config routes and
  * `GET extendedAgentCard`. It reads the route and the version (§3.6: header
@@ -33,7 +33,7 @@ const contentType = (d: WireDialect): string =>
  * is answered in §11.6's shape.
  */
 @Injectable()
-export class RestController {
+export class RestBinding {
   private readonly logger = new Logger('A2A-REST');
 
   constructor(

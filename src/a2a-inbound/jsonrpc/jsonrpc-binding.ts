@@ -44,18 +44,18 @@ const askedDialect = (header: string | string[] | undefined): Dialect =>
     : '0.3';
 
 /**
- * The JSON-RPC controller: `POST /v1/a2a/agents/:id`, JSON-RPC 2.0 (spec
- * §9), served from the A2A HTTP edge (`A2aHttpEdge`: the bearer is accepted
- * by the tenant guard and the body read before this runs). Reads the
- * version and the envelope, runs the call (`A2aCall`), and writes the reply
- * or the SSE stream. Every JSON-RPC error is HTTP 200.
+ * The JSON-RPC binding: `POST /v1/a2a/agents/:id`, JSON-RPC 2.0 (spec §9),
+ * behind the A2A HTTP controller (`A2aHttpController`: the tenant guard has
+ * accepted the bearer and the body has been read). Reads the version and
+ * the envelope, runs the call (`A2aCall`), and writes the reply or the SSE
+ * stream. Every JSON-RPC error is HTTP 200.
  *
  * Versions (§3.6.2): `A2A-Version: 1.0` serves v1.0 methods, and v0.3 method
  * names too (the seeds' clients send them under 1.0); an absent, empty or
  * `0.3` version serves v0.3 methods only.
  */
 @Injectable()
-export class JsonRpcController {
+export class JsonRpcBinding {
   private readonly logger = new Logger('A2A');
 
   constructor(

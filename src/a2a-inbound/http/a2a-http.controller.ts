@@ -1,6 +1,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
 import type { TenantPrincipal } from '../../common/auth.decorators.js';
 import { DomainError } from '../../common/errors.js';
 import { BodyAborted } from '../../common/http/read-body.js';
@@ -10,8 +11,8 @@ import { safeError } from '../../common/safe-error.js';
 import { AppConfig } from '../../config/app-config.js';
 import { TenantGuard } from '../../tenants/auth/access.guard.js';
 import { setHttpRoute } from '../../tracing/spans.js';
-import { JsonRpcController } from '../jsonrpc/jsonrpc.controller.js';
-import { RestController } from '../rest/rest.controller.js';
+import { JsonRpcBinding } from '../jsonrpc/jsonrpc-binding.js';
+import { RestBinding } from '../rest/rest-binding.js';
 import { a2aTarget, decodeSegment, REST_ROUTE, splitTarget, type Target } from './a2a-target.js';
 import { HttpExchange } from './exchange.js';
 import { readRestBody, readRpcBody } from './request-bodies.js';
@@ -20,7 +21,7 @@ type Listener = (req: IncomingMessage, res: ServerResponse) => void;
 /** An Express-style middleware (cors). */
 type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
 
-export interface EdgeSetup {
+export interface A2aHttpSetup {
   recorder: RequestRecorder;
   /** The security headers of every answer (helmet's, read once: see `captureHeaders`). */
   securityHeaders: HeaderList;
@@ -31,37 +32,53 @@ export interface EdgeSetup {
 }
 
 /**
- * The A2A HTTP edge: the JSON-RPC endpoint (`POST /v1/a2a/agents/:id`) and
- * the HTTP+JSON binding under it are served straight from Node's HTTP
- * server, ahead of Express and Nest's per-request pipeline (router, guard,
- * interceptors, filters), which cost more CPU than the whole A2A call it
- * carried: a blocking `SendMessage` at c=64 went from 678 to 212 µs of
- * server CPU when this edge replaced it (README, "Benchmark"). Everything else (cards, the native API,
- * admin, the console, docs) stays with Nest.
+ * The A2A HTTP controller — the design's JSON-RPC controller, and the
+ * HTTP+JSON routes' under it: `POST /v1/a2a/agents/:id` and
+ * `/v1/a2a/agents/:id/…`. A provider of `A2aInboundModule` that, when the
+ * application starts, puts itself in front of the HTTP adapter's server
+ * (Nest's Express): A2A requests are served here, the rest (cards, the
+ * native API, admin, the console, docs) go on to Express and Nest's routes.
  *
- * The edge keeps the pipeline's rules: the security headers and request id
- * on every answer, CORS when configured, one log line and the metrics per
- * request, the bearer checked through the same guard as every tenant route
- * (passport-http-bearer, as the gRPC binding does) before a byte of the body
- * is read, the body limits and media types, and each binding's error shape.
+ * Why not a Nest `@Controller`: Nest's per-request pipeline (router, guard
+ * and interceptor chain) costs more CPU than the A2A call it carries — a
+ * blocking `SendMessage` at c=64 went from 678 to 212 µs of server CPU when
+ * this replaced the Nest routes, and a route-scoped `@Controller` prototype
+ * still costs more than the 15% allowed (README, "Benchmark").
+ *
+ * It keeps the pipeline's rules: the security headers and request id on
+ * every answer, CORS when configured, one log line and the metrics per
+ * request, the bearer checked by the tenant guard (`TenantGuard`, the Nest
+ * guard of every tenant route) before a byte of the body is read — an
+ * `Expect: 100-continue` client is invited to send its body only then —,
+ * the body limits and media types, and each binding's error shape; then
+ * the request goes to its binding (`JsonRpcBinding`, `RestBinding`).
  */
 @Injectable()
-export class A2aHttpEdge {
+export class A2aHttpController implements OnApplicationBootstrap {
   private readonly logger = new Logger('A2A');
-  private setup: EdgeSetup | undefined;
+  private setup: A2aHttpSetup | undefined;
   private fixed: string[] = [];
+  private installed = false;
 
   constructor(
     private readonly guard: TenantGuard,
-    private readonly jsonRpc: JsonRpcController,
-    private readonly rest: RestController,
+    private readonly jsonRpc: JsonRpcBinding,
+    private readonly rest: RestBinding,
     private readonly config: AppConfig,
+    private readonly adapter: HttpAdapterHost,
   ) {}
 
-  /** Puts the edge in front of `server`'s request listener (Express): A2A requests here, the rest there. */
-  install(server: Server, setup: EdgeSetup): void {
+  /** What the A2A routes share with every other route (`startApp` builds them): set before the application starts. */
+  configure(setup: A2aHttpSetup): void {
     this.setup = setup;
     this.fixed = setup.securityHeaders.flatMap(([k, v]) => [k, v]);
+  }
+
+  /** Registers the routes on the HTTP adapter's server; an application without HTTP (or not configured) has none. */
+  onApplicationBootstrap(): void {
+    const server = this.adapter.httpAdapter?.getHttpServer() as Server | undefined;
+    if (!server || !this.setup || this.installed) return;
+    this.installed = true;
     const listeners = server.listeners('request') as Listener[];
     if (listeners.length !== 1) throw new Error(`expected one request listener (Express), found ${listeners.length}`);
     const [fallback] = listeners as [Listener];
@@ -74,7 +91,7 @@ export class A2aHttpEdge {
       fallback(req, res);
     };
     server.on('request', (req: IncomingMessage, res: ServerResponse) => dispatch(req, res, false));
-    // `Expect: 100-continue`: Node would invite the body before anyone looked at the bearer; the edge checks it first.
+    // `Expect: 100-continue`: Node would invite the body before anyone looked at the bearer; the guard runs first.
     server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => dispatch(req, res, true));
   }
 
@@ -153,7 +170,7 @@ export class A2aHttpEdge {
     await this.rest.serve(x, principal, agent, target.sub, body);
   }
 
-  /** A body the edge would not take, for the operator (what the client sent is never logged). */
+  /** A body this controller would not take, for the operator (what the client sent is never logged). */
   private bodyRefused(x: HttpExchange, err: unknown): void {
     this.logger.warn(
       {
