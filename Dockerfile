@@ -5,6 +5,8 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json nest-cli.json ormconfig.ts ./
+# The build copies the files the server reads besides its JavaScript (the A2A .proto) into dist/.
+COPY scripts/copy-assets.mjs ./scripts/
 COPY src ./src
 COPY console ./console
 RUN npm run build && npm prune --omit=dev

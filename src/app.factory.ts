@@ -7,7 +7,7 @@ import type { NextFunction, Request, Response } from 'express';
 import cors from 'cors';
 import helmet from 'helmet';
 import { AppModule } from './app.module.js';
-import { A2aHttpEdge } from './a2a-inbound/http/a2a-http-edge.js';
+import { A2aHttpController } from './a2a-inbound/http/a2a-http.controller.js';
 import { RequestRecorder } from './common/http/request-record.js';
 import { captureHeaders, setHeaders } from './common/http/security-headers.js';
 import { NestPino, rootLogger } from './common/logging.js';
@@ -84,6 +84,14 @@ export async function startApp(config: AppConfig): Promise<RunningApp> {
   // Runs before Nest's own middleware, so even a rejected body gets a request id, a log line and its count.
   const recorder = new RequestRecorder(logger, app.get(Metrics), (url) => url.startsWith('/v1/health'));
   app.use(recorder.middleware());
+  // The A2A routes (A2aHttpController) share these with every route; the controller registers itself on start.
+  const express = app.getHttpAdapter().getInstance() as { get(setting: string): unknown };
+  app.get(A2aHttpController).configure({
+    recorder,
+    securityHeaders: api,
+    cors: corsMiddleware,
+    trustProxy: express.get('trust proxy fn') as (address: string, i: number) => boolean,
+  });
   // Slow or withheld requests end: headers within ARBITER_HEADERS_TIMEOUT_MS, the whole request (body
   // included, never the response) within ARBITER_REQUEST_TIMEOUT_MS; idle keep-alive connections too. Node checks
   // these every `connectionsCheckingInterval` (30 s by default): check every second.
@@ -100,14 +108,6 @@ export async function startApp(config: AppConfig): Promise<RunningApp> {
     await app.startAllMicroservices();
     app.get(GrpcEndpoint).port = grpc.port;
   }
-  // The A2A bindings over HTTP are served ahead of Express (see A2aHttpEdge); the rest goes on to it.
-  const express = app.getHttpAdapter().getInstance() as { get(setting: string): unknown };
-  app.get(A2aHttpEdge).install(server, {
-    recorder,
-    securityHeaders: api,
-    cors: corsMiddleware,
-    trustProxy: express.get('trust proxy fn') as (address: string, i: number) => boolean,
-  });
   await app.listen(config.port, config.bind);
   const addr = app.getHttpServer().address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;

@@ -6,11 +6,14 @@ import { TenantsModule } from '../tenants/tenants.module.js';
 import { McpModule } from '../mcp/mcp.module.js';
 import { QuotasModule } from '../quotas/quotas.module.js';
 import { AgentCardController } from './controllers/agent-card.controller.js';
+import { A2aCall } from './handler/a2a-call.js';
+import { A2aInvoker } from './handler/a2a-invoker.js';
 import { A2aRequestHandler } from './handler/a2a-request-handler.js';
+import { MessageIntake } from './handler/message-intake.js';
+import { TaskStreams } from './handler/task-streams.js';
 import { JsonRpcBinding } from './jsonrpc/jsonrpc-binding.js';
-import { JsonRpcHttp } from './jsonrpc/jsonrpc-http.js';
-import { RestHttp } from './rest/rest-http.js';
-import { A2aHttpEdge } from './http/a2a-http-edge.js';
+import { RestBinding } from './rest/rest-binding.js';
+import { A2aHttpController } from './http/a2a-http.controller.js';
 import { GrpcBinding } from './grpc/grpc-binding.js';
 import { GrpcController } from './grpc/grpc.controller.js';
 import { GrpcEndpoint } from './grpc/grpc-endpoint.js';
@@ -18,9 +21,11 @@ import { AgentCardService } from './services/agent-card.service.js';
 
 /**
  * Every agent as an A2A endpoint: cards, and the JSON-RPC, HTTP+JSON and
- * gRPC bindings over one typed request handler. The two HTTP bindings are
- * served by the A2A HTTP edge ahead of Express (`A2aHttpEdge`, installed by
- * `startApp`); the cards are Nest routes. The gRPC controller serves only
+ * gRPC bindings, each reading its own envelope and writing its own reply
+ * around one A2A call (`A2aCall` → `A2aInvoker` → `A2aRequestHandler`).
+ * The two HTTP bindings are reached through `A2aHttpController`, which
+ * registers itself on the HTTP adapter's server ahead of Nest's router
+ * (see its doc); the cards are Nest routes. The gRPC controller serves only
  * when `ARBITER_GRPC_PORT` is set (see `startApp`).
  */
 @Module({
@@ -28,10 +33,13 @@ import { AgentCardService } from './services/agent-card.service.js';
   controllers: [AgentCardController, GrpcController],
   providers: [
     A2aRequestHandler,
+    MessageIntake,
+    TaskStreams,
+    A2aInvoker,
+    A2aCall,
     JsonRpcBinding,
-    JsonRpcHttp,
-    RestHttp,
-    A2aHttpEdge,
+    RestBinding,
+    A2aHttpController,
     AgentCardService,
     GrpcBinding,
     GrpcEndpoint,

@@ -115,7 +115,7 @@ const JSONRPC_OPERATION: OperationObject = {
  * The OpenAPI 3.1 document: the Nest routes as `@nestjs/swagger` reads them
  * (request schemas from the DTOs' class-validator decorators, the same ones
  * the global ValidationPipe enforces), plus the A2A bindings over HTTP —
- * served by the A2A HTTP edge ahead of Nest, so described here from their
+ * served by the A2A HTTP controller ahead of Nest's router, so described here from their
  * route tables.
  */
 export function buildOpenApi(app: INestApplication, version: string): OpenAPIObject {

@@ -5,7 +5,7 @@ import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { REST_ROUTE_PATHS } from '../../src/a2a-inbound/rest/rest-routes.js';
-import { a2aTarget, splitTarget } from '../../src/a2a-inbound/http/a2a-http-edge.js';
+import { a2aTarget, splitTarget } from '../../src/a2a-inbound/http/a2a-target.js';
 import { BodyAborted, readBody } from '../../src/common/http/read-body.js';
 import { connect } from 'node:net';
 import { createServer, type IncomingMessage } from 'node:http';

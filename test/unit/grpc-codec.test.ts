@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, it } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
@@ -52,6 +55,28 @@ describe('gRPC codec (spec §10)', () => {
       assert.match(JSON.stringify(embedded), /message:send/);
     },
   );
+
+  it('a2a.proto is read from beside the compiled module (dist/ alone, as the image ships it), else from src/', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'a2a-proto-'));
+    try {
+      // The compiled module alone with a proto beside it: the one beside it is read.
+      copyFileSync(
+        fileURLToPath(new URL('../../src/a2a-wire/a2a-proto.js', import.meta.url)),
+        join(dir, 'a2a-proto.js'),
+      );
+      writeFileSync(join(dir, 'a2a.proto'), `${A2A_PROTO}// beside\n`);
+      const alone = (await import(pathToFileURL(join(dir, 'a2a-proto.js')).href)) as { A2A_PROTO: string };
+      assert.ok(alone.A2A_PROTO.endsWith('// beside\n'));
+      // The build's copy step puts every .proto of src/ at the same place under dist/.
+      mkdirSync(join(dir, 'src', 'a2a-wire'), { recursive: true });
+      writeFileSync(join(dir, 'src', 'a2a-wire', 'a2a.proto'), A2A_PROTO);
+      execFileSync(process.execPath, [resolve('scripts', 'copy-assets.mjs')], { cwd: dir });
+      assert.equal(readFileSync(join(dir, 'dist', 'src', 'a2a-wire', 'a2a.proto'), 'utf8'), A2A_PROTO);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    assert.match(A2A_PROTO, /^syntax = "proto3";\npackage lf\.a2a\.v1;/);
+  });
 
   it('serves every method of A2AService, the streaming ones as server streams', () => {
     const methods = service();

@@ -3,20 +3,14 @@ import { Injectable } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import type { TenantPrincipal } from '../../common/auth.decorators.js';
 import { DomainError } from '../../common/errors.js';
-import { AGENT_ID_PATTERN } from '../../registry/constitution.js';
-import { AgentCatalog } from '../../registry/services/agent-catalog.service.js';
 import { TenantGuard } from '../../tenants/auth/access.guard.js';
-import { OpenStreams } from '../../tenants/services/open-streams.service.js';
 import { A2aError } from '../../a2a-wire/a2a-errors.js';
-import type { ParsedParams } from '../../a2a-wire/dialects/dialect.js';
-import { V1Dialect } from '../../a2a-wire/dialects/v1.dialect.js';
-import type { CallContext } from '../handler/a2a-request-handler.js';
-import { checkParamsJson } from '../jsonrpc/envelope.js';
-import { JsonRpcBinding, type Invocation } from '../jsonrpc/jsonrpc-binding.js';
-import { AgentCardService } from '../services/agent-card.service.js';
+import { V1 } from '../../a2a-wire/dialects/dialects.js';
+import { A2aCall } from '../handler/a2a-call.js';
+import type { A2aOutcome } from '../handler/a2a-invoker.js';
 import { Metrics } from '../../metrics/metrics.service.js';
 import { grpcErrorLabel } from './grpc-errors.js';
-import { negotiateVersion } from '../version.js';
+import { checkGrpcVersion } from '../version.js';
 import {
   A2A_PACKAGE,
   A2A_ROOT,
@@ -27,10 +21,7 @@ import {
   toProtoJson,
   wireSizeOf,
 } from './grpc-codec.js';
-import { AppConfig } from '../../config/app-config.js';
-import { checkBesidesFiles } from '../http/body-size.js';
 
-const V1 = new V1Dialect();
 const SERVICE = A2A_ROOT.lookupService(`${A2A_PACKAGE}.${A2A_SERVICE}`);
 
 /** The methods of `A2AService` (a2a.proto); the v1.0 dialect's JSON-RPC method names are the same. */
@@ -54,25 +45,21 @@ function single(metadata: Metadata, key: string): string | undefined {
 }
 
 /**
- * The gRPC binding (spec §10) of every agent, over the same typed request
- * handler as JSON-RPC and HTTP+JSON (`JsonRpcBinding.invoke`). For each call:
- * the bearer from the `authorization` metadata (the HTTP guard's check), the
- * version from `a2a-version` (this binding serves 1.0 only), the decoded
- * message turned into ProtoJSON and parsed by the v1.0 dialect like a
- * JSON-RPC `params` object, the agent named by the request's `tenant` field
- * (the card's GRPC interface carries the agent id there), then the operation;
- * its ProtoJSON result goes back through the codec into the proto reply.
+ * The gRPC binding (spec §10) of every agent, over the same A2A call as
+ * JSON-RPC and HTTP+JSON (`A2aCall`). For each call: the bearer from the
+ * `authorization` metadata (the HTTP guard's check), the version from
+ * `a2a-version` (this binding serves 1.0 only), the decoded message turned
+ * into ProtoJSON — the request object the v1.0 dialect parses, as a JSON-RPC
+ * `params` — and the agent named by the request's `tenant` field (the card's
+ * GRPC interface carries the agent id there); the outcome's ProtoJSON goes
+ * back through the codec into the proto reply.
  */
 @Injectable()
 export class GrpcBinding {
   constructor(
-    private readonly binding: JsonRpcBinding,
-    private readonly catalog: AgentCatalog,
-    private readonly streams: OpenStreams,
-    private readonly cards: AgentCardService,
+    private readonly call: A2aCall,
     private readonly bearer: TenantGuard,
     private readonly metrics: Metrics,
-    private readonly config: AppConfig,
   ) {}
 
   /** One A2A call counted (as the HTTP bindings' are): by method, and its error reason when it failed. */
@@ -97,16 +84,14 @@ export class GrpcBinding {
     call.once('cancelled', onCancel);
     try {
       const principal = await this.authenticate(metadata);
-      const release = this.streams.hold(principal, abort);
-      try {
-        const outcome = await this.invoke(method, principal, request, metadata, abort.signal);
-        if (outcome.kind !== 'result') throw new Error(`${method} answered with a stream`);
-        const reply = fromProtoJson(SERVICE.methods[method].resolvedResponseType!, outcome.result ?? {});
-        this.count(method);
-        return reply;
-      } finally {
-        release();
+      const outcome = await this.run(method, principal, request, metadata, abort);
+      if (outcome.kind === 'stream') {
+        outcome.release();
+        throw new Error(`${method} answered with a stream`);
       }
+      const reply = fromProtoJson(SERVICE.methods[method].resolvedResponseType!, outcome.result ?? {});
+      this.count(method);
+      return reply;
     } catch (err) {
       this.count(method, err);
       throw err;
@@ -126,18 +111,15 @@ export class GrpcBinding {
     const responseType = SERVICE.methods[method].resolvedResponseType!;
     return new Observable<object>((subscriber) => {
       const abort = new AbortController();
-      let releases: (() => void)[] = [];
-      const run = async (): Promise<void> => {
+      let release = (): void => undefined;
+      const serve = async (): Promise<void> => {
         const principal = await this.authenticate(metadata);
-        releases.push(this.streams.hold(principal, abort));
-        const outcome = await this.invoke(method, principal, request, metadata, abort.signal);
+        const outcome = await this.run(method, principal, request, metadata, abort);
         if (outcome.kind !== 'stream') throw new Error(`${method} answered with a single result`);
-        const { stream } = outcome;
-        releases.push(stream.release);
-        for await (const item of stream.items) {
+        release = outcome.release;
+        for await (const frame of outcome.frames) {
           if (subscriber.closed) break;
-          const frame = V1.streamItem(item, stream.task);
-          if (frame !== undefined) subscriber.next(fromProtoJson(responseType, frame));
+          subscriber.next(fromProtoJson(responseType, frame.result));
         }
         // Ended by the server because its access went (a revoked token, a disabled tenant): the status says why.
         const reason: unknown = abort.signal.reason;
@@ -145,15 +127,12 @@ export class GrpcBinding {
         subscriber.complete();
         this.count(method);
       };
-      run()
+      serve()
         .catch((err: unknown) => {
           this.count(method, err);
           subscriber.error(err);
         })
-        .finally(() => {
-          for (const release of releases) release();
-          releases = [];
-        });
+        .finally(() => release());
       return () => abort.abort(new DomainError('unavailable', 'the gRPC stream closed'));
     });
   }
@@ -165,26 +144,15 @@ export class GrpcBinding {
     return principal;
   }
 
-  private async invoke(
+  /** The call of one request message: its version, size and shape checked, then the A2A call for its agent. */
+  private run(
     method: GrpcMethodName,
     principal: TenantPrincipal,
     request: unknown,
     metadata: Metadata,
-    signal: AbortSignal,
-  ): Promise<Invocation> {
-    const values = metadata.get('a2a-version').filter((v): v is string => typeof v === 'string');
-    const negotiated = negotiateVersion(values, undefined);
-    if (negotiated !== '1.0') {
-      // §3.6.2: no version is 0.3, whose gRPC service (package a2a.v1) this server does not serve.
-      const requested = typeof negotiated === 'object' ? negotiated.unsupported : (values[0] ?? '');
-      throw new A2aError(
-        'version_not_supported',
-        `A2A-Version '${requested}' is not supported on the gRPC binding; send the metadata a2a-version: 1.0 ` +
-          `(no version means 0.3, spec §3.6.2)`,
-        undefined,
-        { requestedVersion: requested, supportedVersions: '1.0' },
-      );
-    }
+    abort: AbortController,
+  ): Promise<A2aOutcome> {
+    checkGrpcVersion(metadata.get('a2a-version').filter((v): v is string => typeof v === 'string'));
     if (request instanceof OversizeMessage) {
       throw new DomainError(
         'payload_too_large',
@@ -195,26 +163,27 @@ export class GrpcBinding {
       throw new A2aError('invalid_request', `the request is not a valid ${method} message: ${request.problem}`);
     }
     const params = toProtoJson(SERVICE.methods[method].resolvedRequestType!, request);
-    checkParamsJson(params);
-    const agentId = this.agentOf(params.tenant);
-    const call: ParsedParams = V1.parse(V1.methods[method], params);
-    // grpc-js bounds the message at the A2A body limit (files included); besides its file bytes, the plain limit.
-    checkBesidesFiles(wireSizeOf(request) ?? 0, call, this.config, 'binary');
-    const agent = await this.catalog.resolve(principal.tenantId, agentId);
-    if (!agent) throw DomainError.notFound(`agent '${agentId}'`);
-    const ctx: CallContext = { principal, agent, signal, baseUrl: this.cards.configuredBaseUrl() };
-    return this.binding.invoke(V1, call, ctx);
+    return this.call.run({
+      principal,
+      agentId: agentOf(params.tenant),
+      dialect: V1,
+      method,
+      op: V1.methods[method],
+      params: () => params,
+      // grpc-js bounds the message at the A2A body limit (files included); besides its file bytes, the plain limit.
+      size: { bytes: wireSizeOf(request) ?? 0, files: 'binary' },
+      abort,
+    });
   }
+}
 
-  /** The agent a request addresses: its `tenant` field (the card's GRPC interface gives each agent's). */
-  private agentOf(tenant: unknown): string {
-    if (typeof tenant !== 'string' || tenant === '') {
-      throw A2aError.invalidParams(
-        'tenant',
-        "is required on the gRPC binding: the agent's id, as the tenant of the GRPC interface of its card",
-      );
-    }
-    if (!AGENT_ID_PATTERN.test(tenant)) throw DomainError.notFound(`agent '${tenant.slice(0, 64)}'`);
-    return tenant;
+/** The agent a request addresses: its `tenant` field (the card's GRPC interface gives each agent's). */
+function agentOf(tenant: unknown): string {
+  if (typeof tenant !== 'string' || tenant === '') {
+    throw A2aError.invalidParams(
+      'tenant',
+      "is required on the gRPC binding: the agent's id, as the tenant of the GRPC interface of its card",
+    );
   }
+  return tenant;
 }

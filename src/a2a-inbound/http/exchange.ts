@@ -13,8 +13,8 @@ const logger = new Logger('A2A');
 export type Query = Record<string, string | string[] | undefined>;
 
 /**
- * One request on the A2A HTTP edge and its answer, written straight to
- * Node's response: every answer carries the edge's fixed headers (security
+ * One request on the A2A HTTP controller and its answer, written straight to
+ * Node's response: every answer carries the controller's fixed headers (security
  * headers, the request id) plus those added here, in one `writeHead`.
  */
 export class HttpExchange {
@@ -22,7 +22,7 @@ export class HttpExchange {
   private readonly extra: string[] = [];
   /** The size of the request's body as read (decoded), for the limit besides file bytes (see `checkBesidesFiles`). */
   bodyBytes = 0;
-  /** What the edge's scan of a JSON body found before parsing (so it is scanned once). */
+  /** What the controller's scan of a JSON body found before parsing (so it is scanned once). */
   bodyScan: JsonScan | undefined;
   private parsedQuery: Query | undefined;
 

@@ -1,10 +1,4 @@
-import {
-  findJsonProblem,
-  MAX_JSON_DEPTH,
-  parseJsonText,
-  type JsonScan,
-  type JsonTextError,
-} from '../../common/json-guard.js';
+import { findJsonProblem, parseJsonText, type JsonScan, type JsonTextError } from '../../common/json-guard.js';
 import { A2aError } from '../../a2a-wire/a2a-errors.js';
 import { isObject, type Json } from '../../a2a-wire/dialects/params.js';
 
@@ -76,14 +70,4 @@ export function parseEnvelope(text: string, scan?: JsonScan): Envelope {
   if (Array.isArray(params))
     fail(A2aError.invalidParams('params', 'must be an object: A2A methods take named parameters'));
   return { id, method: body.method, params: isObject(params) ? params : {} };
-}
-
-/**
- * The method's params as the rest of the system can take them: nesting no
- * deeper than `MAX_JSON_DEPTH`, no NUL characters or unpaired surrogates in
- * strings or keys. A problem is InvalidParams naming its path.
- */
-export function checkParamsJson(params: Json): void {
-  const problem = findJsonProblem(params, MAX_JSON_DEPTH, 'params');
-  if (problem) throw A2aError.invalidParams(problem.path, problem.problem);
 }

@@ -3,7 +3,7 @@ import type { TaskSnapshot } from '../../tasks/task-snapshot.js';
 import type { MessageJson } from '../../common/a2a-json.js';
 import type { StoredTaskEvent } from '../../tasks/task-events.js';
 import type { TaskStateName } from '../../tasks/task-state.js';
-import type { PushConfigView } from '../../push/push-config.js';
+import type { PushConfigView } from '../push-config.js';
 import type { PushDeleteParams, PushGetParams, PushListParams, PushSetParams, SendPushConfig } from './push-params.js';
 
 /** The operations, by meaning; both dialects' method names map onto these. */

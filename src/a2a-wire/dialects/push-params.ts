@@ -1,4 +1,4 @@
-import type { PushConfigInput, PushConfigView, PushDialect } from '../../push/push-config.js';
+import type { PushConfigInput, PushConfigView, PushDialect } from '../push-config.js';
 import { A2aError } from '../a2a-errors.js';
 import { obj, optInt, optObj, optStr, str, type Json } from './params.js';
 

@@ -13,7 +13,7 @@ import {
   type WireDialect,
 } from './dialect.js';
 import { finishMessage, messageBase, parseParams } from './parse-params.js';
-import type { PushConfigView } from '../../push/push-config.js';
+import type { PushConfigView } from '../push-config.js';
 import { v03PushConfig, v03PushDelete, v03PushGet, v03PushList, v03PushSet, v03SendPush } from './push-params.js';
 import { got, isObject, obj, optBool, optObj, optStr, shapeOf, str, type Json } from './params.js';
 

@@ -14,7 +14,7 @@ import {
   type WireDialect,
 } from './dialect.js';
 import { finishMessage, messageBase, parseParams } from './parse-params.js';
-import type { PushConfigView } from '../../push/push-config.js';
+import type { PushConfigView } from '../push-config.js';
 import { v1PushConfig, v1PushDelete, v1PushGet, v1PushList, v1PushSet, v1SendPush } from './push-params.js';
 import { got, obj, optBool, optObj, optStr, shapeOf, str, type Json } from './params.js';
 import { readProtoNames, REQUEST_TYPES } from './proto-names.js';

@@ -38,7 +38,7 @@ export function captureHeaders(middleware: Middleware): HeaderList {
   return [...set.values()];
 }
 
-/** Sets `headers` on `res` (an Express route's answer; the A2A edge passes the list to `writeHead`). */
+/** Sets `headers` on `res` (an Express route's answer; the A2A HTTP controller passes the list to `writeHead`). */
 export function setHeaders(res: ServerResponse, headers: HeaderList): void {
   for (const [name, value] of headers) res.setHeader(name, value);
 }

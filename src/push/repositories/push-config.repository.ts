@@ -3,7 +3,8 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import type { PushConfigState } from '../entities/push-config.entity.js';
-import type { PushConfigInput, PushConfigView, PushDeliveryView, PushDialect } from '../push-config.js';
+import type { PushConfigInput, PushConfigView, PushDialect } from '../../a2a-wire/push-config.js';
+import type { PushDeliveryView } from '../push-config.js';
 
 interface ConfigRow {
   config_id: string;

@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { Sql } from '../../database/sql.service.js';
 import { TERMINAL_STATES } from '../../tasks/task-state.js';
-import type { PushDialect } from '../push-config.js';
+import type { PushDialect } from '../../a2a-wire/push-config.js';
 
 /** A config a replica holds the claim on, with what sending needs (secrets included: never log this). */
 export interface ClaimedConfig {

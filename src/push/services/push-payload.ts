@@ -1,14 +1,13 @@
-import { V03Dialect } from '../../a2a-wire/dialects/v03.dialect.js';
-import { V1Dialect } from '../../a2a-wire/dialects/v1.dialect.js';
+import { V03, V1 } from '../../a2a-wire/dialects/dialects.js';
 import type { StoredTaskEvent } from '../../tasks/task-events.js';
 import { isSettled } from '../../tasks/task-state.js';
-import type { PushDialect } from '../push-config.js';
+import type { PushDialect } from '../../a2a-wire/push-config.js';
 
 /*
  * The dialects' stream rendering is a pure projection of log events, the one
  * place A2A wire shapes are made: a webhook gets exactly what a stream gets.
  */
-const DIALECTS = { '1.0': new V1Dialect(), '0.3': new V03Dialect() } as const;
+const DIALECTS = { '1.0': V1, '0.3': V03 } as const;
 
 /** The spec's token header (v0.3 §9.5; the official SDK's sender uses the same name). */
 export const TOKEN_HEADER = 'X-A2A-Notification-Token';

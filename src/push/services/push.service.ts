@@ -6,13 +6,8 @@ import { DomainError } from '../../common/errors.js';
 import { checkUrl, EgressError, parseHostList, refusal, type EgressPolicy } from '../../common/net/egress.js';
 import { AppConfig } from '../../config/app-config.js';
 import { TaskError } from '../../tasks/task.errors.js';
-import {
-  MAX_CONFIGS_PER_TASK,
-  type PushConfigInput,
-  type PushConfigView,
-  type PushDeliveryView,
-  type PushDialect,
-} from '../push-config.js';
+import type { PushConfigInput, PushConfigView, PushDialect } from '../../a2a-wire/push-config.js';
+import { MAX_CONFIGS_PER_TASK, type PushDeliveryView } from '../push-config.js';
 import { PushConfigRepository } from '../repositories/push-config.repository.js';
 import { PushWorker } from './push-worker.service.js';
 

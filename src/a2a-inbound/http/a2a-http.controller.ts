@@ -1,95 +1,27 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
 import type { TenantPrincipal } from '../../common/auth.decorators.js';
 import { DomainError } from '../../common/errors.js';
-import { findJsonProblem, type JsonTextError, parseJsonText, scanJson } from '../../common/json-guard.js';
-import { checkScanBesidesFiles } from './body-size.js';
-import {
-  BodyAborted,
-  bodyProblem,
-  hasBody,
-  isJsonType,
-  isUtf8,
-  mediaTypeOf,
-  readBody,
-} from '../../common/http/read-body.js';
+import { BodyAborted } from '../../common/http/read-body.js';
 import { requestIdFor, JSONRPC_ROUTE, type RequestRecorder } from '../../common/http/request-record.js';
 import { setHeaders, type HeaderList } from '../../common/http/security-headers.js';
 import { safeError } from '../../common/safe-error.js';
 import { AppConfig } from '../../config/app-config.js';
 import { TenantGuard } from '../../tenants/auth/access.guard.js';
 import { setHttpRoute } from '../../tracing/spans.js';
-import { JsonRpcHttp } from '../jsonrpc/jsonrpc-http.js';
-import { RestHttp } from '../rest/rest-http.js';
+import { JsonRpcBinding } from '../jsonrpc/jsonrpc-binding.js';
+import { RestBinding } from '../rest/rest-binding.js';
+import { a2aTarget, decodeSegment, REST_ROUTE, splitTarget, type Target } from './a2a-target.js';
 import { HttpExchange } from './exchange.js';
+import { readRestBody, readRpcBody } from './request-bodies.js';
 
 type Listener = (req: IncomingMessage, res: ServerResponse) => void;
 /** An Express-style middleware (cors). */
 type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
 
-/** The route template of the HTTP+JSON binding, for metrics and traces (as Express named it). */
-export const REST_ROUTE = '/v1/a2a/agents/:id/*path';
-
-const PREFIX = '/v1/a2a/agents/';
-/** Paths under an agent's URL that are its card (served by Nest's card controller), lower case. */
-const CARD_PATHS = new Set(['agent-card.json', '.well-known/agent-card.json', '.well-known/agent.json']);
-
-/** A request of the A2A bindings, by the path: the agent's id (still encoded), and the rest for HTTP+JSON. */
-type Target = { kind: 'jsonrpc'; agent: string } | { kind: 'rest'; agent: string; sub: string };
-
-/**
- * Which binding a request is for, or undefined for the routes Nest serves.
- * Like Express's routing here: the prefix is matched without regard to case,
- * a trailing slash after the agent's id is the JSON-RPC endpoint still, and
- * a card's path (with or without a trailing slash) goes to Nest's card route
- * for GET and HEAD — any other method on it is an HTTP+JSON request (a 401,
- * or §11.6's 404 for a route that does not exist).
- */
-export function a2aTarget(path: string, method = 'GET'): Target | undefined {
-  if (path.length <= PREFIX.length || path.slice(0, PREFIX.length).toLowerCase() !== PREFIX) return undefined;
-  const slash = path.indexOf('/', PREFIX.length);
-  const agent = path.slice(PREFIX.length, slash === -1 ? undefined : slash);
-  if (agent === '') return undefined;
-  if (slash === -1 || slash === path.length - 1) return { kind: 'jsonrpc', agent };
-  const sub = path.slice(slash + 1);
-  const card = (sub.endsWith('/') ? sub.slice(0, -1) : sub).toLowerCase();
-  if (CARD_PATHS.has(card) && (method === 'GET' || method === 'HEAD')) return undefined;
-  return { kind: 'rest', agent, sub };
-}
-
-/**
- * A request target's path and query, as Express reads it: an absolute-form
- * target (`http://host/path`, RFC 9112 §3.2.2) is taken by its path, and a
- * `#fragment` a client sent is dropped.
- */
-export function splitTarget(url: string): { path: string; search: string } {
-  let target = url;
-  const hash = target.indexOf('#');
-  if (hash !== -1) target = target.slice(0, hash);
-  if (target[0] !== '/') {
-    try {
-      const u = new URL(target);
-      return { path: u.pathname, search: u.search.slice(1) };
-    } catch {
-      return { path: target, search: '' };
-    }
-  }
-  const q = target.indexOf('?');
-  return q === -1 ? { path: target, search: '' } : { path: target.slice(0, q), search: target.slice(q + 1) };
-}
-
-/** Decodes a path segment; null when its percent-encoding is malformed. */
-function decodeSegment(s: string): string | null {
-  if (!s.includes('%')) return s;
-  try {
-    return decodeURIComponent(s);
-  } catch {
-    return null;
-  }
-}
-
-export interface EdgeSetup {
+export interface A2aHttpSetup {
   recorder: RequestRecorder;
   /** The security headers of every answer (helmet's, read once: see `captureHeaders`). */
   securityHeaders: HeaderList;
@@ -100,37 +32,53 @@ export interface EdgeSetup {
 }
 
 /**
- * The A2A HTTP edge: the JSON-RPC endpoint (`POST /v1/a2a/agents/:id`) and
- * the HTTP+JSON binding under it are served straight from Node's HTTP
- * server, ahead of Express and Nest's per-request pipeline (router, guard,
- * interceptors, filters), which cost more CPU than the whole A2A call it
- * carried: a blocking `SendMessage` at c=64 went from 678 to 212 µs of
- * server CPU when this edge replaced it (docs/benchmark.md). Everything else (cards, the native API,
- * admin, the console, docs) stays with Nest.
+ * The A2A HTTP controller — the design's JSON-RPC controller, and the
+ * HTTP+JSON routes' under it: `POST /v1/a2a/agents/:id` and
+ * `/v1/a2a/agents/:id/…`. A provider of `A2aInboundModule` that, when the
+ * application starts, puts itself in front of the HTTP adapter's server
+ * (Nest's Express): A2A requests are served here, the rest (cards, the
+ * native API, admin, the console, docs) go on to Express and Nest's routes.
  *
- * The edge keeps the pipeline's rules: the security headers and request id
- * on every answer, CORS when configured, one log line and the metrics per
- * request, the bearer checked through the same guard as every tenant route
- * (passport-http-bearer, as the gRPC binding does) before a byte of the body
- * is read, the body limits and media types, and each binding's error shape.
+ * Why not a Nest `@Controller`: Nest's per-request pipeline (router, guard
+ * and interceptor chain) costs more CPU than the A2A call it carries — a
+ * blocking `SendMessage` at c=64 went from 678 to 212 µs of server CPU when
+ * this replaced the Nest routes, and a route-scoped `@Controller` prototype
+ * still costs more than the 15% allowed (docs/benchmark.md).
+ *
+ * It keeps the pipeline's rules: the security headers and request id on
+ * every answer, CORS when configured, one log line and the metrics per
+ * request, the bearer checked by the tenant guard (`TenantGuard`, the Nest
+ * guard of every tenant route) before a byte of the body is read — an
+ * `Expect: 100-continue` client is invited to send its body only then —,
+ * the body limits and media types, and each binding's error shape; then
+ * the request goes to its binding (`JsonRpcBinding`, `RestBinding`).
  */
 @Injectable()
-export class A2aHttpEdge {
+export class A2aHttpController implements OnApplicationBootstrap {
   private readonly logger = new Logger('A2A');
-  private setup: EdgeSetup | undefined;
+  private setup: A2aHttpSetup | undefined;
   private fixed: string[] = [];
+  private installed = false;
 
   constructor(
     private readonly guard: TenantGuard,
-    private readonly jsonRpc: JsonRpcHttp,
-    private readonly rest: RestHttp,
+    private readonly jsonRpc: JsonRpcBinding,
+    private readonly rest: RestBinding,
     private readonly config: AppConfig,
+    private readonly adapter: HttpAdapterHost,
   ) {}
 
-  /** Puts the edge in front of `server`'s request listener (Express): A2A requests here, the rest there. */
-  install(server: Server, setup: EdgeSetup): void {
+  /** What the A2A routes share with every other route (`startApp` builds them): set before the application starts. */
+  configure(setup: A2aHttpSetup): void {
     this.setup = setup;
     this.fixed = setup.securityHeaders.flatMap(([k, v]) => [k, v]);
+  }
+
+  /** Registers the routes on the HTTP adapter's server; an application without HTTP (or not configured) has none. */
+  onApplicationBootstrap(): void {
+    const server = this.adapter.httpAdapter?.getHttpServer() as Server | undefined;
+    if (!server || !this.setup || this.installed) return;
+    this.installed = true;
     const listeners = server.listeners('request') as Listener[];
     if (listeners.length !== 1) throw new Error(`expected one request listener (Express), found ${listeners.length}`);
     const [fallback] = listeners as [Listener];
@@ -143,7 +91,7 @@ export class A2aHttpEdge {
       fallback(req, res);
     };
     server.on('request', (req: IncomingMessage, res: ServerResponse) => dispatch(req, res, false));
-    // `Expect: 100-continue`: Node would invite the body before anyone looked at the bearer; the edge checks it first.
+    // `Expect: 100-continue`: Node would invite the body before anyone looked at the bearer; the guard runs first.
     server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => dispatch(req, res, true));
   }
 
@@ -195,7 +143,7 @@ export class A2aHttpEdge {
     let body: string;
     try {
       if (agent === null) throw malformedPath();
-      body = await this.readRpcBody(x);
+      body = await readRpcBody(x, this.config);
     } catch (err) {
       if (err instanceof BodyAborted) return;
       this.bodyRefused(x, err);
@@ -212,7 +160,7 @@ export class A2aHttpEdge {
     let body: unknown;
     try {
       if (agent === null || decodeSegment(target.sub) === null) throw malformedPath();
-      body = await this.readRestBody(x);
+      body = await readRestBody(x, this.config);
     } catch (err) {
       if (err instanceof BodyAborted) return;
       this.bodyRefused(x, err);
@@ -222,7 +170,7 @@ export class A2aHttpEdge {
     await this.rest.serve(x, principal, agent, target.sub, body);
   }
 
-  /** A body the edge would not take, for the operator (what the client sent is never logged). */
+  /** A body this controller would not take, for the operator (what the client sent is never logged). */
   private bodyRefused(x: HttpExchange, err: unknown): void {
     this.logger.warn(
       {
@@ -245,67 +193,6 @@ export class A2aHttpEdge {
       refuse(err);
       return undefined;
     }
-  }
-
-  /**
-   * JSON-RPC's body as text (a malformed one is a JSON-RPC parse error, not
-   * an HTTP 400): `application/json`, `application/a2a+json` or no media
-   * type, UTF-8.
-   */
-  private async readRpcBody(x: HttpExchange): Promise<string> {
-    const header = x.req.headers['content-type'];
-    if (header !== undefined) {
-      const media = mediaTypeOf(header);
-      if (
-        !media ||
-        (media.type !== 'application/json' && media.type !== 'application/a2a+json') ||
-        !isUtf8(media.charset)
-      ) {
-        throw new DomainError(
-          'unsupported_media_type',
-          `JSON-RPC requests must be sent as Content-Type: application/json (or application/a2a+json), UTF-8; got '${header.slice(0, 100)}'`,
-        );
-      }
-    }
-    x.continue();
-    const { text, bytes } = await readBody(x.req, this.config.a2aBodyBytes);
-    x.bodyBytes = bytes;
-    x.bodyScan = scanJson(text);
-    checkScanBesidesFiles(bytes, x.bodyScan, this.config);
-    return text;
-  }
-
-  /** HTTP+JSON's body, parsed: a JSON object or array (UTF-8), when the request has one. */
-  private async readRestBody(x: HttpExchange): Promise<unknown> {
-    if (!hasBody(x.req)) return undefined;
-    const media = mediaTypeOf(x.req.headers['content-type'] ?? '');
-    if (!media || !isJsonType(media.type) || !isUtf8(media.charset)) {
-      throw new DomainError('unsupported_media_type', 'request bodies must be JSON (Content-Type: application/json)');
-    }
-    x.continue();
-    const { text, bytes } = await readBody(x.req, this.config.a2aBodyBytes);
-    x.bodyBytes = bytes;
-    const scan = scanJson(text);
-    checkScanBesidesFiles(bytes, scan, this.config);
-    const first = /\S/.exec(text)?.[0];
-    if (first === undefined) return undefined;
-    if (first !== '{' && first !== '[') {
-      throw new DomainError('invalid_json', 'request body is not valid JSON: it must be an object or an array');
-    }
-    let body: unknown;
-    try {
-      body = parseJsonText(text, { scan });
-    } catch (err) {
-      throw bodyProblem(err as JsonTextError);
-    }
-    const problem = findJsonProblem(body);
-    if (problem) {
-      throw DomainError.validation(
-        [{ field: problem.path.replace(/^body\.?/, '') || 'body', messages: [problem.problem] }],
-        `${problem.path} ${problem.problem}`,
-      );
-    }
-    return body;
   }
 
   /** `http` or `https` as the client reached us: a trusted proxy's `X-Forwarded-Proto`, else the socket's. */

@@ -5,7 +5,7 @@ import type { JsonScan } from '../../common/json-guard.js';
 
 /**
  * An A2A request body may be `ARBITER_MAX_BODY_BYTES` plus the base64 of
- * `ARBITER_MAX_MESSAGE_FILE_BYTES` (the edge reads up to that), but besides
+ * `ARBITER_MAX_MESSAGE_FILE_BYTES` (the A2A HTTP controller reads up to that), but besides
  * its message's file bytes — the `raw` of its file parts, as the dialect
  * parsed them (v0.3's `file.bytes` too) — it stays within
  * `ARBITER_MAX_BODY_BYTES`: text, data, metadata and every other method's
@@ -34,7 +34,7 @@ export function checkBesidesFiles(
 }
 
 /**
- * The same limit checked before the body is parsed, from the edge's scan:
+ * The same limit checked before the body is parsed, from the HTTP body's scan:
  * file bytes are long strings, so a body whose text besides long strings
  * passes `ARBITER_MAX_BODY_BYTES` cannot pass `checkBesidesFiles` either —
  * and parsing it first (say 14 MiB of `[],`) would hold the event loop for

@@ -1,0 +1,125 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { Injectable } from '@nestjs/common';
+import type { TenantPrincipal } from '../../common/auth.decorators.js';
+import { DomainError } from '../../common/errors.js';
+import { findJsonProblem, MAX_JSON_DEPTH } from '../../common/json-guard.js';
+import { AppConfig } from '../../config/app-config.js';
+import { AGENT_ID_PATTERN } from '../../registry/constitution.js';
+import { AgentCatalog } from '../../registry/services/agent-catalog.service.js';
+import { OpenStreams } from '../../tenants/services/open-streams.service.js';
+import { annotateActiveSpan } from '../../tracing/spans.js';
+import { A2aError } from '../../a2a-wire/a2a-errors.js';
+import type { Operation, WireDialect } from '../../a2a-wire/dialects/dialect.js';
+import type { Json } from '../../a2a-wire/dialects/params.js';
+import { AgentCardService } from '../services/agent-card.service.js';
+import { A2aInvoker, type A2aOutcome } from './a2a-invoker.js';
+import { checkBesidesFiles } from './size-limits.js';
+
+/** One A2A call as a binding read it from its envelope (JSON-RPC), route (HTTP+JSON) or message (gRPC). */
+export interface A2aCallRequest {
+  principal: TenantPrincipal;
+  /** The agent the call addresses: the URL's id, or gRPC's `tenant` field. */
+  agentId: string;
+  dialect: WireDialect;
+  /** The method's name for logs, metrics and spans: JSON-RPC's as sent, the proto's for HTTP+JSON. */
+  method: string;
+  op: Operation;
+  /**
+   * The operation's request object (JSON-RPC's `params`), read once the call
+   * is on the record: HTTP+JSON builds it from path, query and body, and a
+   * bad one is refused as this call's.
+   */
+  params: () => Json;
+  /** The request's size as read, and how its file bytes count (see `checkBesidesFiles`). */
+  size: { bytes: number; files: 'base64' | 'binary' };
+  /** The HTTP request the call came on, for the base URL of cards; none (gRPC): the configured one. */
+  origin?: { protocol: string; headers: IncomingHttpHeaders };
+  /** Aborted by the binding when its client goes away, and here when the tenant's access goes (`OpenStreams`). */
+  abort: AbortController;
+  /** The HTTP request's log line: the tenant, agent, method, dialect and task go there and on the request's span. */
+  log?: Record<string, unknown>;
+}
+
+/**
+ * The A2A call, the same on every binding: between "the binding has read
+ * its envelope or route" and "here is a typed outcome". The call is held
+ * for the tenant's access (a revoked token or a disabled tenant aborts it),
+ * put on the request's record, its params checked and parsed in the dialect
+ * (spec §3.6), held to the body limit besides its file bytes, its agent
+ * resolved for the caller's tenant (another tenant's agent is one that does
+ * not exist), and dispatched (`A2aInvoker`). Errors are thrown for the
+ * binding's own translator; the binding writes the outcome.
+ */
+@Injectable()
+export class A2aCall {
+  constructor(
+    private readonly invoker: A2aInvoker,
+    private readonly catalog: AgentCatalog,
+    private readonly streams: OpenStreams,
+    private readonly cards: AgentCardService,
+    private readonly config: AppConfig,
+  ) {}
+
+  /**
+   * Runs the call. A stream's outcome holds the call until its `release`
+   * (the binding calls it once the stream is over); any other outcome, or
+   * an error, has released it already.
+   */
+  async run(r: A2aCallRequest): Promise<A2aOutcome> {
+    const { principal, agentId, dialect } = r;
+    const held = this.streams.hold(principal, r.abort);
+    try {
+      if (r.log) record(r.log, { tenantId: principal.tenantId, agentId, method: r.method, dialect: dialect.version });
+      const params = r.params();
+      checkParamsJson(params);
+      if (!AGENT_ID_PATTERN.test(agentId)) throw DomainError.notFound(`agent '${agentId.slice(0, 64)}'`);
+      const call = dialect.parse(r.op, params);
+      checkBesidesFiles(r.size.bytes, call, this.config, r.size.files);
+      const agent = await this.catalog.resolve(principal.tenantId, agentId);
+      if (!agent) throw DomainError.notFound(`agent '${agentId}'`);
+      const baseUrl = r.origin ? this.cards.baseUrl(r.origin) : this.cards.configuredBaseUrl();
+      const outcome = await this.invoker.invoke(dialect, call, { principal, agent, signal: r.abort.signal, baseUrl });
+      if (r.log && outcome.taskId !== undefined) {
+        r.log.task_id = outcome.taskId;
+        annotateActiveSpan({ 'a2a.task_id': outcome.taskId });
+      }
+      if (outcome.kind !== 'stream') {
+        held();
+        return outcome;
+      }
+      let released = false;
+      const release = (): void => {
+        if (released) return;
+        released = true;
+        outcome.release();
+        held();
+      };
+      return { ...outcome, release };
+    } catch (err) {
+      held();
+      throw err;
+    }
+  }
+}
+
+/** What the request's log line and span say of the call (the recorder counts A2A calls by these fields). */
+function record(
+  log: Record<string, unknown>,
+  c: { tenantId: string; agentId: string; method: string; dialect: string },
+): void {
+  log.tenant_id = c.tenantId;
+  log.agent_id = c.agentId;
+  log.a2a_method = c.method;
+  log.dialect = c.dialect;
+  annotateActiveSpan({ 'a2a.method': c.method, 'a2a.dialect': c.dialect, 'arbiter.agent_id': c.agentId });
+}
+
+/**
+ * The method's params as the rest of the system can take them: nesting no
+ * deeper than `MAX_JSON_DEPTH`, no NUL characters or unpaired surrogates in
+ * strings or keys. A problem is InvalidParams naming its path.
+ */
+export function checkParamsJson(params: Json): void {
+  const problem = findJsonProblem(params, MAX_JSON_DEPTH, 'params');
+  if (problem) throw A2aError.invalidParams(problem.path, problem.problem);
+}

@@ -1,0 +1,67 @@
+import { DomainError } from '../../common/errors.js';
+import { findJsonProblem, type JsonTextError, parseJsonText, scanJson } from '../../common/json-guard.js';
+import { bodyProblem, hasBody, isJsonType, isUtf8, mediaTypeOf, readBody } from '../../common/http/read-body.js';
+import type { AppConfig } from '../../config/app-config.js';
+import { checkScanBesidesFiles } from '../handler/size-limits.js';
+import type { HttpExchange } from './exchange.js';
+
+/**
+ * JSON-RPC's body as text (a malformed one is a JSON-RPC parse error, not
+ * an HTTP 400): `application/json`, `application/a2a+json` or no media
+ * type, UTF-8.
+ */
+export async function readRpcBody(x: HttpExchange, config: AppConfig): Promise<string> {
+  const header = x.req.headers['content-type'];
+  if (header !== undefined) {
+    const media = mediaTypeOf(header);
+    if (
+      !media ||
+      (media.type !== 'application/json' && media.type !== 'application/a2a+json') ||
+      !isUtf8(media.charset)
+    ) {
+      throw new DomainError(
+        'unsupported_media_type',
+        `JSON-RPC requests must be sent as Content-Type: application/json (or application/a2a+json), UTF-8; got '${header.slice(0, 100)}'`,
+      );
+    }
+  }
+  x.continue();
+  const { text, bytes } = await readBody(x.req, config.a2aBodyBytes);
+  x.bodyBytes = bytes;
+  x.bodyScan = scanJson(text);
+  checkScanBesidesFiles(bytes, x.bodyScan, config);
+  return text;
+}
+
+/** HTTP+JSON's body, parsed: a JSON object or array (UTF-8), when the request has one. */
+export async function readRestBody(x: HttpExchange, config: AppConfig): Promise<unknown> {
+  if (!hasBody(x.req)) return undefined;
+  const media = mediaTypeOf(x.req.headers['content-type'] ?? '');
+  if (!media || !isJsonType(media.type) || !isUtf8(media.charset)) {
+    throw new DomainError('unsupported_media_type', 'request bodies must be JSON (Content-Type: application/json)');
+  }
+  x.continue();
+  const { text, bytes } = await readBody(x.req, config.a2aBodyBytes);
+  x.bodyBytes = bytes;
+  const scan = scanJson(text);
+  checkScanBesidesFiles(bytes, scan, config);
+  const first = /\S/.exec(text)?.[0];
+  if (first === undefined) return undefined;
+  if (first !== '{' && first !== '[') {
+    throw new DomainError('invalid_json', 'request body is not valid JSON: it must be an object or an array');
+  }
+  let body: unknown;
+  try {
+    body = parseJsonText(text, { scan });
+  } catch (err) {
+    throw bodyProblem(err as JsonTextError);
+  }
+  const problem = findJsonProblem(body);
+  if (problem) {
+    throw DomainError.validation(
+      [{ field: problem.path.replace(/^body\.?/, '') || 'body', messages: [problem.problem] }],
+      `${problem.path} ${problem.problem}`,
+    );
+  }
+  return body;
+}

@@ -1,0 +1,113 @@
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { describe, it } from 'node:test';
+
+/**
+ * The shape of src/, checked: modules in layers, each importing only from
+ * its own layer or the ones below (docs/architecture.md draws the same map),
+ * no import cycle between modules or between files, and files of a size a
+ * reader takes in at once.
+ */
+const LAYERS: string[][] = [
+  ['version.ts', 'config', 'tracing'],
+  ['common'],
+  ['database', 'metrics'],
+  ['tenants'],
+  ['registry', 'a2a-outbound', 'mcp', 'health'],
+  ['orchestrator'],
+  ['tasks'],
+  ['a2a-wire', 'push', 'quotas'],
+  ['a2a-inbound', 'native-api', 'admin', 'openapi', 'console'],
+  ['app.module.ts', 'app.factory.ts', 'entities.ts', 'main.ts', 'tracing.ts', 'cli'],
+];
+/** The most lines a file in src/ may have. */
+const MAX_LINES = 330;
+
+const SRC = resolve('src');
+
+function sources(dir = SRC): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) return sources(p);
+    return p.endsWith('.ts') ? [p] : [];
+  });
+}
+
+/** The module a file belongs to: its first folder under src/, or the file's own name at the top. */
+const moduleOf = (file: string): string => relative(SRC, file).split('/')[0];
+
+interface Import {
+  from: string;
+  to: string;
+  typeOnly: boolean;
+}
+
+function imports(files: string[]): Import[] {
+  return files.flatMap((from) =>
+    [...readFileSync(from, 'utf8').matchAll(/^(?:import|export)\s+(type\s+)?(?:[^'";]*?\s+from\s+)?'(\.[^']+)'/gm)].map(
+      (m) => ({ from, to: resolve(dirname(from), m[2]).replace(/\.js$/, '.ts'), typeOnly: Boolean(m[1]) }),
+    ),
+  );
+}
+
+/** The cycles of a directed graph (each as a path that returns to its start), by depth-first search. */
+function cycles(edges: Map<string, Set<string>>): string[][] {
+  const found: string[][] = [];
+  const state = new Map<string, 'open' | 'done'>();
+  const path: string[] = [];
+  const visit = (n: string): void => {
+    state.set(n, 'open');
+    path.push(n);
+    for (const m of edges.get(n) ?? []) {
+      if (state.get(m) === 'open') found.push([...path.slice(path.indexOf(m)), m]);
+      else if (!state.has(m)) visit(m);
+    }
+    path.pop();
+    state.set(n, 'done');
+  };
+  for (const n of edges.keys()) if (!state.has(n)) visit(n);
+  return found;
+}
+
+describe('the shape of src/', () => {
+  const files = sources();
+  const all = imports(files);
+  const layerOf = new Map(LAYERS.flatMap((mods, i) => mods.map((m) => [m, i] as const)));
+
+  it('every module has a layer', () => {
+    const unknown = [...new Set(files.map(moduleOf))].filter((m) => !layerOf.has(m));
+    assert.deepEqual(unknown, [], 'add these to LAYERS (and to docs/architecture.md)');
+  });
+
+  it('no module imports from a layer above its own', () => {
+    const up = all
+      .filter((i) => (layerOf.get(moduleOf(i.to)) ?? 0) > (layerOf.get(moduleOf(i.from)) ?? 0))
+      .map((i) => `${relative(SRC, i.from)} → ${relative(SRC, i.to)}`);
+    assert.deepEqual(up, []);
+  });
+
+  it('no import cycle between modules, nor between files', () => {
+    const byModule = new Map<string, Set<string>>();
+    const byFile = new Map<string, Set<string>>();
+    for (const i of all) {
+      const [a, b] = [moduleOf(i.from), moduleOf(i.to)];
+      if (a !== b) byModule.set(a, (byModule.get(a) ?? new Set()).add(b));
+      // A cycle of type-only imports costs nothing at run time.
+      if (!i.typeOnly) byFile.set(i.from, (byFile.get(i.from) ?? new Set()).add(i.to));
+    }
+    assert.deepEqual(cycles(byModule), [], 'modules');
+    assert.deepEqual(
+      cycles(byFile).map((c) => c.map((f) => relative(SRC, f))),
+      [],
+      'files',
+    );
+  });
+
+  it(`no file over ${MAX_LINES} lines`, () => {
+    const long = files
+      .map((f) => [relative(SRC, f), readFileSync(f, 'utf8').split('\n').length] as const)
+      .filter(([, n]) => n > MAX_LINES);
+    assert.deepEqual(long, []);
+  });
+});
