@@ -107,7 +107,7 @@ describe('OpenTelemetry: one trace from the caller through a run, its model and 
     const aServer = serverSpans.find((s) => portOf(s) === aPort && s.parentSpanContext?.spanId === CALLER_SPAN);
     assert.ok(aServer, `A's server span is a child of the caller's: ${serverSpans.map((s) => s.name).join(', ')}`);
     assert.equal(aServer.attributes['a2a.task_id'] ?? findAttr(spans, aServer, 'a2a.task_id'), task.id);
-    // The A2A HTTP edge names its route as Express's instrumentation names Nest's.
+    // The A2A HTTP controller names its route as Express's instrumentation names Nest's.
     assert.equal(aServer.attributes['http.route'], '/v1/a2a/agents/:id');
     assert.equal(aServer.name, 'POST /v1/a2a/agents/:id');
 
