@@ -8,10 +8,9 @@ import type { Client } from '@a2a-js/sdk/client';
 import { TaskFiles } from '../../src/tasks/task-files.service.js';
 import { FakeProvider } from '../helpers/fake-provider.js';
 import { newTenant, type TestTenant } from '../helpers/factories.js';
-import { readSse, restClient, rpc, v03Client, v1Client } from '../helpers/a2a.js';
+import { a2a, readSse, restClient, rpc, V1, v03Client, v1Client } from '../helpers/a2a.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
-const V1 = { 'a2a-version': '1.0' };
 const MAX_FILE = 64 * 1024;
 const MAX_MESSAGE_FILES = 100 * 1024;
 const MAX_BODY = 16 * 1024;
@@ -281,26 +280,21 @@ describe('binary file parts (spec §4.1.6 Part raw/url; v0.3 FilePart)', () => {
 
   it('ListTasks: a page carries at most twice ARBITER_MAX_MESSAGE_FILE_BYTES of files; a shorter page and a token for the rest', async () => {
     const u = await newTenant(server, 'files-pages');
-    const call = async (method: string, params: unknown): Promise<any> =>
-      (await (await rpc(server.url, u.token, 'index', { jsonrpc: '2.0', id: 1, method, params }, V1)).json()) as any;
+    const agent = a2a(server.url, u.token);
     const sent: Buffer[] = [];
     for (let i = 0; i < 4; i++) {
       const bytes = randomBytes(MAX_FILE); // 4 × 64 KiB; the page allowance is 2 × 100 KiB
       sent.push(bytes);
-      const r = await call('SendMessage', {
-        message: {
-          messageId: randomUUID(),
-          role: 'ROLE_USER',
-          parts: [{ text: `file ${i}` }, { raw: bytes.toString('base64'), mediaType: 'application/octet-stream' }],
-        },
+      const r = await agent.send(`file ${i}`, {
+        parts: [{ raw: bytes.toString('base64'), mediaType: 'application/octet-stream' }],
       });
       assert.equal(r.result?.task?.status?.state, 'TASK_STATE_COMPLETED', JSON.stringify(r));
     }
-    const first = await call('ListTasks', { pageSize: 10 });
+    const first = await agent.list({ pageSize: 10 });
     assert.equal(first.result.tasks.length, 3, 'three files fit the allowance, four do not');
     assert.equal(first.result.totalSize, 4);
     assert.ok(first.result.nextPageToken, 'a token for the rest');
-    const second = await call('ListTasks', { pageSize: 10, pageToken: first.result.nextPageToken });
+    const second = await agent.list({ pageSize: 10, pageToken: first.result.nextPageToken });
     assert.equal(second.result.tasks.length, 1);
     assert.equal(second.result.nextPageToken ?? '', '');
     // Every task once, each with its own bytes back.
@@ -313,7 +307,7 @@ describe('binary file parts (spec §4.1.6 Part raw/url; v0.3 FilePart)', () => {
         'the bytes of each file',
       );
     // Without history (and artifacts) no file is carried: the whole page again.
-    const light = await call('ListTasks', { pageSize: 10, historyLength: 0 });
+    const light = await agent.list({ pageSize: 10, historyLength: 0 });
     assert.equal(light.result.tasks.length, 4);
   });
 

@@ -8,9 +8,8 @@ import { GetTaskRequest, SendMessageRequest, TaskState, type StreamResponse, typ
 import type { Client } from '@a2a-js/sdk/client';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { followSse, readSse, restClient, rpc, textMessage } from '../helpers/a2a.js';
+import { a2a, followSse, readSse, restClient, rpc, textMessage, V1 } from '../helpers/a2a.js';
 
-const V1 = { 'a2a-version': '1.0' };
 const SECRET_KEY = 'sk-ant-test-never-shown-0123456789';
 
 const msg = (text: string, extra: Record<string, unknown> = {}) => ({
@@ -487,9 +486,7 @@ describe('HTTP+JSON/REST binding (spec §11)', () => {
     it('GET extendedAgentCard, GetExtendedAgentCard and agent/getAuthenticatedExtendedCard give the extended card', async () => {
       const rest = await t.client.get(`${path}/extendedAgentCard`, V1);
       assert.equal(rest.status, 200);
-      const v1 = (await (
-        await rpc(server.url, t.token, 'writer', { jsonrpc: '2.0', id: 1, method: 'GetExtendedAgentCard' }, V1)
-      ).json()) as any;
+      const v1 = await a2a(server.url, t.token, 'writer').call('GetExtendedAgentCard');
       const v03 = (await (
         await rpc(server.url, t.token, 'writer', {
           jsonrpc: '2.0',
@@ -534,15 +531,11 @@ describe('HTTP+JSON/REST binding (spec §11)', () => {
     it('unauthenticated → 401 on every binding; another tenant → not found like a missing agent', async () => {
       assertStatus(await server.http.get(`${path}/extendedAgentCard`, V1), 401, 'UNAUTHENTICATED');
       for (const method of ['GetExtendedAgentCard', 'agent/getAuthenticatedExtendedCard']) {
-        assert.equal((await rpc(server.url, undefined, 'writer', { jsonrpc: '2.0', id: 1, method }, V1)).status, 401);
-        const theirs = (await (
-          await rpc(server.url, other.token, 'writer', { jsonrpc: '2.0', id: 1, method }, V1)
-        ).json()) as any;
-        const none = (await (
-          await rpc(server.url, other.token, 'ghost', { jsonrpc: '2.0', id: 1, method }, V1)
-        ).json()) as any;
-        assert.equal(theirs.error.code, -32001, method);
-        assert.equal(theirs.error.message.replace('writer', 'X'), none.error.message.replace('ghost', 'X'));
+        assert.equal((await a2a(server.url, undefined, 'writer').post(method)).status, 401);
+        const theirs = await a2a(server.url, other.token, 'writer').call(method);
+        const none = await a2a(server.url, other.token, 'ghost').call(method);
+        assert.equal(theirs.error?.code, -32001, method);
+        assert.equal(theirs.error?.message.replace('writer', 'X'), none.error?.message.replace('ghost', 'X'));
       }
       const theirs = await other.client.get(`${path}/extendedAgentCard`, V1);
       const none = await other.client.get('/v1/a2a/agents/ghost/extendedAgentCard', V1);

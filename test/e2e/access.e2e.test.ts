@@ -1,14 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { newTenant, type TestTenant } from '../helpers/factories.js';
-import { followSse, readSse, rpc, waitFor } from '../helpers/a2a.js';
+import { a2a, followSse, readSse, waitFor } from '../helpers/a2a.js';
 import { within } from '../helpers/patience.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-
-const V1 = { 'a2a-version': '1.0' };
-const message = (text: string, taskId?: string) => ({
-  message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text }], ...(taskId ? { taskId } : {}) },
-});
 
 /**
  * Revoking a token or disabling a tenant stops what is already running
@@ -25,21 +20,8 @@ describe('access revoked while requests are open', () => {
   after(() => server.close());
 
   /** A task held open by the echo model's `hold`, started with `token`. */
-  const holdTask = async (token: string): Promise<string> => {
-    const r = await rpc(
-      server.url,
-      token,
-      'index',
-      {
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'SendMessage',
-        params: { ...message('hold'), configuration: { returnImmediately: true } },
-      },
-      V1,
-    );
-    return ((await r.json()) as any).result.task.id as string;
-  };
+  const holdTask = async (token: string): Promise<string> =>
+    (await a2a(server.url, token).send('hold', { returnImmediately: true })).result.task.id as string;
 
   /** Every long request a client can hold with `token` (a fresh tenant's only token), on one held task each. */
   const openAll = async (token: string) => {
@@ -49,25 +31,10 @@ describe('access revoked while requests are open', () => {
         headers: { authorization: `Bearer ${token}` },
       }),
     );
-    const subscribe = followSse(
-      rpc(server.url, token, 'index', { jsonrpc: '2.0', id: 2, method: 'SubscribeToTask', params: { id: b } }, V1),
-    );
-    const streaming = followSse(
-      rpc(
-        server.url,
-        token,
-        'index',
-        { jsonrpc: '2.0', id: 3, method: 'SendStreamingMessage', params: message('hold') },
-        V1,
-      ),
-    );
-    const blocking = rpc(
-      server.url,
-      token,
-      'index',
-      { jsonrpc: '2.0', id: 4, method: 'SendMessage', params: message('hold') },
-      V1,
-    ).then((r) => r.json() as Promise<any>);
+    const agent = a2a(server.url, token);
+    const subscribe = agent.subscribe(b);
+    const streaming = agent.stream('hold');
+    const blocking = agent.send('hold');
     const chat = followSse(
       fetch(`${server.url}/v1/agents/index/chat`, {
         method: 'POST',
@@ -108,7 +75,7 @@ describe('access revoked while requests are open', () => {
       assert.match(last.error.message, reason);
       assert.equal(last.error.data.at(-1).reason, 'UNAUTHENTICATED');
     }
-    assert.equal(blocking.error.code, -32000, JSON.stringify(blocking));
+    assert.equal(blocking.error?.code, -32000, JSON.stringify(blocking));
     assert.match(blocking.error.message, reason);
   };
 

@@ -2,14 +2,13 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { rpc } from '../helpers/a2a.js';
+import { a2a } from '../helpers/a2a.js';
 import { freshDatabase, REAL_POSTGRES, type TestDatabase } from '../helpers/database.js';
 import { newTenant, type TestTenant } from '../helpers/factories.js';
 import { inOneQuotaWindow } from '../helpers/quota-window.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { PATIENCE_MS } from '../helpers/patience.js';
 
-const V1 = { 'a2a-version': '1.0' };
 const CAP = 10;
 
 /**
@@ -39,12 +38,9 @@ describe(
       await db?.drop();
     });
 
-    const message = (text: string, extra: Record<string, unknown> = {}) => ({
-      message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text }], ...extra },
-      configuration: { returnImmediately: true },
-    });
-    const call = async (s: TestServer, t: TestTenant, method: string, params: unknown): Promise<any> =>
-      (await rpc(s.url, t.token, 'index', { jsonrpc: '2.0', id: 1, method, params }, V1)).json();
+    /** A send that returns at once: a held task stays running. */
+    const HELD = { returnImmediately: true };
+    const on = (s: TestServer, t: TestTenant) => a2a(s.url, t.token);
     const running = async (tenantId: string): Promise<{ counted: number; actual: number }> => {
       const { rows } = await sql.query<{ counted: number; actual: number }>(
         `SELECT (SELECT running FROM tenant_running WHERE tenant_id = $1) AS counted,
@@ -71,17 +67,17 @@ describe(
       assert.equal(limits.status, 200, limits.text);
       for (let round = 1; round <= 3; round++) {
         const results = await Promise.all(
-          Array.from({ length: 60 }, (_, i) => call(replicas[i % 3], t, 'SendMessage', message('hold'))),
+          Array.from({ length: 60 }, (_, i) => on(replicas[i % 3], t).send('hold', HELD)),
         );
         const started = results.filter((r) => r.result).map((r) => r.result.task.id as string);
         const refused = results.filter((r) => r.error);
         assert.equal(started.length, CAP, `round ${round}: ${started.length} started`);
         assert.ok(
-          refused.every((r) => /running-task cap reached/.test(r.error.message)),
+          refused.every((r) => /running-task cap reached/.test(r.error!.message)),
           JSON.stringify(refused[0]),
         );
         assert.deepEqual(await running(t.id), { counted: CAP, actual: CAP });
-        await Promise.all(started.map((id, i) => call(replicas[(i + 1) % 3], t, 'CancelTask', { id })));
+        await Promise.all(started.map((id, i) => on(replicas[(i + 1) % 3], t).cancel(id)));
         await until('the cancels to be counted', async () => (await running(t.id)).counted === 0);
         assert.deepEqual(await running(t.id), { counted: 0, actual: 0 });
       }
@@ -90,19 +86,18 @@ describe(
     it('a continuation of a task waiting for input counts against the cap: refused at it, taken under it', async () => {
       const t = await newTenant(replicas[0], 'continuing');
       await replicas[0].admin.patch(`/v1/admin/tenants/${t.id}/limits`, { max_running_tasks: 2, sends_per_minute: 0 });
-      const asked = await call(replicas[0], t, 'SendMessage', { message: message('ask').message });
+      const asked = await on(replicas[0], t).send('ask');
       assert.equal(asked.result?.task?.status?.state, 'TASK_STATE_INPUT_REQUIRED', JSON.stringify(asked));
       const taskId = asked.result.task.id as string;
-      const holds = [
-        await call(replicas[1], t, 'SendMessage', message('hold')),
-        await call(replicas[2], t, 'SendMessage', message('hold')),
-      ].map((r) => r.result.task.id as string);
-      const atCap = await call(replicas[2], t, 'SendMessage', message('go on', { taskId }));
+      const holds = [await on(replicas[1], t).send('hold', HELD), await on(replicas[2], t).send('hold', HELD)].map(
+        (r) => r.result.task.id as string,
+      );
+      const atCap = await on(replicas[2], t).send('go on', { taskId, ...HELD });
       assert.match(atCap.error?.message ?? '', /running-task cap reached/, JSON.stringify(atCap));
       assert.deepEqual(await running(t.id), { counted: 2, actual: 2 });
-      await call(replicas[0], t, 'CancelTask', { id: holds[0] });
+      await on(replicas[0], t).cancel(holds[0]);
       await until('the cancel to be counted', async () => (await running(t.id)).counted === 1);
-      const taken = await call(replicas[2], t, 'SendMessage', { message: message('go on', { taskId }).message });
+      const taken = await on(replicas[2], t).send('go on', { taskId });
       assert.equal(taken.result?.task?.status?.state, 'TASK_STATE_COMPLETED', JSON.stringify(taken));
     });
 
@@ -114,10 +109,10 @@ describe(
           max_running_tasks: 0,
         });
         const results = await Promise.all(
-          Array.from({ length: 60 }, (_, i) => call(replicas[i % 3], t, 'SendMessage', message(`n${i}`))),
+          Array.from({ length: 60 }, (_, i) => on(replicas[i % 3], t).send(`n${i}`, HELD)),
         );
         assert.equal(results.filter((r) => r.result).length, 20, 'the limit, exactly');
-        assert.ok(results.filter((r) => r.error).every((r) => /send quota/.test(r.error.message)));
+        assert.ok(results.filter((r) => r.error).every((r) => /send quota/.test(r.error!.message)));
       });
     });
   },

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { freshDatabase, REAL_POSTGRES, type TestDatabase } from '../helpers/database.js';
 import { FakeProvider } from '../helpers/fake-provider.js';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
-import { readSse, rpc, waitFor } from '../helpers/a2a.js';
+import { a2a, readSse, sendParams, waitFor } from '../helpers/a2a.js';
 import { metric } from '../helpers/metrics.js';
 import { Barrier, within } from '../helpers/patience.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -43,27 +43,13 @@ describe('database outage', { skip: !REAL_POSTGRES && 'needs a PostgreSQL server
     await db.drop();
   });
 
-  const send = (text: string, extra: Record<string, unknown> = {}, agent = 'index') =>
-    rpc(
-      server.url,
-      t.token,
-      agent,
-      {
-        jsonrpc: '2.0',
-        id: 7,
-        method: 'SendMessage',
-        params: { message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text }] }, ...extra },
-      },
-      { 'a2a-version': '1.0' },
-    );
-
   it('fails fast and retryably while the database is away, then recovers; the run in flight ends terminal', async () => {
     // The model sends its first words, and the rest only once the database is away.
     const away = new Barrier(1);
     const words = Array.from({ length: 40 }, (_, i) => `w${i}`).join(' ');
     fake.scripts.set('outage-model', () => ({ text: words, continueWhen: away.reached }));
     await newAgent(t, { id: 'talker', model: 'openai/outage-model' });
-    const started = (await (await send('go', { configuration: { returnImmediately: true } }, 'talker')).json()) as any;
+    const started = await a2a(server.url, t.token, 'talker').send('go', { returnImmediately: true });
     const taskId = started.result.task.id as string;
     // The run is in flight: its first text is stored.
     await waitFor(async () =>
@@ -79,7 +65,7 @@ describe('database outage', { skip: !REAL_POSTGRES && 'needs a PostgreSQL server
         assert.equal(rest.status, 503);
         assert.equal(rest.body.code, 'unavailable');
         assert.equal(rest.headers.get('retry-after'), '1');
-        const jsonRpc = await send('hello');
+        const jsonRpc = await a2a(server.url, t.token).post('SendMessage', sendParams('hello'));
         assert.equal(jsonRpc.status, 503);
         const body = (await jsonRpc.json()) as any;
         assert.equal(body.error.code, -32603);
@@ -117,7 +103,7 @@ describe('database outage', { skip: !REAL_POSTGRES && 'needs a PostgreSQL server
     );
     assert.equal(log.events.at(-1)!.data.state, 'TASK_STATE_FAILED');
     // And the service works again by itself.
-    const again = (await (await send('back again')).json()) as any;
+    const again = await a2a(server.url, t.token).send('back again');
     assert.equal(again.result.task.status.state, 'TASK_STATE_COMPLETED');
   });
 });

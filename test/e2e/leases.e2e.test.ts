@@ -5,7 +5,7 @@ import { FakeProvider } from '../helpers/fake-provider.js';
 import { freshDatabase, REAL_POSTGRES, type TestDatabase } from '../helpers/database.js';
 import { HttpClient } from '../helpers/http.js';
 import pg from 'pg';
-import { waitFor, answerOf } from '../helpers/a2a.js';
+import { a2a, waitFor, answerOf } from '../helpers/a2a.js';
 import { metric } from '../helpers/metrics.js';
 import { TIMEOUT_SCALE, within } from '../helpers/patience.js';
 import { startServerProcess, type ServerProcess } from '../helpers/process.js';
@@ -83,25 +83,10 @@ describe(
       for (const h of homes) rmSync(h, { recursive: true, force: true });
     });
 
-    const rpc = async (server: ServerProcess, agent: string, method: string, params: unknown) => {
-      const res = await fetch(`${server.url}/v1/a2a/agents/${agent}`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'a2a-version': '1.0', 'content-type': 'application/json' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-      });
-      return (await res.json()) as any;
-    };
-    const start = async (server: ServerProcess, agent: string, text: string): Promise<string> => {
-      const r = await rpc(server, agent, 'SendMessage', {
-        message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text }] },
-        configuration: { returnImmediately: true },
-      });
-      return r.result.task.id as string;
-    };
+    const start = async (server: ServerProcess, agent: string, text: string): Promise<string> =>
+      (await a2a(server.url, token, agent).send(text, { returnImmediately: true })).result.task.id as string;
     const continueOn = (server: ServerProcess, taskId: string, text: string) =>
-      rpc(server, 'index', 'SendMessage', {
-        message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text }], taskId },
-      });
+      a2a(server.url, token).send(text, { taskId });
     const stateOn = async (server: ServerProcess, taskId: string) =>
       (await new HttpClient(server.url).withToken(token).get(`/v1/requests/${taskId}`)).body;
     /** How many of `ids` have a lease that ran out, by the database's clock (read directly, not through a proxy). */

@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { newTenant, type TestTenant } from '../helpers/factories.js';
-import { rpc } from '../helpers/a2a.js';
+import { a2a, sendParams } from '../helpers/a2a.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
-const V1 = { 'a2a-version': '1.0' };
 const PAGE_BYTES = 64 * 1024;
 const TASKS = 10;
 /** Each task's text; the echo agent answers with it, so a task's history holds it twice. */
@@ -21,9 +19,9 @@ describe('task lists: pages bounded in bytes (ARBITER_LIST_PAGE_BYTES)', () => {
   let t: TestTenant;
   const ids: string[] = [];
 
+  /** A call's result (a reply without one fails the test). */
   const call = async (method: string, params: unknown): Promise<any> => {
-    const res = await rpc(server.url, t.token, 'index', { jsonrpc: '2.0', id: 1, method, params }, V1);
-    const body = (await res.json()) as any;
+    const body = await a2a(server.url, t.token).call(method, params);
     assert.ok(body.result, JSON.stringify(body.error));
     return body.result;
   };
@@ -60,9 +58,7 @@ describe('task lists: pages bounded in bytes (ARBITER_LIST_PAGE_BYTES)', () => {
     t = await newTenant(server, 'pages');
     for (let i = 0; i < TASKS; i++) {
       const text = `${i} `.padEnd(TEXT_CHARS, 'x');
-      const r = await call('SendMessage', {
-        message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] },
-      });
+      const r = await call('SendMessage', sendParams(text));
       assert.equal(r.task.status.state, 'TASK_STATE_COMPLETED');
       ids.push(r.task.id);
     }
@@ -101,42 +97,15 @@ describe('task lists: pages bounded in bytes (ARBITER_LIST_PAGE_BYTES)', () => {
 
   it('one task larger than the budget is a page of its own', async () => {
     const big = await newTenant(server, 'pages-big');
+    const agent = a2a(server.url, big.token);
     const send = async () => {
-      const res = await rpc(
-        server.url,
-        big.token,
-        'index',
-        {
-          jsonrpc: '2.0',
-          id: 1,
-          method: 'SendMessage',
-          params: {
-            message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'y'.repeat(PAGE_BYTES) }] },
-          },
-        },
-        V1,
-      );
+      const res = await agent.post('SendMessage', sendParams('y'.repeat(PAGE_BYTES)));
       assert.equal(res.status, 200);
     };
     await send();
     await send();
     const list = async (pageToken?: string): Promise<any> =>
-      (
-        (await (
-          await rpc(
-            server.url,
-            big.token,
-            'index',
-            {
-              jsonrpc: '2.0',
-              id: 1,
-              method: 'ListTasks',
-              params: { pageSize: 10, ...(pageToken ? { pageToken } : {}) },
-            },
-            V1,
-          )
-        ).json()) as any
-      ).result;
+      (await agent.list({ pageSize: 10, ...(pageToken ? { pageToken } : {}) })).result;
     const first = await list();
     assert.equal(first.tasks.length, 1);
     assert.ok(first.nextPageToken);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { FakeProvider } from '../helpers/fake-provider.js';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
-import { rpc } from '../helpers/a2a.js';
+import { a2a } from '../helpers/a2a.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { inOneQuotaWindow } from '../helpers/quota-window.js';
 
@@ -56,32 +56,18 @@ describe('Prometheus metrics at /metrics', () => {
   it('a scripted run moves the request, A2A, task, run, model, tool, batch and pool series', async () => {
     fake.scripts.set('metered', (c) => (c.call === 1 ? '/nosuchtool x' : 'the answer'));
     await newAgent(t, { id: 'meter', model: 'openai/metered' });
-    const body = {
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'SendMessage',
-      params: { message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text: 'go' }] } },
-    };
-    const sent: any = await (await rpc(server.url, t.token, 'meter', body, { 'a2a-version': '1.0' })).json();
+    const meter = a2a(server.url, t.token, 'meter');
+    const sent = await meter.send('go');
     assert.equal(sent.result.task.status.state, 'TASK_STATE_COMPLETED', JSON.stringify(sent));
-    const missing = await rpc(
-      server.url,
-      t.token,
-      'meter',
-      { ...body, method: 'GetTask', params: { id: 'nope' } },
-      {
-        'a2a-version': '1.0',
-      },
-    );
-    assert.equal(((await missing.json()) as any).error.code, -32001);
+    assert.equal((await meter.get('nope')).error?.code, -32001);
     const rest = await t.client.get('/v1/a2a/agents/meter/tasks/nope', { 'a2a-version': '1.0' });
     assert.equal(rest.status, 404);
 
     const m = await scrape();
-    const a2a = (labels: Record<string, string>) => sample(m, 'arbiter_a2a_requests_total', labels);
-    assert.equal(a2a({ binding: 'jsonrpc', method: 'SendMessage', dialect: '1.0', error: '' }), 1);
-    assert.equal(a2a({ binding: 'jsonrpc', method: 'GetTask', dialect: '1.0', error: '-32001' }), 1);
-    assert.equal(a2a({ binding: 'rest', method: 'GetTask', dialect: '1.0', error: 'TASK_NOT_FOUND' }), 1);
+    const a2aRequests = (labels: Record<string, string>) => sample(m, 'arbiter_a2a_requests_total', labels);
+    assert.equal(a2aRequests({ binding: 'jsonrpc', method: 'SendMessage', dialect: '1.0', error: '' }), 1);
+    assert.equal(a2aRequests({ binding: 'jsonrpc', method: 'GetTask', dialect: '1.0', error: '-32001' }), 1);
+    assert.equal(a2aRequests({ binding: 'rest', method: 'GetTask', dialect: '1.0', error: 'TASK_NOT_FOUND' }), 1);
     assert.ok(
       (sample(m, 'arbiter_http_requests_total', { method: 'POST', route: '/v1/a2a/agents/:id', status: '200' }) ?? 0) >=
         2,

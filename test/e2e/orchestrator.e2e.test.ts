@@ -6,11 +6,9 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { FakeProvider, type ScriptCall, type ScriptReply } from '../helpers/fake-provider.js';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
-import { readSse, rpc, waitFor, type SseEvent, answerOf } from '../helpers/a2a.js';
+import { a2a, readSse, rpc, waitFor, type SseEvent, answerOf } from '../helpers/a2a.js';
 import { Barrier, PATIENCE_MS, stall } from '../helpers/patience.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-
-const V1 = { 'a2a-version': '1.0' };
 
 /** A loopback web server for /fetch: a page, a slow page, a redirect into a blocked address. */
 async function startPages(
@@ -203,19 +201,7 @@ describe('orchestrator: turn loop, tools and delegation (scripted models over re
   });
 
   it('the same run through A2A: the sub-agent reply is a data artifact, the answer on the response artifact', async () => {
-    const res = await rpc(
-      server.url,
-      t.token,
-      'index',
-      {
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'SendMessage',
-        params: { message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text: 'capital? (a2a)' }] } },
-      },
-      V1,
-    );
-    const task = ((await res.json()) as any).result.task;
+    const task = (await a2a(server.url, t.token).send('capital? (a2a)')).result.task;
     assert.equal(task.status.state, 'TASK_STATE_COMPLETED');
     // The response artifact holds everything the agent showed; the answer is its last paragraph.
     assert.equal(answerOf(task), 'Let me ask.\n\nThe answer: Paris.');
@@ -631,21 +617,8 @@ describe('orchestrator: turn loop, tools and delegation (scripted models over re
     assert.equal((await other.client.get(`/v1/conversations/${id}/messages`)).status, 404);
     assert.equal((await t.client.post('/v1/conversations', { agent: 'ghost' })).status, 404);
     // An A2A client sending the conversation's id as contextId continues the same thread.
-    const res = await rpc(
-      server.url,
-      t.token,
-      'chatty',
-      {
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'SendMessage',
-        params: {
-          message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', contextId: id, parts: [{ text: 'third' }] },
-        },
-      },
-      V1,
-    );
-    assert.equal(answerOf(((await res.json()) as any).result.task), 'reply #3');
+    const third = await a2a(server.url, t.token, 'chatty').send('third', { contextId: id });
+    assert.equal(answerOf(third.result.task), 'reply #3');
     assert.equal((await t.client.get(`/v1/conversations/${id}/messages`)).body.items.length, 6);
     assert.equal((await t.client.delete(`/v1/conversations/${id}`)).status, 204);
     assert.equal((await t.client.get(`/v1/conversations/${id}`)).status, 404);

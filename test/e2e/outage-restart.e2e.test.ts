@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { answerOf } from '../helpers/a2a.js';
+import { a2a, answerOf } from '../helpers/a2a.js';
 import { REAL_POSTGRES } from '../helpers/database.js';
 import { FakeProvider } from '../helpers/fake-provider.js';
 import { HttpClient } from '../helpers/http.js';
@@ -60,19 +60,8 @@ describe(`database restarts (a private cluster, ARBITER_LEASE_MS=${LEASE_MS})`, 
     for (const h of homes) rmSync(h, { recursive: true, force: true });
   });
 
-  const rpc = async (server: ServerProcess, agent: string, method: string, params: unknown): Promise<any> => {
-    const res = await fetch(`${server.url}/v1/a2a/agents/${agent}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'a2a-version': '1.0', 'content-type': 'application/json' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-    });
-    return res.json();
-  };
   const start = async (server: ServerProcess, agent: string, text: string): Promise<string> => {
-    const r = await rpc(server, agent, 'SendMessage', {
-      message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text }] },
-      configuration: { returnImmediately: true },
-    });
+    const r = await a2a(server.url, token, agent).send(text, { returnImmediately: true });
     assert.ok(r.result?.task?.id, JSON.stringify(r));
     return r.result.task.id as string;
   };
@@ -109,11 +98,7 @@ describe(`database restarts (a private cluster, ARBITER_LEASE_MS=${LEASE_MS})`, 
       await sleep(3 * LEASE_MS); // each replica has swept a dozen times since
       // Every idle run is alive: a message sent through the other replica reaches it, and it answers.
       const replies = await Promise.all(
-        idle.map((taskId, i) =>
-          rpc(i < 3 ? b : a, 'index', 'SendMessage', {
-            message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text: `round ${round}` }], taskId },
-          }),
-        ),
+        idle.map((taskId, i) => a2a((i < 3 ? b : a).url, token).send(`round ${round}`, { taskId })),
       );
       replies.forEach((r, i) => {
         assert.equal(

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, wri
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { followSse } from '../helpers/a2a.js';
+import { a2a, sendParams } from '../helpers/a2a.js';
 import { freshDatabase, REAL_POSTGRES, seedEmbeddedDatabase, type TestDatabase } from '../helpers/database.js';
 import { HttpClient } from '../helpers/http.js';
 import { TIMEOUT_SCALE, within } from '../helpers/patience.js';
@@ -92,23 +92,9 @@ describe('the server process (npm start)', () => {
     );
 
     // A JSON-RPC call's line says who called which agent, the A2A method and dialect, the task, the error code.
-    const rpc = (body: unknown) =>
-      fetch(`${first.url}/v1/a2a/agents/kept`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${created.body.token.token}`,
-          'content-type': 'application/json',
-          'a2a-version': '1.0',
-        },
-        body: JSON.stringify(body),
-      }).then((r) => r.json() as Promise<{ result?: { task: { id: string } } }>);
-    const sent = await rpc({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'SendMessage',
-      params: { message: { messageId: 'm-log', role: 'ROLE_USER', parts: [{ text: 'hi' }] } },
-    });
-    await rpc({ jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: 'no-such-task' } });
+    const kept = a2a(first.url, created.body.token.token, 'kept');
+    const sent = await kept.send('hi');
+    await kept.get('no-such-task');
 
     // JSON logs, each request line carrying its request id; no token anywhere.
     // A request's line is written as its response ends: wait for the A2A calls' lines.
@@ -228,34 +214,16 @@ describe('the server process (npm start)', () => {
     const http = new HttpClient(proc.url);
     const created = await http.withToken(env.ARBITER_ADMIN_TOKEN).post('/v1/admin/tenants', { name: 'shutdown' });
     const token = created.body.token.token as string;
-    const stream = await fetch(`${proc.url}/v1/a2a/agents/index`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'a2a-version': '1.0', 'content-type': 'application/json' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'SendStreamingMessage',
-        params: { message: { messageId: 'sd-1', role: 'ROLE_USER', parts: [{ text: 'hold' }] } },
-      }),
-    });
+    const agent = a2a(proc.url, token);
+    const stream = await agent.post('SendStreamingMessage', sendParams('hold'));
     const reader = stream.body!.getReader();
     let text = Buffer.from((await reader.read()).value).toString();
     const taskId = /"id":"([0-9a-f-]{36})"/.exec(text)![1];
     const exited = proc.stop('SIGTERM');
     // During the grace period (it has begun once the server says so) new tasks are refused with a retryable error.
     await proc.printed(/run\(s\) in flight; waiting up to/);
-    const refused = await fetch(`${proc.url}/v1/a2a/agents/index`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'a2a-version': '1.0', 'content-type': 'application/json' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 9,
-        method: 'SendMessage',
-        params: { message: { messageId: 'sd-2', role: 'ROLE_USER', parts: [{ text: 'late' }] } },
-      }),
-    });
-    const refusedBody = (await refused.json()) as { error: { code: number; message: string } };
-    assert.equal(refusedBody.error.code, -32603);
+    const refusedBody = await agent.send('late');
+    assert.equal(refusedBody.error?.code, -32603);
     assert.match(refusedBody.error.message, /shutting down/);
     for (;;) {
       const { done, value } = await reader.read();
@@ -285,31 +253,12 @@ describe('the server process (npm start)', () => {
     after(() => a.child.kill('SIGKILL'));
     const created = await new HttpClient(a.url).withToken(admin).post('/v1/admin/tenants', { name: 'crash' });
     const token = created.body.token.token as string;
-    const send = await fetch(`${a.url}/v1/a2a/agents/index`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'a2a-version': '1.0', 'content-type': 'application/json' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'SendMessage',
-        params: {
-          message: { messageId: 'crash-1', role: 'ROLE_USER', parts: [{ text: 'hold' }] },
-          configuration: { returnImmediately: true },
-        },
-      }),
-    });
-    const taskId = ((await send.json()) as { result: { task: { id: string } } }).result.task.id;
+    const taskId = (await a2a(a.url, token).send('hold', { returnImmediately: true })).result.task.id as string;
     if (REAL_POSTGRES) {
       // A second replica on the same database watches the task, then the owner dies.
       const b = await startServerProcess({ ...env, ARBITER_HOME: tempHome() });
       after(() => b.child.kill('SIGKILL'));
-      const watch = followSse(
-        fetch(`${b.url}/v1/a2a/agents/index`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${token}`, 'a2a-version': '1.0', 'content-type': 'application/json' },
-          body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'SubscribeToTask', params: { id: taskId } }),
-        }),
-      );
+      const watch = a2a(b.url, token).subscribe(taskId);
       await watch.opened; // B is watching the task
       await a.stop('SIGKILL');
       // Ended by B's sweep once A's lease (1 s here) has run out; the bound only stops a hang.

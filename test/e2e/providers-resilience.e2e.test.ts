@@ -2,20 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { FakeProvider, type ScriptCall, type ScriptReply } from '../helpers/fake-provider.js';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
-import { rpc } from '../helpers/a2a.js';
+import { a2a } from '../helpers/a2a.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
-const V1 = { 'a2a-version': '1.0' };
 const OPENROUTER_KEY = 'sk-or-test-KEY-0003';
-
-function send(text: string) {
-  return {
-    jsonrpc: '2.0',
-    id: 1,
-    method: 'SendMessage',
-    params: { message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text }] } },
-  };
-}
 
 /**
  * Providers that misbehave — streams cut off, 429s with each form of
@@ -34,8 +24,7 @@ describe('model providers under faults (cut-off streams, back-pressure, breakers
   };
   const requestsFor = (model: string) => fake.requests.filter((r) => r.body.model === model);
   const ask = async (t: TestTenant, agent: string, text = 'hi') => {
-    const res = await rpc(server.url, t.token, agent, send(text), V1);
-    const body = (await res.json()) as any;
+    const body = await a2a(server.url, t.token, agent).send(text);
     assert.ok(body.result?.task, JSON.stringify(body));
     return body.result.task;
   };

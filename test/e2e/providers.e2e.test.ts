@@ -2,21 +2,11 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { FakeProvider } from '../helpers/fake-provider.js';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
-import { readSse, rpc, waitFor } from '../helpers/a2a.js';
+import { a2a, readSse, waitFor } from '../helpers/a2a.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
-const V1 = { 'a2a-version': '1.0' };
 const OPENAI_KEY = 'sk-test-openai-KEY-0001';
 const ANTHROPIC_KEY = 'sk-ant-test-KEY-0002';
-
-function send(text: string, extra: Record<string, unknown> = {}) {
-  return {
-    jsonrpc: '2.0',
-    id: 1,
-    method: 'SendMessage',
-    params: { message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text }] }, ...extra },
-  };
-}
 
 describe('model providers (against a fake provider speaking each wire format)', () => {
   let fake: FakeProvider;
@@ -45,21 +35,11 @@ describe('model providers (against a fake provider speaking each wire format)', 
     await fake.stop();
   });
 
-  const call = async (agent: string, body: unknown) => {
-    const res = await rpc(server.url, t.token, agent, body, V1);
-    return (await res.json()) as any;
-  };
+  const on = (agent: string) => a2a(server.url, t.token, agent);
 
   for (const agent of ['gpt', 'claude']) {
     it(`${agent}: streams real model text through A2A, with token counts`, async () => {
-      const res = await rpc(
-        server.url,
-        t.token,
-        agent,
-        { ...send('say hello from the model'), method: 'SendStreamingMessage' },
-        V1,
-      );
-      const { events } = await readSse(res);
+      const { events } = await on(agent).stream('say hello from the model').ended;
       const chunks = events.filter((e) => e.data.result.artifactUpdate);
       assert.ok(chunks.length >= 3, `${chunks.length} chunks`);
       const last = events[events.length - 1].data.result.statusUpdate;
@@ -67,7 +47,7 @@ describe('model providers (against a fake provider speaking each wire format)', 
       assert.equal(last.status.message, undefined, '§3.7: no copy of the answer on the status');
       const text = chunks.map((e) => e.data.result.artifactUpdate.artifact.parts[0]?.text ?? '').join('');
       assert.equal(text, 'hello from the model');
-      const task = await call(agent, { jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: last.taskId } });
+      const task = await on(agent).get(last.taskId);
       assert.ok(task.result.metadata['x-arbiter.input_tokens'] > 0);
       assert.equal(task.result.metadata['x-arbiter.output_tokens'], 4);
     });
@@ -87,7 +67,7 @@ describe('model providers (against a fake provider speaking each wire format)', 
   });
 
   it('the master agent runs on the default model and sees the roster', async () => {
-    const r = await call('index', send('say routed'));
+    const r = await on('index').send('say routed');
     assert.equal(r.result.task.status.state, 'TASK_STATE_COMPLETED');
     const req = fake.requests[fake.requests.length - 1];
     assert.equal(req.body.model, 'fake-default');
@@ -98,7 +78,7 @@ describe('model providers (against a fake provider speaking each wire format)', 
   });
 
   it('429 then success: retried, the task completes', async () => {
-    const r = await call('gpt', send('flaky retried fine'));
+    const r = await on('gpt').send('flaky retried fine');
     assert.equal(r.result.task.status.state, 'TASK_STATE_COMPLETED');
     assert.equal(r.result.task.artifacts[0].parts[0].text, 'retried fine');
   });
@@ -110,7 +90,7 @@ describe('model providers (against a fake provider speaking each wire format)', 
       ['crash', /^provider_error: /],
     ];
     for (const [text, code] of cases) {
-      const r = await call('gpt', send(text));
+      const r = await on('gpt').send(text);
       const task = r.result.task;
       assert.equal(task.status.state, 'TASK_STATE_FAILED', text);
       assert.match(task.metadata['x-arbiter.error'], code, text);
@@ -119,7 +99,7 @@ describe('model providers (against a fake provider speaking each wire format)', 
         assert.ok(!all.includes(secret), `${text} leaks`);
     }
     // A failure after text was streamed is not retried: the partial text stays, the task fails.
-    const crash = await call('gpt', send('crash'));
+    const crash = await on('gpt').send('crash');
     assert.equal(crash.result.task.artifacts[0].parts[0].text, 'partial ');
     // The event log ends with the terminal status.
     const ev = await fetch(`${server.url}/v1/requests/${crash.result.task.id}/events`, {
@@ -136,7 +116,7 @@ describe('model providers (against a fake provider speaking each wire format)', 
   });
 
   it('an unconfigured provider or unknown model fails clearly, naming what is configured', async () => {
-    const r = await call('nowhere', send('hi'));
+    const r = await on('nowhere').send('hi');
     assert.equal(r.result.task.status.state, 'TASK_STATE_FAILED');
     assert.match(
       r.result.task.metadata['x-arbiter.error'],
@@ -146,14 +126,10 @@ describe('model providers (against a fake provider speaking each wire format)', 
 
   it('cancel during a model call aborts the HTTP request at once', async () => {
     const before = fake.closedEarly;
-    const r = await call('gpt', send('slow', { configuration: { returnImmediately: true } }));
+    const r = await on('gpt').send('slow', { returnImmediately: true });
     const id = r.result.task.id as string;
-    await waitFor(async () =>
-      (await call('gpt', { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id } })).result.artifacts
-        ? true
-        : undefined,
-    );
-    const canceled = await call('gpt', { jsonrpc: '2.0', id: 1, method: 'CancelTask', params: { id } });
+    await waitFor(async () => ((await on('gpt').get(id)).result.artifacts ? true : undefined));
+    const canceled = await on('gpt').cancel(id);
     assert.equal(canceled.result.status.state, 'TASK_STATE_CANCELED');
     await waitFor(async () => (fake.closedEarly > before ? true : undefined));
   });

@@ -3,7 +3,7 @@ import { rmSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { freshDatabase, REAL_POSTGRES, type TestDatabase } from '../helpers/database.js';
 import { HttpClient } from '../helpers/http.js';
-import { readSse, waitFor } from '../helpers/a2a.js';
+import { a2a, readSse, waitFor } from '../helpers/a2a.js';
 import { startServerProcess, type ServerProcess } from '../helpers/process.js';
 import { tempHome } from '../helpers/server.js';
 import { acceptedInOrder, WebhookReceiver } from '../helpers/webhook-receiver.js';
@@ -58,20 +58,10 @@ describe(
 
     it('the other replica delivers everything after the claim expires; the interrupted delivery repeats under its id', async () => {
       receiver.mode = 'hang';
-      const res = await fetch(`${a.url}/v1/a2a/agents/index`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'a2a-version': '1.0', 'content-type': 'application/json' },
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 1,
-          method: 'SendMessage',
-          params: {
-            message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text: 'alpha beta gamma delta' }] },
-            configuration: { taskPushNotificationConfig: { url: receiver.url, id: 'hook' } },
-          },
-        }),
+      const sent = await a2a(a.url, token).send('alpha beta gamma delta', {
+        configuration: { taskPushNotificationConfig: { url: receiver.url, id: 'hook' } },
       });
-      const taskId = ((await res.json()) as any).result.task.id as string;
+      const taskId = sent.result.task.id as string;
       // A holds the claim and its first POST hangs at the receiver.
       await waitFor(async () => (receiver.deliveries.length > 0 ? true : undefined));
       const interrupted = receiver.deliveries[0];

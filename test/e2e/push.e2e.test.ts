@@ -6,10 +6,9 @@ import { SendMessageRequest, type Task } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { readSse, rpc, v1Client, waitFor } from '../helpers/a2a.js';
+import { a2a, readSse, type RpcReply, V1, v1Client, waitFor } from '../helpers/a2a.js';
 import { acceptedInOrder, WebhookReceiver, type Delivery } from '../helpers/webhook-receiver.js';
 
-const V1: Record<string, string> = { 'a2a-version': '1.0' };
 const CRED = 'cred-s3cret-value';
 const TOKEN = 'tok-s3cret-value';
 
@@ -33,16 +32,17 @@ const message = (text: string, configuration: Record<string, unknown> = {}) => (
   configuration,
 });
 
+/** One call on the index agent (v1.0 unless `headers` say otherwise); every reply here is HTTP 200. */
 async function call(
   server: TestServer,
   token: string,
   method: string,
   params: unknown,
   headers: Record<string, string> = V1,
-) {
-  const res = await rpc(server.url, token, 'index', { jsonrpc: '2.0', id: 1, method, params }, headers);
+): Promise<RpcReply> {
+  const res = await a2a(server.url, token, 'index', headers).post(method, params);
   assert.equal(res.status, 200);
-  return (await res.json()) as { result?: any; error?: { code: number; message: string; data?: unknown } };
+  return (await res.json()) as RpcReply;
 }
 
 /** Waits until the receiver has accepted every pushable event of the (finished) task. */

@@ -2,24 +2,15 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { newTenant, type TestTenant } from '../helpers/factories.js';
 import { freshDatabase, REAL_POSTGRES, type TestDatabase } from '../helpers/database.js';
-import { rpc, waitFor } from '../helpers/a2a.js';
+import { a2a, sendParams, V1, waitFor } from '../helpers/a2a.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { inOneQuotaWindow } from '../helpers/quota-window.js';
 import { PgThrottlerStorage } from '../../src/quotas/pg-throttler.storage.js';
 import { UsageService } from '../../src/quotas/usage.service.js';
 
-const V1 = { 'a2a-version': '1.0' };
-const sendBody = (text: string, extra: Record<string, unknown> = {}) => ({
-  jsonrpc: '2.0',
-  id: 1,
-  method: 'SendMessage',
-  params: {
-    message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text }] },
-    configuration: { returnImmediately: true },
-    ...extra,
-  },
-});
-const send = (s: TestServer, t: TestTenant, text = 'hi') => rpc(s.url, t.token, 'index', sendBody(text), V1);
+/** A send that returns at once: a held task keeps running. */
+const HELD = { returnImmediately: true };
+const on = (s: TestServer, t: TestTenant) => a2a(s.url, t.token);
 const errorInfo = (body: any) => body.error?.data?.find((d: any) => d['@type']?.endsWith('ErrorInfo'));
 
 describe('quotas: sends per minute, running tasks, open streams (per tenant, configurable)', () => {
@@ -46,13 +37,13 @@ describe('quotas: sends per minute, running tasks, open streams (per tenant, con
   const sendQuotaRefusesEverywhere = async (t: TestTenant): Promise<void> => {
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const res = await send(server, t);
+      const res = await on(server, t).post('SendMessage', sendParams('hi', HELD));
       const body: any = await res.json();
       assert.equal(res.status, 200);
       assert.ok(body.result?.task?.id, JSON.stringify(body));
       ids.push(body.result.task.id);
     }
-    const refused = await send(server, t);
+    const refused = await on(server, t).post('SendMessage', sendParams('hi', HELD));
     const body: any = await refused.json();
     assert.equal(body.error.code, -32000);
     assert.match(body.error.message, /send quota reached: 3 messages per minute/);
@@ -76,19 +67,12 @@ describe('quotas: sends per minute, running tasks, open streams (per tenant, con
     assert.ok(Number(chat.headers.get('retry-after')) >= 1);
 
     // Never throttled by the send quota: reads, lists, cancels, subscriptions, health.
-    const get = await rpc(
-      server.url,
-      t.token,
-      'index',
-      { jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: ids[0] } },
-      V1,
-    );
-    assert.ok(((await get.json()) as any).result?.id);
+    assert.ok((await on(server, t).get(ids[0])).result?.id);
     assert.equal((await t.client.get(`/v1/a2a/agents/index/tasks?pageSize=5`, V1)).status, 200);
     assert.equal((await t.client.get(`/v1/requests/${ids[0]}`)).status, 200);
     assert.equal((await server.http.get('/v1/health')).status, 200);
     // Another tenant has its own budget.
-    assert.ok(((await (await send(server, other)).json()) as any).result?.task?.id);
+    assert.ok((await on(server, other).send('hi', HELD)).result?.task?.id);
   };
 
   it('the admin API sets per-tenant limits (null = default, 0 = unlimited), audited, in force at once', async () => {
@@ -100,7 +84,7 @@ describe('quotas: sends per minute, running tasks, open streams (per tenant, con
     const set = await server.admin.patch(`/v1/admin/tenants/${u.id}/limits`, { sends_per_minute: 0 });
     assert.equal(set.status, 200, set.text);
     assert.deepEqual(set.body.limits, { sends_per_minute: 0, max_running_tasks: null, max_open_streams: null });
-    for (let i = 0; i < 5; i++) assert.ok(((await (await send(server, u)).json()) as any).result, 'unlimited');
+    for (let i = 0; i < 5; i++) assert.ok((await on(server, u).send('hi', HELD)).result, 'unlimited');
     await server.admin.patch(`/v1/admin/tenants/${u.id}/limits`, { sends_per_minute: null });
     assert.equal((await server.admin.get(`/v1/admin/tenants/${u.id}`)).body.limits.sends_per_minute, null);
     const audit = await server.admin.get(`/v1/admin/audit?tenant_id=${u.id}`);
@@ -115,27 +99,20 @@ describe('quotas: sends per minute, running tasks, open streams (per tenant, con
     const u = await newTenant(server, 'runner');
     await server.admin.patch(`/v1/admin/tenants/${u.id}/limits`, { max_running_tasks: 2, sends_per_minute: 0 });
     // Sent at once: the cap holds even while the creations are in flight.
-    const results = await Promise.all([1, 2, 3, 4].map(() => send(server, u, 'hold').then((r) => r.json() as any)));
+    const results = await Promise.all([1, 2, 3, 4].map(() => on(server, u).send('hold', HELD)));
     const held = results.filter((r) => r.result).map((r) => r.result.task.id as string);
     const refused = results.filter((r) => r.error);
     assert.equal(held.length, 2, JSON.stringify(results));
     assert.equal(refused.length, 2);
-    assert.match(refused[0].error.message, /running-task cap reached: this tenant may run 2 tasks at once/);
-    const cancel = await rpc(
-      server.url,
-      u.token,
-      'index',
-      { jsonrpc: '2.0', id: 3, method: 'CancelTask', params: { id: held[0] } },
-      V1,
-    );
-    assert.equal(((await cancel.json()) as any).result?.status?.state, 'TASK_STATE_CANCELED');
-    await waitFor(async () => (((await (await send(server, u, 'hold')).json()) as any).result ? true : undefined));
+    assert.match(refused[0].error!.message, /running-task cap reached: this tenant may run 2 tasks at once/);
+    assert.equal((await on(server, u).cancel(held[0])).result?.status?.state, 'TASK_STATE_CANCELED');
+    await waitFor(async () => ((await on(server, u).send('hold', HELD)).result ? true : undefined));
   });
 
   it('the open-stream cap refuses a further stream until one closes; the refused send created no task', async () => {
     const u = await newTenant(server, 'streamer');
     await server.admin.patch(`/v1/admin/tenants/${u.id}/limits`, { max_open_streams: 1, sends_per_minute: 0 });
-    const task: any = await (await send(server, u, 'hold')).json();
+    const task = await on(server, u).send('hold', HELD);
     const id = task.result.task.id;
     const ctl = new AbortController();
     const first = await fetch(`${server.url}/v1/a2a/agents/index/tasks/${id}:subscribe`, {
@@ -145,9 +122,9 @@ describe('quotas: sends per minute, running tasks, open streams (per tenant, con
     });
     assert.equal(first.status, 200);
     const before = (await u.client.get('/v1/requests?limit=50')).body.items.length;
-    const stream = await rpc(server.url, u.token, 'index', { ...sendBody('x'), method: 'SendStreamingMessage' }, V1);
-    const refused: any = await stream.json();
-    assert.match(refused.error.message, /open-stream cap reached/);
+    // Refused before it streams: a plain JSON-RPC reply.
+    const refused = await on(server, u).call('SendStreamingMessage', sendParams('x', HELD));
+    assert.match(refused.error!.message, /open-stream cap reached/);
     assert.equal((await u.client.get('/v1/requests?limit=50')).body.items.length, before, 'no task was created');
     const tail = await u.client.get(`/v1/requests/${id}/events`);
     assert.equal(tail.status, 429);
@@ -199,17 +176,16 @@ describe(
       await inOneQuotaWindow(async () => {
         const t = await newTenant(a, 'shared');
         for (const s of [a, a, b, b]) {
-          assert.ok(((await (await send(s, t)).json()) as any).result);
+          assert.ok((await on(s, t).send('hi', HELD)).result);
           await shareCounts();
         }
-        for (const s of [a, b])
-          assert.match(((await (await send(s, t)).json()) as any).error?.message ?? '', /send quota/);
+        for (const s of [a, b]) assert.match((await on(s, t).send('hi', HELD)).error?.message ?? '', /send quota/);
       });
       const t = await newTenant(a, 'shared-runs');
       await a.admin.patch(`/v1/admin/tenants/${t.id}/limits`, { sends_per_minute: 0, max_running_tasks: 1 });
-      assert.ok(((await (await send(a, t, 'hold')).json()) as any).result);
+      assert.ok((await on(a, t).send('hold', HELD)).result);
       await shareCounts();
-      assert.match(((await (await send(b, t, 'hold')).json()) as any).error?.message ?? '', /running-task cap/);
+      assert.match((await on(b, t).send('hold', HELD)).error?.message ?? '', /running-task cap/);
     });
   },
 );

@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { FakeProvider } from '../helpers/fake-provider.js';
 import { freshDatabase, REAL_POSTGRES, type TestDatabase } from '../helpers/database.js';
 import { HttpClient } from '../helpers/http.js';
-import { followSse, readSse, waitFor, answerOf } from '../helpers/a2a.js';
+import { a2a, followSse, readSse, waitFor, answerOf } from '../helpers/a2a.js';
 import { Barrier, within } from '../helpers/patience.js';
 import { startServerProcess, type ServerProcess } from '../helpers/process.js';
 import { tempHome } from '../helpers/server.js';
@@ -68,29 +68,20 @@ describe('two replicas on one PostgreSQL', { skip: !REAL_POSTGRES && 'needs a Po
     for (const h of homes) rmSync(h, { recursive: true, force: true });
   });
 
-  const rpc = (server: ServerProcess, agent: string, method: string, params: unknown) =>
-    fetch(`${server.url}/v1/a2a/agents/${agent}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'a2a-version': '1.0', 'content-type': 'application/json' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-    });
-  const message = (text: string, messageId: string = crypto.randomUUID()) => ({
-    message: { messageId, role: 'ROLE_USER', parts: [{ text }] },
-  });
+  /** The tenant's JSON-RPC calls to `agent` on one replica. */
+  const on = (server: ServerProcess, agent = 'index') => a2a(server.url, token, agent);
+  /** A send that returns at once: the run goes on on that replica. */
+  const HELD = { returnImmediately: true };
 
   it('a run on A is live-tailed on B: the exact log, gap-free, no duplicate, ending with the terminal event', async () => {
     const text = 'one two three four five six seven eight nine ten eleven twelve';
-    const started = await rpc(a, 'index', 'SendMessage', {
-      ...message(text),
-      configuration: { returnImmediately: true },
-    });
-    const taskId = ((await started.json()) as any).result.task.id as string;
+    const taskId = (await on(a).send(text, HELD)).result.task.id as string;
     // B: the raw log from seq 0, while A is still writing it; and an A2A subscription.
     const [log, subscription] = await Promise.all([
       fetch(`${b.url}/v1/requests/${taskId}/events?format=log`, { headers: { authorization: `Bearer ${token}` } }).then(
         readSse,
       ),
-      rpc(b, 'index', 'SubscribeToTask', { id: taskId }).then(readSse),
+      on(b).subscribe(taskId).ended,
     ]);
     const seqs = log.events.map((e) => Number(e.id));
     assert.deepEqual(
@@ -119,17 +110,12 @@ describe('two replicas on one PostgreSQL', { skip: !REAL_POSTGRES && 'needs a Po
 
   it('cancel on B stops the run held on A at once (the provider request closes) and the task ends canceled once', async () => {
     const closedBefore = fake.closedEarly;
-    const started = await rpc(a, 'slow', 'SendMessage', {
-      ...message('slow'),
-      configuration: { returnImmediately: true },
-    });
-    const taskId = ((await started.json()) as any).result.task.id as string;
+    const taskId = (await on(a, 'slow').send('slow', HELD)).result.task.id as string;
     const clientB = new HttpClient(b.url).withToken(token);
     await waitFor(async () =>
       (await clientB.get(`/v1/requests/${taskId}`)).body.artifacts.length > 0 ? true : undefined,
     );
-    const canceled = await rpc(b, 'slow', 'CancelTask', { id: taskId });
-    assert.equal(((await canceled.json()) as any).result.status.state, 'TASK_STATE_CANCELED');
+    assert.equal((await on(b, 'slow').cancel(taskId)).result.status.state, 'TASK_STATE_CANCELED');
     // The notice stopped it: with leases of ten minutes, nothing else would within the wait's bound.
     await waitFor(() => Promise.resolve(fake.closedEarly > closedBefore ? true : undefined));
     const log = await fetch(`${a.url}/v1/requests/${taskId}/events?format=log`, {
@@ -145,10 +131,10 @@ describe('two replicas on one PostgreSQL', { skip: !REAL_POSTGRES && 'needs a Po
     const messageId = crypto.randomUUID();
     const before = fake.requests.length;
     const [ra, rb] = await Promise.all([
-      rpc(a, 'slow', 'SendMessage', message(`say once only ${messageId}`, messageId)),
-      rpc(b, 'slow', 'SendMessage', message(`say once only ${messageId}`, messageId)),
+      on(a, 'slow').send(`say once only ${messageId}`, { messageId }),
+      on(b, 'slow').send(`say once only ${messageId}`, { messageId }),
     ]);
-    const [ta, tb] = [((await ra.json()) as any).result.task, ((await rb.json()) as any).result.task];
+    const [ta, tb] = [ra.result.task, rb.result.task];
     assert.equal(ta.id, tb.id);
     assert.equal(ta.status.state, 'TASK_STATE_COMPLETED');
     assert.equal(tb.status.state, 'TASK_STATE_COMPLETED', 'the second request waited for the first one’s run');
@@ -159,23 +145,14 @@ describe('two replicas on one PostgreSQL', { skip: !REAL_POSTGRES && 'needs a Po
 
   it('a continuation sent to B reaches the turn running on A: blocking and streaming replies as on A', async () => {
     for (const streaming of [false, true]) {
-      const started = await rpc(a, 'index', 'SendMessage', {
-        ...message('hold'),
-        configuration: { returnImmediately: true },
-      });
-      const taskId = ((await started.json()) as any).result.task.id as string;
+      const taskId = (await on(a).send('hold', HELD)).result.task.id as string;
       const words = `continued on the other replica ${streaming ? 'streaming' : 'blocking'}`;
-      const params = {
-        message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text: words }], taskId },
-      };
       if (!streaming) {
-        const reply = (await (await rpc(b, 'index', 'SendMessage', params)).json()) as any;
+        const reply = await on(b).send(words, { taskId });
         assert.equal(reply.result.task.status.state, 'TASK_STATE_COMPLETED', JSON.stringify(reply));
         assert.equal(answerOf(reply.result.task), words);
       } else {
-        const frames = (await readSse(await rpc(b, 'index', 'SendStreamingMessage', params))).events.map(
-          (e) => e.data.result,
-        );
+        const frames = (await on(b).stream(words, { taskId }).ended).events.map((e) => e.data.result);
         assert.ok(frames[0].task, 'the Task frame first');
         const last = frames.at(-1);
         assert.equal(last.statusUpdate.status.state, 'TASK_STATE_COMPLETED');
@@ -199,14 +176,10 @@ describe('two replicas on one PostgreSQL', { skip: !REAL_POSTGRES && 'needs a Po
   });
 
   it('an input-required task continued on B gets its next turn on B', async () => {
-    const asked = (await (await rpc(a, 'index', 'SendMessage', message('ask'))).json()) as any;
+    const asked = await on(a).send('ask');
     assert.equal(asked.result.task.status.state, 'TASK_STATE_INPUT_REQUIRED');
     const taskId = asked.result.task.id as string;
-    const reply = (await (
-      await rpc(b, 'index', 'SendMessage', {
-        message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text: 'the answer' }], taskId },
-      })
-    ).json()) as any;
+    const reply = await on(b).send('the answer', { taskId });
     assert.equal(reply.result.task.status.state, 'TASK_STATE_COMPLETED');
     assert.equal(answerOf(reply.result.task), 'the answer');
   });
@@ -215,12 +188,9 @@ describe('two replicas on one PostgreSQL', { skip: !REAL_POSTGRES && 'needs a Po
     const adminA = new HttpClient(a.url).withToken(admin);
     const tenant = (await adminA.post('/v1/admin/tenants', { name: 'cached-across' })).body;
     const old = tenant.token.token as string;
+    /** A call with `tok`: its HTTP status says whether the token was taken. */
     const send = (server: ServerProcess, tok: string, agent = 'index') =>
-      fetch(`${server.url}/v1/a2a/agents/${agent}`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${tok}`, 'a2a-version': '1.0', 'content-type': 'application/json' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'none' } }),
-      });
+      a2a(server.url, tok, agent).post('GetTask', { id: 'none' });
     // B verifies (and caches) the token, many times.
     for (let i = 0; i < 5; i++) assert.equal((await send(b, old)).status, 200);
     const rotated = await adminA.post(`/v1/admin/tenants/${tenant.tenant.id}/tokens/rotate`);
@@ -254,17 +224,7 @@ describe('two replicas on one PostgreSQL', { skip: !REAL_POSTGRES && 'needs a Po
     const adminA = new HttpClient(a.url).withToken(admin);
     const tenant = (await adminA.post('/v1/admin/tenants', { name: 'revoked-across' })).body;
     const tok = tenant.token.token as string;
-    const started = await fetch(`${a.url}/v1/a2a/agents/index`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${tok}`, 'a2a-version': '1.0', 'content-type': 'application/json' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'SendMessage',
-        params: { ...message('hold'), configuration: { returnImmediately: true } },
-      }),
-    });
-    const taskId = ((await started.json()) as any).result.task.id as string;
+    const taskId = (await a2a(a.url, tok).send('hold', HELD)).result.task.id as string;
     const watching = followSse(
       fetch(`${b.url}/v1/requests/${taskId}/events`, {
         headers: { authorization: `Bearer ${tok}` },
@@ -291,11 +251,7 @@ describe('two replicas on one PostgreSQL', { skip: !REAL_POSTGRES && 'needs a Po
     fake.scripts.set('catch-up', () => ({ text, continueWhen: cut.reached }));
     const clientA = new HttpClient(a.url).withToken(token);
     assert.equal((await clientA.post('/v1/agents', { id: 'catcher', model: 'openai/catch-up' })).status, 201);
-    const started = await rpc(a, 'catcher', 'SendMessage', {
-      ...message('go'),
-      configuration: { returnImmediately: true },
-    });
-    const taskId = ((await started.json()) as any).result.task.id as string;
+    const taskId = (await on(a, 'catcher').send('go', HELD)).result.task.id as string;
     const watching = followSse(
       fetch(`${c.url}/v1/requests/${taskId}/events?format=log`, {
         headers: { authorization: `Bearer ${token}` },

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { a2a, V03 } from '../helpers/a2a.js';
 import { newTenant } from '../helpers/factories.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -42,14 +43,10 @@ describe('tenants and bearer auth (/v1/admin/*)', () => {
         assert.equal(res.status, 403, path);
         assert.match(res.body.error, /needs a tenant token/);
       }
-      const rpc = await server.admin.post('/v1/a2a/agents/any', {
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'tasks/get',
-        params: { id: 'x' },
-      });
-      assert.equal(rpc.status, 403, rpc.text);
-      assert.match(JSON.stringify(rpc.body), /PERMISSION_DENIED|needs a tenant token/);
+      const rpc = await a2a(server.url, server.adminToken, 'any', V03).post('tasks/get', { id: 'x' });
+      const body = JSON.stringify(await rpc.json());
+      assert.equal(rpc.status, 403, body);
+      assert.match(body, /PERMISSION_DENIED|needs a tenant token/);
       const rest = await server.admin.get('/v1/a2a/agents/any/tasks/x');
       assert.equal(rest.status, 403, rest.text);
       assert.equal((await server.as(`atr_${'x'.repeat(40)}`).get('/v1/agents')).status, 401);

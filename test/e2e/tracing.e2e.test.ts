@@ -17,7 +17,7 @@ await startTracing({ exporter, serviceName: 'arbiter-test' });
 const { startTestServer } = await import('../helpers/server.js');
 const { newAgent, newTenant } = await import('../helpers/factories.js');
 const { FakeProvider } = await import('../helpers/fake-provider.js');
-const { rpc, waitFor } = await import('../helpers/a2a.js');
+const { a2a, V1, waitFor } = await import('../helpers/a2a.js');
 const { REAL_POSTGRES } = await import('../helpers/database.js');
 type TestServer = Awaited<ReturnType<typeof startTestServer>>;
 type ReadableSpan = sdkTracing.ReadableSpan;
@@ -72,19 +72,8 @@ describe('OpenTelemetry: one trace from the caller through a run, its model and 
     );
     await newAgent(ta, { id: 'caller', model: 'openai/caller-m' });
 
-    const res = await rpc(
-      a.url,
-      ta.token,
-      'caller',
-      {
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'SendMessage',
-        params: { message: { messageId: 'm-trace-1', role: 'ROLE_USER', parts: [{ text: 'go' }] } },
-      },
-      { 'A2A-Version': '1.0', traceparent: `00-${TRACE_ID}-${CALLER_SPAN}-01` },
-    );
-    const body = (await res.json()) as { result?: { task?: { id: string; status: { state: string } } } };
+    const traced = { ...V1, traceparent: `00-${TRACE_ID}-${CALLER_SPAN}-01` };
+    const body = await a2a(a.url, ta.token, 'caller', traced).send('go');
     const task = body.result?.task;
     assert.ok(task, JSON.stringify(body));
     assert.equal(task.status.state, 'TASK_STATE_COMPLETED');
@@ -107,7 +96,7 @@ describe('OpenTelemetry: one trace from the caller through a run, its model and 
     const aServer = serverSpans.find((s) => portOf(s) === aPort && s.parentSpanContext?.spanId === CALLER_SPAN);
     assert.ok(aServer, `A's server span is a child of the caller's: ${serverSpans.map((s) => s.name).join(', ')}`);
     assert.equal(aServer.attributes['a2a.task_id'] ?? findAttr(spans, aServer, 'a2a.task_id'), task.id);
-    // The A2A HTTP edge names its route as Express's instrumentation names Nest's.
+    // The A2A HTTP controller names its route as Express's instrumentation names Nest's.
     assert.equal(aServer.attributes['http.route'], '/v1/a2a/agents/:id');
     assert.equal(aServer.name, 'POST /v1/a2a/agents/:id');
 

@@ -198,6 +198,75 @@ export async function rpc(
   });
 }
 
+/** The header that asks for the v1.0 dialect (§3.6.2). */
+export const V1: Record<string, string> = { 'a2a-version': '1.0' };
+/** No A2A-Version header: the request is read in the v0.3 dialect (§3.6.2). */
+export const V03: Record<string, string> = {};
+
+/** A JSON-RPC reply (§9): its `result` or its `error`, loosely typed as tests read them. */
+export interface RpcReply {
+  jsonrpc: '2.0';
+  id: string | number | null;
+  result?: any;
+  error?: { code: number; message: string; data?: any };
+}
+
+/** What a test sets on a v1.0 SendMessage besides its text. */
+export interface SendOptions {
+  taskId?: string;
+  contextId?: string;
+  /** A chosen messageId (to resend one); a fresh one otherwise. */
+  messageId?: string;
+  /** More parts after the text (files, data). */
+  parts?: Record<string, unknown>[];
+  /** §3.2.2: the reply is the task as soon as it exists. */
+  returnImmediately?: boolean;
+  /** More of SendMessageConfiguration (historyLength, taskPushNotificationConfig …). */
+  configuration?: Record<string, unknown>;
+}
+
+/** The params of a v1.0 SendMessage or SendStreamingMessage (ProtoJSON): one user message. */
+export function sendParams(text: string, opts: SendOptions = {}): Record<string, unknown> {
+  const { taskId, contextId, messageId = randomUUID(), parts = [], returnImmediately, configuration } = opts;
+  const config = { ...configuration, ...(returnImmediately ? { returnImmediately: true } : {}) };
+  return {
+    message: {
+      messageId,
+      role: 'ROLE_USER',
+      parts: [{ text }, ...parts],
+      ...(taskId ? { taskId } : {}),
+      ...(contextId ? { contextId } : {}),
+    },
+    ...(Object.keys(config).length ? { configuration: config } : {}),
+  };
+}
+
+/**
+ * Ordinary JSON-RPC calls on one agent, for tests whose subject is not the
+ * wire (tasks, quotas, replicas, push …): the envelope is built here, once.
+ * Where the envelope itself is under test, send a body with `rpc`.
+ * `headers` defaults to v1.0 (`V1`); `V03` for v0.3 method names and shapes.
+ */
+export function a2a(baseUrl: string, token: string | undefined, agent = 'index', headers: Record<string, string> = V1) {
+  /** The HTTP response, for a test that reads its status or headers, or its stream by hand. */
+  const post = (method: string, params?: unknown): Promise<Response> =>
+    rpc(baseUrl, token, agent, { jsonrpc: '2.0', id: 1, method, ...(params === undefined ? {} : { params }) }, headers);
+  /** The parsed reply, result or error. */
+  const call = async (method: string, params?: unknown): Promise<RpcReply> =>
+    (await post(method, params)).json() as Promise<RpcReply>;
+  return {
+    post,
+    call,
+    send: (text: string, opts?: SendOptions) => call('SendMessage', sendParams(text, opts)),
+    /** SendStreamingMessage, its SSE frames followed as they come (see `followSse`). */
+    stream: (text: string, opts?: SendOptions) => followSse(post('SendStreamingMessage', sendParams(text, opts))),
+    subscribe: (id: string) => followSse(post('SubscribeToTask', { id })),
+    get: (id: string) => call('GetTask', { id }),
+    cancel: (id: string) => call('CancelTask', { id }),
+    list: (params: Record<string, unknown> = {}) => call('ListTasks', params),
+  };
+}
+
 /**
  * Polls `fn` until it gives a value. The bound (`PATIENCE_MS`, minutes) only
  * keeps a broken test from hanging: a test waits for what it needs, however

@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { EventLog } from '../../src/tasks/event-log/event-log.service.js';
 import { TaskError } from '../../src/tasks/task.errors.js';
 import { newTenant, type TestTenant } from '../helpers/factories.js';
-import { readSse, rpc, waitFor } from '../helpers/a2a.js';
+import { a2a, readSse, waitFor } from '../helpers/a2a.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 describe('a subscriber that cannot keep up', () => {
@@ -22,22 +22,8 @@ describe('a subscriber that cannot keep up', () => {
   it('gets a bounded buffer; on overflow its stream ends with the seq to resume after, and resuming loses nothing', async () => {
     // A held task: the subscriber reads its first event, then stops reading while the task's whole answer (60
     // words in 30 pieces) is written — in that order, not in a race with a timer.
-    const res = await rpc(
-      server.url,
-      t.token,
-      'index',
-      {
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'SendMessage',
-        params: {
-          message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text: 'hold' }] },
-          configuration: { returnImmediately: true },
-        },
-      },
-      { 'a2a-version': '1.0' },
-    );
-    const taskId = ((await res.json()) as any).result.task.id as string;
+    const agent = a2a(server.url, t.token);
+    const taskId = (await agent.send('hold', { returnImmediately: true })).result.task.id as string;
     const log = server.running.app.get(EventLog);
     const tail = log.tail(t.id, taskId, 0);
     const seen: number[] = [];
@@ -45,22 +31,8 @@ describe('a subscriber that cannot keep up', () => {
     assert.ok(!first.done);
     seen.push(first.value.seq);
     const words = Array.from({ length: 60 }, (_, i) => `w${i}`).join(' ');
-    const answered = await rpc(
-      server.url,
-      t.token,
-      'index',
-      {
-        jsonrpc: '2.0',
-        id: 2,
-        method: 'SendMessage',
-        params: {
-          message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text: words }], taskId },
-          configuration: { returnImmediately: true },
-        },
-      },
-      { 'a2a-version': '1.0' },
-    );
-    assert.ok(((await answered.json()) as any).result?.task);
+    const answered = await agent.send(words, { taskId, returnImmediately: true });
+    assert.ok(answered.result?.task);
     await waitFor(async () =>
       (await t.client.get(`/v1/requests/${taskId}`)).body.state === 'completed' ? true : undefined,
     );

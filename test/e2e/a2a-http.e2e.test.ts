@@ -13,14 +13,14 @@ import { newTenant, type TestTenant } from '../helpers/factories.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /**
- * The A2A HTTP edge (src/a2a-inbound/http/): the JSON-RPC endpoint and the
- * HTTP+JSON binding are served ahead of Express and Nest. What the
- * application's pipeline gave every route must hold here too: the bearer
- * first, security headers and a request id on every answer, CORS when
- * configured, the body's limits, media types and encodings, one log line
+ * The A2A HTTP controller (`A2aHttpController`, src/a2a-inbound/http/): the
+ * JSON-RPC endpoint and the HTTP+JSON binding are served ahead of Express and
+ * Nest. What the application's pipeline gave every route must hold here too:
+ * the bearer first, security headers and a request id on every answer, CORS
+ * when configured, the body's limits, media types and encodings, one log line
  * and the metrics.
  */
-describe('the A2A HTTP edge', () => {
+describe('the A2A HTTP controller', () => {
   let server: TestServer;
   let t: TestTenant;
   const V1 = { 'a2a-version': '1.0' };
@@ -96,7 +96,7 @@ describe('the A2A HTTP edge', () => {
 
   it('security headers, the request id and CORS on every answer, refusals included', async () => {
     const origin = { origin: 'https://console.example.com' };
-    const ok = await post('/v1/a2a/agents/index', send('hello'), { ...origin, 'x-request-id': 'edge-req-1' });
+    const ok = await post('/v1/a2a/agents/index', send('hello'), { ...origin, 'x-request-id': 'http-req-1' });
     assert.equal(ok.status, 200);
     const refused = await fetch(`${server.url}/v1/a2a/agents/index/tasks`, { headers: { ...origin, ...V1 } });
     assert.equal(refused.status, 401);
@@ -110,7 +110,7 @@ describe('the A2A HTTP edge', () => {
       assert.ok(res.headers.get('x-request-id'));
       assert.equal(res.headers.get('x-powered-by'), null);
     }
-    assert.equal(ok.headers.get('x-request-id'), 'edge-req-1');
+    assert.equal(ok.headers.get('x-request-id'), 'http-req-1');
     assert.match(refused.headers.get('www-authenticate') ?? '', /^Bearer/);
     // A preflight on an A2A route is answered by the CORS rules, without a token.
     const preflight = await fetch(`${server.url}/v1/a2a/agents/index`, {
