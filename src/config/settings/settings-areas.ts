@@ -1,4 +1,5 @@
 import { ContentLimitSettings } from './content-limits.settings.js';
+import { IdentitySettings } from './identity.settings.js';
 import { McpSettings } from './mcp.settings.js';
 import { ModelSettings } from './model.settings.js';
 import { ObservabilitySettings } from './observability.settings.js';
@@ -26,6 +27,7 @@ export const SETTINGS_AREAS = [
   { title: 'Logs, metrics and traces', schema: ObservabilitySettings },
   { title: 'Files and task lists', schema: ContentLimitSettings },
   { title: 'Tenant quotas', schema: QuotaSettings },
+  { title: 'Identity providers', schema: IdentitySettings },
   { title: 'Models and turns', schema: ModelSettings },
   { title: 'Tools: /write and /fetch', schema: ToolSettings },
   { title: 'Web search: /search', schema: SearchSettings },
@@ -40,6 +42,7 @@ export type Settings = ServerSettings &
   ObservabilitySettings &
   ContentLimitSettings &
   QuotaSettings &
+  IdentitySettings &
   ModelSettings &
   ToolSettings &
   SearchSettings &
