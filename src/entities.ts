@@ -6,6 +6,8 @@ import { AgentEntity } from './registry/entities/agent.entity.js';
 import { TaskEventEntity } from './tasks/entities/task-event.entity.js';
 import { TaskEntity } from './tasks/entities/task.entity.js';
 import { TaskFileEntity } from './tasks/entities/task-file.entity.js';
+import { OperatorTokenEntity } from './tenants/entities/operator-token.entity.js';
+import { TrustedIssuerEntity } from './tenants/entities/trusted-issuer.entity.js';
 import { AuditEntryEntity } from './tenants/entities/audit-entry.entity.js';
 import { TenantTokenEntity } from './tenants/entities/tenant-token.entity.js';
 import { TenantEntity } from './tenants/entities/tenant.entity.js';
@@ -19,6 +21,8 @@ export const ENTITIES: EntityList = [
   TenantEntity,
   TenantTokenEntity,
   AuditEntryEntity,
+  TrustedIssuerEntity,
+  OperatorTokenEntity,
   AgentEntity,
   TaskEntity,
   TaskEventEntity,

@@ -20,6 +20,7 @@ const TABLES = [
   'conversations',
   'memory_entries',
   'migrations',
+  'operator_tokens',
   'push_configs',
   'rate_windows',
   'replica_usage',
@@ -28,6 +29,7 @@ const TABLES = [
   'tenant_running',
   'tenant_tokens',
   'tenants',
+  'trusted_issuers',
 ];
 
 describe(`migrations (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'})`, () => {

@@ -10,6 +10,7 @@ import { TaskContentBytes1763850000000 } from './1763850000000-task-content-byte
 import { TaskMessageHash1763860000000 } from './1763860000000-task-message-hash.js';
 import { TenantRunning1763870000000 } from './1763870000000-tenant-running.js';
 import { RateGrants1763880000000 } from './1763880000000-rate-grants.js';
+import { Identity1763890000000 } from './1763890000000-identity.js';
 
 /** Every migration, oldest first. Never edit one that has been committed; add a new one. */
 export const MIGRATIONS = [
@@ -25,4 +26,5 @@ export const MIGRATIONS = [
   TaskMessageHash1763860000000,
   TenantRunning1763870000000,
   RateGrants1763880000000,
+  Identity1763890000000,
 ];

@@ -10,6 +10,10 @@ export class AuditEntryEntity {
   @Column({ type: 'varchar', length: 32 })
   actor: string;
 
+  /** Who: `root`, `operator:<name>`, `jwt:<iss>|<sub>[|<client>]` or `token:<prefix>`. */
+  @Column({ name: 'actor_id', type: 'varchar', length: 512, nullable: true })
+  actorId: string | null;
+
   @Column({ type: 'varchar', length: 64 })
   action: string;
 

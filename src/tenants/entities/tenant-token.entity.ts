@@ -23,6 +23,10 @@ export class TenantTokenEntity {
   @Column({ type: 'varchar', length: 16 })
   prefix: string;
 
+  /** What the token may do (see `TENANT_SCOPES`). */
+  @Column({ type: 'text', array: true, default: () => "'{a2a:invoke,agents:read,agents:write,tasks:read}'" })
+  scopes: string[];
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 

@@ -1,4 +1,4 @@
-import { Check, Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
+import { Check, Column, Index, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
 
 @Entity({ name: 'tenants' })
 @Check(
@@ -12,6 +12,11 @@ export class TenantEntity {
 
   @Column({ type: 'varchar', length: 128 })
   name: string;
+
+  /** The value a trusted issuer's tenant claim names for this tenant (null: none). */
+  @Index('uq_tenants_external_id', { unique: true })
+  @Column({ name: 'external_id', type: 'varchar', length: 256, nullable: true })
+  externalId: string | null;
 
   @Column({ name: 'disabled_at', type: 'timestamptz', nullable: true })
   disabledAt: Date | null;
