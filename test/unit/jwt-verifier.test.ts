@@ -17,6 +17,7 @@ import {
   type JWTHeaderParameters,
   type JWTPayload,
 } from 'jose';
+import type { AppConfig } from '../../src/config/app-config.js';
 import { IssuerKeys, type IssuerKeysOptions } from '../../src/tenants/identity/issuer-keys.js';
 import { JwtRefusal, JwtVerifier, type VerifiedJwt } from '../../src/tenants/identity/jwt-verifier.js';
 import type { AsymmetricAlgorithm, TrustedIssuer } from '../../src/tenants/identity/trusted-issuer.js';
@@ -101,6 +102,14 @@ class Setup {
     return this.verifier.verify(token, (iss) => (iss === this.issuer.issuer ? this.issuer : undefined));
   }
 }
+
+/** Resolves once `done()` holds, checking every few milliseconds (bounded by the caller's `within`). */
+async function until(done: () => boolean): Promise<void> {
+  while (!done()) await new Promise((resolve) => setTimeout(resolve, 5));
+}
+
+/** AppConfig carries the settings IssuerKeys takes, under the same names: `new IssuerKeys(config)` compiles. */
+const _fromConfig: AppConfig extends IssuerKeysOptions ? true : never = true;
 
 /** The refusal `p` ends with, asserting its reason; anything else (acceptance, another error) fails. */
 async function refused(p: Promise<unknown>, reason: string): Promise<JwtRefusal> {
@@ -471,6 +480,34 @@ describe('JWT verification for trusted issuers', () => {
       const r2 = await refused(other.verify(await other.mint(rs)), UNAVAILABLE);
       assert.match(r2.detail ?? '', /jwks_uri is plain http/);
       assert.equal(s.idp.connections, 0);
+    });
+
+    it('refreshes in the background once started, until stopped', async () => {
+      const s = await setup([rs.jwk], { jwksRefreshMs: 10 });
+      await s.verify(await s.mint(rs));
+      s.idp.jwks = { keys: [rs2.jwk] };
+      const stop = s.keys.startRefreshing();
+      try {
+        await within(
+          until(() => !s.keys.knows('idp', 'rs-1')),
+          'a background refresh',
+        );
+      } finally {
+        stop();
+      }
+      assert.ok(s.keys.knows('idp', 'rs-2'));
+    });
+
+    it('never lets an error other than a refusal out', async () => {
+      const s = await setup(null);
+      const token = await s.mint(rs);
+      const r = await refused(
+        s.verifier.verify(token, () => {
+          throw new Error('lookup broke');
+        }),
+        'token could not be verified',
+      );
+      assert.match(r.detail ?? '', /lookup broke/);
     });
 
     it('forgets an issuer, and starts afresh when its configuration changes', async () => {

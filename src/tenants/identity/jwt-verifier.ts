@@ -60,6 +60,15 @@ export class JwtVerifier {
 
   /** The verified token, or a `JwtRefusal` (and never another error). */
   async verify(token: string, issuers: IssuerLookup): Promise<VerifiedJwt> {
+    try {
+      return await this.check(token, issuers);
+    } catch (err) {
+      if (err instanceof JwtRefusal) throw err;
+      throw new JwtRefusal('token could not be verified', 401, `unexpected error: ${String(err)}`);
+    }
+  }
+
+  private async check(token: string, issuers: IssuerLookup): Promise<VerifiedJwt> {
     const header = checkShape(token);
     const alg = acceptedAlgorithm(header.alg);
     const issuer = issuerOf(token, issuers);
@@ -98,7 +107,7 @@ export class JwtVerifier {
       return await this.keys.keyFor(issuer, kid, alg);
     } catch (err) {
       if (err instanceof KeyNotFound) throw new JwtRefusal(KEY_MISS_REASONS[err.miss], 401, err.detail);
-      throw new JwtRefusal('token could not be verified', 401, `unexpected error finding the key: ${String(err)}`);
+      throw err;
     }
   }
 }
