@@ -68,6 +68,19 @@ export class DomainError extends Error {
     return err;
   }
 
+  /** The scopes that would have allowed a refused request (403 `insufficient_scope`). */
+  requiredScopes?: readonly string[];
+
+  /** The credential lacks every scope the request accepts. */
+  static missingScope(required: readonly string[], what = 'this request'): DomainError {
+    const err = new DomainError(
+      'forbidden',
+      `${what} needs the ${required.length === 1 ? 'scope' : 'scopes'} ${required.join(' or ')}; this credential does not have ${required.length === 1 ? 'it' : 'any of them'}`,
+    );
+    err.requiredScopes = required;
+    return err;
+  }
+
   static notFound(what: string): DomainError {
     return new DomainError('not_found', `${what} not found`);
   }

@@ -8,10 +8,16 @@ export interface ErrorBody {
   error: string;
   code: ErrorCode;
   details?: FieldError[];
+  /** A 403 for a missing scope: the scopes that would have allowed the request. */
+  required_scopes?: readonly string[];
   request_id?: string;
 }
 
 export const BEARER_CHALLENGE = 'Bearer realm="arbiter"';
+
+/** RFC 6750 §3.1: the challenge of a request refused for a missing scope. */
+export const scopeChallenge = (scopes: readonly string[]): string =>
+  `${BEARER_CHALLENGE}, error="insufficient_scope", scope="${scopes.join(' ')}"`;
 
 /** Maps a status Nest or Express raised on its own (404 route, 405 …) to our codes. */
 function codeOfStatus(status: number): ErrorCode {
@@ -46,7 +52,13 @@ export function toErrorResponse(err: unknown, requestId: string | undefined): { 
   if (err instanceof DomainError) {
     return {
       status: httpStatusOf(err.code),
-      body: { error: err.message, code: err.code, details: err.details, request_id: requestId },
+      body: {
+        error: err.message,
+        code: err.code,
+        details: err.details,
+        ...(err.requiredScopes ? { required_scopes: err.requiredScopes } : {}),
+        request_id: requestId,
+      },
     };
   }
   if (err instanceof HttpException) {
@@ -78,6 +90,7 @@ export function sendError(res: Response, status: number, body: ErrorBody, req?: 
   // rather than read what the client is still sending.
   if (req && !req.complete) res.setHeader('Connection', 'close');
   if (status === 401) res.setHeader('WWW-Authenticate', BEARER_CHALLENGE);
+  if (body.required_scopes) res.setHeader('WWW-Authenticate', scopeChallenge(body.required_scopes));
   if (status === 503 && !res.getHeader('Retry-After')) res.setHeader('Retry-After', '1');
   res.status(status).json(body);
 }

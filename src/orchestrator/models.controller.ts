@@ -1,3 +1,4 @@
+import { RequireScope } from '../common/auth.decorators.js';
 import { Controller, Get } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
 import { ModelRouter } from './providers/model-router.service.js';
@@ -12,6 +13,7 @@ export class ModelsController {
     private readonly config: AppConfig,
   ) {}
 
+  @RequireScope('agents:read', 'agents:write')
   @Get()
   list() {
     return {

@@ -200,12 +200,20 @@ describe('tenants and bearer auth (/v1/admin/*)', () => {
       assert.deepEqual(me.body, {
         kind: 'tenant',
         tenant: { id: t.id, name: 'whoami' },
+        scopes: ['a2a:invoke', 'agents:read', 'agents:write', 'tasks:read'],
+        actor: `token:${prefix}`,
+        credential: { kind: 'token', id: t.tokenId, prefix },
         token: { id: t.tokenId, prefix },
       });
       assert.ok(!me.text.includes(t.token.slice(12)), 'not the secret part of the token');
       const admin = await server.admin.get('/v1/me');
       assert.equal(admin.status, 200, admin.text);
-      assert.deepEqual(admin.body, { kind: 'admin' });
+      assert.deepEqual(admin.body, {
+        kind: 'admin',
+        role: 'admin',
+        actor: 'root',
+        credential: { kind: 'admin_token', id: null },
+      });
       assert.ok(!admin.text.includes(server.adminToken.slice(4)));
     });
 
@@ -250,6 +258,10 @@ describe('tenants and bearer auth (/v1/admin/*)', () => {
         res.body.items.every(
           (a: { request_id: string }) => typeof a.request_id === 'string' && a.request_id.length > 0,
         ),
+      );
+      assert.ok(
+        res.body.items.every((a: { actor: string; actor_id: string }) => a.actor === 'admin' && a.actor_id === 'root'),
+        'every change names its actor: the root admin token',
       );
       const page = await server.admin.get(`/v1/admin/audit?tenant_id=${t.id}&limit=4`);
       assert.equal(page.body.items.length, 4);

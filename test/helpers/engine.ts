@@ -1,3 +1,4 @@
+import { TENANT_SCOPES, type TenantPrincipal } from '../../src/common/auth.decorators.js';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import type { INestApplicationContext } from '@nestjs/common';
@@ -55,5 +56,17 @@ export async function startEngine(env: Record<string, string> = {}): Promise<Tes
       await db.drop();
       rmSync(home, { recursive: true, force: true });
     },
+  };
+}
+
+/** A tenant principal as an opaque token with every tenant scope would authenticate (for service tests). */
+export function tenantPrincipal(tenantId: string, name = 't', tokenId = 'x'): TenantPrincipal {
+  return {
+    tenantId,
+    tenantName: name,
+    tokenId,
+    tokenPrefix: `atr_${tokenId}`,
+    scopes: TENANT_SCOPES,
+    actor: `token:atr_${tokenId}`,
   };
 }

@@ -11,7 +11,7 @@ import type { A2aOutcome, StreamFrame } from '../../src/a2a-inbound/handler/a2a-
 import { checkGrpcVersion, requestedDialect } from '../../src/a2a-inbound/version.js';
 import { AgentCatalog } from '../../src/registry/services/agent-catalog.service.js';
 import { REAL_POSTGRES } from '../helpers/database.js';
-import { startEngine, type TestEngine } from '../helpers/engine.js';
+import { startEngine, type TestEngine, tenantPrincipal } from '../helpers/engine.js';
 
 const PLAIN_LIMIT = 4096;
 
@@ -75,8 +75,8 @@ describe(`A2A call (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'})`
     engine = await startEngine({ ARBITER_ECHO_DELAY_MS: '1', ARBITER_MAX_BODY_BYTES: String(PLAIN_LIMIT) });
     a2a = engine.app.get(A2aCall);
     const [t1, t2] = [await engine.newTenant(), await engine.newTenant()];
-    mine = { tenantId: t1, tenantName: 't1', tokenId: 'x', tokenPrefix: 'atr_x' };
-    theirs = { tenantId: t2, tenantName: 't2', tokenId: 'y', tokenPrefix: 'atr_y' };
+    mine = tenantPrincipal(t1, 't1', 'x');
+    theirs = tenantPrincipal(t2, 't2', 'y');
     await engine.app.get(AgentCatalog).create(t2, { id: 'their-agent', role: 'r', model: 'openai/m' });
   });
   after(() => engine.close());
@@ -163,6 +163,7 @@ describe(`A2A call (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'})`
         agent_id: 'index',
         a2a_method: 'SendMessage',
         dialect: '1.0',
+        actor: 'token:atr_x',
         task_id: taskId,
       });
       const got = await a2a.run(request({ op: 'get', params: { id: taskId } }));

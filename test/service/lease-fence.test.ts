@@ -5,7 +5,7 @@ import { A2aRequestHandler, type CallContext } from '../../src/a2a-inbound/handl
 import { AgentCatalog } from '../../src/registry/services/agent-catalog.service.js';
 import { LeaseFence } from '../../src/tasks/runs/lease-fence.js';
 import { REAL_POSTGRES } from '../helpers/database.js';
-import { startEngine, type TestEngine } from '../helpers/engine.js';
+import { startEngine, type TestEngine, tenantPrincipal } from '../helpers/engine.js';
 import { FakeProvider } from '../helpers/fake-provider.js';
 import { PATIENCE_MS } from '../helpers/patience.js';
 
@@ -26,7 +26,7 @@ describe(`the lease fence (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGl
     await engine.app.get(AgentCatalog).create(tenant, { id: 'remote-model', role: 'r', model: 'openai/m' });
     const agent = await engine.app.get(AgentCatalog).resolve(tenant, 'remote-model');
     ctx = {
-      principal: { tenantId: tenant, tenantName: 't', tokenId: 'x', tokenPrefix: 'atr_x' },
+      principal: tenantPrincipal(tenant, 't', 'x'),
       agent: agent!,
       signal: new AbortController().signal,
     };

@@ -6,7 +6,7 @@ import { A2aRequestHandler, type CallContext } from '../../src/a2a-inbound/handl
 import { AgentCatalog } from '../../src/registry/services/agent-catalog.service.js';
 import { TaskError } from '../../src/tasks/task.errors.js';
 import { REAL_POSTGRES } from '../helpers/database.js';
-import { startEngine, type TestEngine } from '../helpers/engine.js';
+import { startEngine, type TestEngine, tenantPrincipal } from '../helpers/engine.js';
 import { waitFor } from '../helpers/a2a.js';
 
 const send = (text: string, extra: Partial<SendParams> = {}, taskId?: string): SendParams => ({
@@ -42,11 +42,11 @@ describe(`A2A request handler (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded
     const [t1, t2] = [await engine.newTenant(), await engine.newTenant()];
     const index = await catalog.resolve(t1, 'index');
     ctx = {
-      principal: { tenantId: t1, tenantName: 't1', tokenId: 'x', tokenPrefix: 'atr_x' },
+      principal: tenantPrincipal(t1, 't1', 'x'),
       agent: index!,
       signal: new AbortController().signal,
     };
-    other = { ...ctx, principal: { tenantId: t2, tenantName: 't2', tokenId: 'y', tokenPrefix: 'atr_y' } };
+    other = { ...ctx, principal: tenantPrincipal(t2, 't2', 'y') };
   });
   after(() => engine.close());
 

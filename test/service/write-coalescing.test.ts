@@ -9,7 +9,7 @@ import { TaskLogWriter } from '../../src/tasks/repositories/task-log.writer.js';
 import { EventReads } from '../../src/tasks/repositories/event-reads.repository.js';
 import type { StreamItem } from '../../src/a2a-wire/dialects/dialect.js';
 import { REAL_POSTGRES } from '../helpers/database.js';
-import { startEngine, type TestEngine } from '../helpers/engine.js';
+import { startEngine, type TestEngine, tenantPrincipal } from '../helpers/engine.js';
 import { FakeProvider } from '../helpers/fake-provider.js';
 
 const send = (text: string): SendParams => ({
@@ -44,7 +44,7 @@ describe(`write coalescing of a new task's run (${REAL_POSTGRES ? 'PostgreSQL se
     const tenant = await engine.newTenant();
     const agent = await engine.app.get(AgentCatalog).resolve(tenant, agentId);
     return {
-      principal: { tenantId: tenant, tenantName: 't', tokenId: 'x', tokenPrefix: 'atr_x' },
+      principal: tenantPrincipal(tenant, 't', 'x'),
       agent: agent!,
       signal: new AbortController().signal,
     };

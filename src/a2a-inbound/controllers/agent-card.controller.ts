@@ -1,6 +1,6 @@
 import { Controller, Get, Param, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { CurrentTenant, Public, type TenantPrincipal } from '../../common/auth.decorators.js';
+import { CurrentTenant, Public, type TenantPrincipal, RequireScope } from '../../common/auth.decorators.js';
 import { DomainError } from '../../common/errors.js';
 import { AGENT_ID_PATTERN } from '../../registry/constitution.js';
 import { AgentCatalog } from '../../registry/services/agent-catalog.service.js';
@@ -43,6 +43,7 @@ export class AgentCardController {
    * `<agent url>/.well-known/agent-card.json` (the SDK's `createFromUrl`, the
    * TCK) and the older `<agent url>/.well-known/agent.json`.
    */
+  @RequireScope('a2a:invoke', 'agents:read', 'tasks:read')
   @Get([
     'v1/a2a/agents/:id/agent-card.json',
     'v1/a2a/agents/:id/.well-known/agent-card.json',

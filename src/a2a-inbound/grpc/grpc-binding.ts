@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import type { TenantPrincipal } from '../../common/auth.decorators.js';
 import { DomainError } from '../../common/errors.js';
-import { TenantGuard } from '../../tenants/auth/access.guard.js';
+import { BearerGuard } from '../../tenants/auth/access.guard.js';
 import { A2aError } from '../../a2a-wire/a2a-errors.js';
 import { V1 } from '../../a2a-wire/dialects/dialects.js';
 import { A2aCall } from '../handler/a2a-call.js';
@@ -58,7 +58,7 @@ function single(metadata: Metadata, key: string): string | undefined {
 export class GrpcBinding {
   constructor(
     private readonly call: A2aCall,
-    private readonly bearer: TenantGuard,
+    private readonly bearer: BearerGuard,
     private readonly metrics: Metrics,
   ) {}
 
@@ -139,9 +139,7 @@ export class GrpcBinding {
 
   /** §10.2: the bearer rides in the `authorization` metadata; the same check (and 401/403) as HTTP. */
   private async authenticate(metadata: Metadata): Promise<TenantPrincipal> {
-    const principal = await this.bearer.principalOf(single(metadata, 'authorization'));
-    if (!('tenantId' in principal)) throw new DomainError('forbidden', 'this binding needs a tenant token (atr_…)');
-    return principal;
+    return this.bearer.tenantOf(single(metadata, 'authorization'));
   }
 
   /** The call of one request message: its version, size and shape checked, then the A2A call for its agent. */

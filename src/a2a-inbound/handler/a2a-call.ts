@@ -1,11 +1,12 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Injectable } from '@nestjs/common';
-import type { TenantPrincipal } from '../../common/auth.decorators.js';
+import type { TenantPrincipal, TenantScope } from '../../common/auth.decorators.js';
 import { DomainError } from '../../common/errors.js';
 import { findJsonProblem, MAX_JSON_DEPTH } from '../../common/json-guard.js';
 import { AppConfig } from '../../config/app-config.js';
 import { AGENT_ID_PATTERN } from '../../registry/constitution.js';
 import { AgentCatalog } from '../../registry/services/agent-catalog.service.js';
+import { requireScope } from '../../tenants/auth/access.guard.js';
 import { OpenStreams } from '../../tenants/services/open-streams.service.js';
 import { annotateActiveSpan } from '../../tracing/spans.js';
 import { A2aError } from '../../a2a-wire/a2a-errors.js';
@@ -14,6 +15,27 @@ import type { Json } from '../../a2a-wire/dialects/params.js';
 import { AgentCardService } from '../services/agent-card.service.js';
 import { A2aInvoker, type A2aOutcome } from './a2a-invoker.js';
 import { checkBesidesFiles } from './size-limits.js';
+
+const INVOKE: readonly TenantScope[] = ['a2a:invoke'];
+
+/**
+ * The scopes each operation accepts (any one is enough). Every A2A method
+ * acts on the caller's tasks, so it needs `a2a:invoke`; the extended card
+ * is readable with any tenant scope that can see the agent.
+ */
+export const OPERATION_SCOPES: Readonly<Record<Operation, readonly TenantScope[]>> = {
+  send: INVOKE,
+  stream: INVOKE,
+  get: INVOKE,
+  list: INVOKE,
+  cancel: INVOKE,
+  subscribe: INVOKE,
+  push_set: INVOKE,
+  push_get: INVOKE,
+  push_list: INVOKE,
+  push_delete: INVOKE,
+  extended_card: ['a2a:invoke', 'agents:read', 'tasks:read'],
+};
 
 /** One A2A call as a binding read it from its envelope (JSON-RPC), route (HTTP+JSON) or message (gRPC). */
 export interface A2aCallRequest {
@@ -69,7 +91,11 @@ export class A2aCall {
     const { principal, agentId, dialect } = r;
     const held = this.streams.hold(principal, r.abort);
     try {
-      if (r.log) record(r.log, { tenantId: principal.tenantId, agentId, method: r.method, dialect: dialect.version });
+      if (r.log) {
+        record(r.log, { tenantId: principal.tenantId, agentId, method: r.method, dialect: dialect.version });
+        r.log.actor = principal.actor;
+      }
+      requireScope(principal, OPERATION_SCOPES[r.op], r.method);
       const params = r.params();
       checkParamsJson(params);
       if (!AGENT_ID_PATTERN.test(agentId)) throw DomainError.notFound(`agent '${agentId.slice(0, 64)}'`);

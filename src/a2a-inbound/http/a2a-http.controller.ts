@@ -9,7 +9,7 @@ import { requestIdFor, JSONRPC_ROUTE, type RequestRecorder } from '../../common/
 import { setHeaders, type HeaderList } from '../../common/http/security-headers.js';
 import { safeError } from '../../common/safe-error.js';
 import { AppConfig } from '../../config/app-config.js';
-import { TenantGuard } from '../../tenants/auth/access.guard.js';
+import { BearerGuard } from '../../tenants/auth/access.guard.js';
 import { setHttpRoute } from '../../tracing/spans.js';
 import { JsonRpcBinding } from '../jsonrpc/jsonrpc-binding.js';
 import { RestBinding } from '../rest/rest-binding.js';
@@ -47,7 +47,7 @@ export interface A2aHttpSetup {
  *
  * It keeps the pipeline's rules: the security headers and request id on
  * every answer, CORS when configured, one log line and the metrics per
- * request, the bearer checked by the tenant guard (`TenantGuard`, the Nest
+ * request, the bearer checked by the bearer guard (`BearerGuard`, the Nest
  * guard of every tenant route) before a byte of the body is read — an
  * `Expect: 100-continue` client is invited to send its body only then —,
  * the body limits and media types, and each binding's error shape; then
@@ -61,7 +61,7 @@ export class A2aHttpController implements OnApplicationBootstrap {
   private installed = false;
 
   constructor(
-    private readonly guard: TenantGuard,
+    private readonly guard: BearerGuard,
     private readonly jsonRpc: JsonRpcBinding,
     private readonly rest: RestBinding,
     private readonly config: AppConfig,
@@ -186,9 +186,7 @@ export class A2aHttpController implements OnApplicationBootstrap {
   /** The tenant of the request's bearer, or undefined once `refuse` has answered (401, 403, 503). */
   private async authenticate(x: HttpExchange, refuse: (err: unknown) => void): Promise<TenantPrincipal | undefined> {
     try {
-      const principal = await this.guard.principalOf(x.req.headers.authorization);
-      if ('tenantId' in principal) return principal;
-      throw new DomainError('forbidden', 'this route needs a tenant token (atr_…)');
+      return await this.guard.tenantOf(x.req.headers.authorization);
     } catch (err) {
       refuse(err);
       return undefined;

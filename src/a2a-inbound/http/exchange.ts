@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseQuery } from 'node:querystring';
 import { requestLog } from '../../common/logging.js';
-import { toErrorResponse, BEARER_CHALLENGE } from '../../common/http-exception.filter.js';
+import { toErrorResponse, BEARER_CHALLENGE, scopeChallenge } from '../../common/http-exception.filter.js';
 import { Logger } from '@nestjs/common';
 import { DomainError } from '../../common/errors.js';
 import { safeError } from '../../common/safe-error.js';
@@ -107,6 +107,7 @@ export class HttpExchange {
       this.header('Retry-After', String(err.retryAfterSeconds));
     } else if (status === 503) this.header('Retry-After', '1');
     if (status === 401) this.header('WWW-Authenticate', BEARER_CHALLENGE);
+    if (body.required_scopes) this.header('WWW-Authenticate', scopeChallenge(body.required_scopes));
     this.closeIfUnread();
     this.json(status, body);
   }

@@ -71,7 +71,12 @@ export function classify(err: unknown): Classified | undefined {
         // Authentication is a custom error in JSON-RPC (spec §3.3.2); -32000 is outside A2A's own range.
         return { code: -32000, reason: 'UNAUTHENTICATED', message: err.message };
       case 'forbidden':
-        return { code: -32000, reason: 'PERMISSION_DENIED', message: err.message };
+        return {
+          code: -32000,
+          reason: 'PERMISSION_DENIED',
+          message: err.message,
+          ...(err.requiredScopes ? { metadata: { required_scopes: err.requiredScopes.join(' ') } } : {}),
+        };
       case 'not_found':
         // The agent of the URL: a missing resource, answered like a missing task.
         return { code: -32001, reason: 'TASK_NOT_FOUND', message: err.message };

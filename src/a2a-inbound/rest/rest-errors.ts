@@ -1,6 +1,6 @@
 import { HttpException } from '@nestjs/common';
 import { DomainError, httpStatusOf } from '../../common/errors.js';
-import { BEARER_CHALLENGE } from '../../common/http-exception.filter.js';
+import { BEARER_CHALLENGE, scopeChallenge } from '../../common/http-exception.filter.js';
 import { classify } from '../jsonrpc/jsonrpc-errors.js';
 
 /** A `google.rpc.Status` as the HTTP+JSON binding writes it (spec §11.6, AIP-193). */
@@ -111,9 +111,14 @@ export function toRestError(err: unknown, onUnexpected?: (err: unknown) => void)
       domain: 'a2a-protocol.org',
       ...(c.metadata ? { metadata: c.metadata } : {}),
     });
+    const scopes = c.metadata?.required_scopes;
     return {
       status: mapped.http,
-      headers: retryAfter ? { 'Retry-After': retryAfter } : headersFor(mapped.http),
+      headers: retryAfter
+        ? { 'Retry-After': retryAfter }
+        : scopes
+          ? { 'WWW-Authenticate': scopeChallenge(scopes.split(' ')) }
+          : headersFor(mapped.http),
       body: { error: { code: mapped.http, status: mapped.status, message, details } },
     };
   }

@@ -1,7 +1,5 @@
-import { Controller, HttpCode, Param, Post, Req } from '@nestjs/common';
-import type { Request } from 'express';
-import { AdminOnly } from '../../common/auth.decorators.js';
-import { requestIdOf } from '../../common/errors.js';
+import { Controller, HttpCode, Param, Post } from '@nestjs/common';
+import { AdminOnly, ChangedBy, type ChangeBy } from '../../common/auth.decorators.js';
 import { TaskService } from '../../tasks/task.service.js';
 import { TaskError } from '../../tasks/task.errors.js';
 import { TenantsService } from '../../tenants/services/tenants.service.js';
@@ -21,16 +19,11 @@ export class AdminTasksController {
   /** Cancels any tenant's unfinished task ("canceled by operator"); audited. */
   @Post(':id/cancel')
   @HttpCode(200)
-  async cancel(@Param('id') id: string, @Req() req: Request) {
+  async cancel(@Param('id') id: string, @ChangedBy() by: ChangeBy) {
     const tenantId = await this.tasks.tenantOf(id);
     if (!tenantId) throw TaskError.notFound(id);
     const task = await this.tasks.cancel(tenantId, id, { reason: 'canceled by operator' });
-    await this.tenants.recordAction(
-      'task.cancel',
-      tenantId,
-      { task_id: task.id, agent_id: task.agentId },
-      requestIdOf(req),
-    );
+    await this.tenants.recordAction('task.cancel', tenantId, { task_id: task.id, agent_id: task.agentId }, by);
     return { tenant_id: tenantId, ...requestView(task) };
   }
 }

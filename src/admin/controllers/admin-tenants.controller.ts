@@ -1,17 +1,19 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Req } from '@nestjs/common';
-import type { Request } from 'express';
-import { AdminOnly } from '../../common/auth.decorators.js';
-import { requestIdOf } from '../../common/errors.js';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
+import { ApiTags } from '@nestjs/swagger';
+import { AdminOnly, ChangedBy, type ChangeBy } from '../../common/auth.decorators.js';
+import { DocQuery } from '../../common/api-docs.js';
 import { DEFAULT_PAGE_SIZE, PageQueryDto } from '../../common/pagination.dto.js';
 import { TaskService } from '../../tasks/task.service.js';
-import { AuditQueryDto, CreateTenantDto, TenantLimitsDto, UpdateTenantDto } from '../../tenants/dto/tenant.dto.js';
+import {
+  AuditQueryDto,
+  CreateTenantDto,
+  TenantLimitsDto,
+  TokenScopesDto,
+  UpdateTenantDto,
+} from '../../tenants/dto/tenant.dto.js';
 import { TenantsService } from '../../tenants/services/tenants.service.js';
-import { ApiTags } from '@nestjs/swagger';
-import { DocQuery } from '../../common/api-docs.js';
 
-const rid = (req: Request): string => requestIdOf(req);
-
-/** `/v1/admin/*`: tenant lifecycle and tokens, for the operator's admin token only. */
+/** `/v1/admin/*`: tenant lifecycle and tokens, for operators (auditors: reads only). */
 @AdminOnly()
 @ApiTags('admin')
 @Controller('v1/admin')
@@ -21,9 +23,13 @@ export class AdminTenantsController {
     private readonly tasks: TaskService,
   ) {}
 
+  /** A tenant and its first token (`scopes` default every tenant scope; `issue_token: false` for none). */
   @Post('tenants')
-  async create(@Body() dto: CreateTenantDto, @Req() req: Request) {
-    return this.tenants.create(dto.name, rid(req));
+  async create(@Body() dto: CreateTenantDto, @ChangedBy() by: ChangeBy) {
+    return this.tenants.create(
+      { name: dto.name, externalId: dto.external_id, scopes: dto.scopes, issueToken: dto.issue_token },
+      by,
+    );
   }
 
   @Get('tenants')
@@ -38,23 +44,24 @@ export class AdminTenantsController {
   }
 
   /**
-   * Disables or enables a tenant. Disabling refuses its tokens from the next
-   * request on and ends the streams they hold; with `cancel_running: true`
-   * its unfinished tasks are canceled too ("tenant disabled").
+   * Disables or enables a tenant, and/or sets its `external_id`. Disabling
+   * refuses its credentials from the next request on and ends the streams
+   * they hold; with `cancel_running: true` its unfinished tasks are
+   * canceled too ("tenant disabled").
    */
   @Patch('tenants/:id')
-  async update(@Param('id') id: string, @Body() dto: UpdateTenantDto, @Req() req: Request) {
-    const tenant = await this.tenants.setDisabled(id, dto.disabled, rid(req));
+  async update(@Param('id') id: string, @Body() dto: UpdateTenantDto, @ChangedBy() by: ChangeBy) {
+    const tenant = await this.tenants.update(id, { disabled: dto.disabled, externalId: dto.external_id }, by);
     if (!dto.disabled || !dto.cancel_running) return tenant;
     const canceled = await this.tasks.cancelAll(tenant.id, 'tenant disabled');
-    await this.tenants.recordAction('tenant.cancel_running', tenant.id, { canceled_tasks: canceled }, rid(req));
+    await this.tenants.recordAction('tenant.cancel_running', tenant.id, { canceled_tasks: canceled }, by);
     return { ...tenant, canceled_tasks: canceled };
   }
 
   /** Quota overrides: keys left out are unchanged, null restores the default, 0 is unlimited. */
   @Patch('tenants/:id/limits')
-  async limits(@Param('id') id: string, @Body() dto: TenantLimitsDto, @Req() req: Request) {
-    return this.tenants.setLimits(id, dto, rid(req));
+  async limits(@Param('id') id: string, @Body() dto: TenantLimitsDto, @ChangedBy() by: ChangeBy) {
+    return this.tenants.setLimits(id, dto, by);
   }
 
   @Get('tenants/:id/tokens')
@@ -62,22 +69,22 @@ export class AdminTenantsController {
     return { items: await this.tenants.listTokens(id) };
   }
 
-  /** A new token; every other token of the tenant is revoked at once. */
+  /** A new token (`scopes` default every tenant scope); every other token of the tenant is revoked at once. */
   @Post('tenants/:id/tokens/rotate')
   @HttpCode(201)
-  rotate(@Param('id') id: string, @Req() req: Request) {
-    return this.tenants.rotate(id, rid(req));
+  rotate(@Param('id') id: string, @Body() dto: TokenScopesDto, @ChangedBy() by: ChangeBy) {
+    return this.tenants.rotate(id, by, dto.scopes);
   }
 
-  /** An additional token; existing ones stay valid (for gap-free client rotation). */
+  /** An additional token (`scopes` default every tenant scope); existing ones stay valid. */
   @Post('tenants/:id/tokens')
-  issue(@Param('id') id: string, @Req() req: Request) {
-    return this.tenants.issueAdditional(id, rid(req));
+  issue(@Param('id') id: string, @Body() dto: TokenScopesDto, @ChangedBy() by: ChangeBy) {
+    return this.tenants.issueAdditional(id, by, dto.scopes);
   }
 
   @Delete('tenants/:id/tokens/:tokenId')
-  revoke(@Param('id') id: string, @Param('tokenId') tokenId: string, @Req() req: Request) {
-    return this.tenants.revoke(id, tokenId, rid(req));
+  revoke(@Param('id') id: string, @Param('tokenId') tokenId: string, @ChangedBy() by: ChangeBy) {
+    return this.tenants.revoke(id, tokenId, by);
   }
 
   @Get('audit')

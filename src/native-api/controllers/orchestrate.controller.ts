@@ -1,7 +1,7 @@
 import { Body, Controller, Param, Post, Req, Res, UseGuards } from '@nestjs/common';
 import { SendThrottleGuard } from '../../quotas/send-throttle.guard.js';
 import type { Request, Response } from 'express';
-import { CurrentTenant, type TenantPrincipal } from '../../common/auth.decorators.js';
+import { CurrentTenant, type TenantPrincipal, RequireScope } from '../../common/auth.decorators.js';
 import { DomainError } from '../../common/errors.js';
 import { MASTER_AGENT_ID } from '../../registry/constitution.js';
 import { AgentCatalog } from '../../registry/services/agent-catalog.service.js';
@@ -22,6 +22,7 @@ export class OrchestrateController {
     private readonly catalog: AgentCatalog,
   ) {}
 
+  @RequireScope('a2a:invoke')
   @Post('v1/orchestrate')
   @UseGuards(SendThrottleGuard)
   async orchestrate(
@@ -48,6 +49,7 @@ export class OrchestrateController {
     });
   }
 
+  @RequireScope('a2a:invoke')
   @Post('v1/agents/:id/chat')
   @UseGuards(SendThrottleGuard)
   async chat(

@@ -3,7 +3,7 @@ import type { Request, Response } from 'express';
 import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { Type } from 'class-transformer';
 import { AppConfig } from '../../config/app-config.js';
-import { CurrentTenant, type TenantPrincipal } from '../../common/auth.decorators.js';
+import { CurrentTenant, type TenantPrincipal, RequireScope } from '../../common/auth.decorators.js';
 import { CURSOR_FIELDS, decodeCursor, encodeCursor } from '../../common/cursor.js';
 import { PageQueryDto, DEFAULT_PAGE_SIZE } from '../../common/pagination.dto.js';
 import { detachSse, releaseOnClose, type SseFrame } from '../../common/sse.js';
@@ -82,6 +82,7 @@ export class RequestsController {
     private readonly files: TaskFiles,
   ) {}
 
+  @RequireScope('a2a:invoke', 'tasks:read')
   @Get()
   @DocQuery(RequestListQuery)
   async list(@CurrentTenant() t: TenantPrincipal, @Query() q: RequestListQuery) {
@@ -103,11 +104,13 @@ export class RequestsController {
     };
   }
 
+  @RequireScope('a2a:invoke', 'tasks:read')
   @Get(':id')
   async get(@CurrentTenant() t: TenantPrincipal, @Param('id') id: string) {
     return requestView(await this.files.task(t.tenantId, await this.tasks.get(t.tenantId, id)));
   }
 
+  @RequireScope('a2a:invoke')
   @Post(':id/cancel')
   @HttpCode(200)
   async cancel(@CurrentTenant() t: TenantPrincipal, @Param('id') id: string) {
@@ -115,6 +118,7 @@ export class RequestsController {
   }
 
   /** SSE: the stored events after `since_seq` (or `Last-Event-ID`), then live ones until the end. */
+  @RequireScope('a2a:invoke', 'tasks:read')
   @Get(':id/events')
   @DocQuery(EventsQuery)
   async events(

@@ -1,5 +1,5 @@
 import { Controller, Get, Param } from '@nestjs/common';
-import { CurrentTenant, type TenantPrincipal } from '../../common/auth.decorators.js';
+import { CurrentTenant, type TenantPrincipal, RequireScope } from '../../common/auth.decorators.js';
 import type { PushDeliveryView } from '../push-config.js';
 import { PushService } from '../services/push.service.js';
 import { ApiTags } from '@nestjs/swagger';
@@ -36,6 +36,7 @@ function deliveryView(d: PushDeliveryView) {
 export class PushDeliveriesController {
   constructor(private readonly push: PushService) {}
 
+  @RequireScope('a2a:invoke', 'tasks:read')
   @Get(':id/push-configs')
   async list(@CurrentTenant() t: TenantPrincipal, @Param('id') id: string) {
     return { items: (await this.push.deliveries(t.tenantId, id)).map(deliveryView) };

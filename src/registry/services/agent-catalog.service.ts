@@ -25,10 +25,13 @@ import {
 } from './agents.js';
 import { loadFileAgents, type FileAgent } from './file-agents.loader.js';
 
-/** Who changes a stored agent: the tenant token (named by id and prefix in the audit row) and the request. */
+/**
+ * Who changes a stored agent: the credential's actor id, an opaque token's
+ * id and prefix (named in the audit row's detail too), and the request.
+ */
 export interface AgentActor {
-  tokenId: string;
-  tokenPrefix: string;
+  actor: string;
+  token?: { id: string; prefix: string };
   requestId?: string;
 }
 
@@ -79,8 +82,12 @@ export class AgentCatalog implements OnModuleInit {
         actor: 'tenant',
         action,
         tenantId,
-        detail: { agent_id: agentId, token_id: actor.tokenId, token_prefix: actor.tokenPrefix, ...detail },
-        requestId: actor.requestId ?? null,
+        detail: {
+          agent_id: agentId,
+          ...(actor.token ? { token_id: actor.token.id, token_prefix: actor.token.prefix } : {}),
+          ...detail,
+        },
+        by: { actor: actor.actor, requestId: actor.requestId },
       });
   }
 

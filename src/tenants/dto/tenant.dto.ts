@@ -1,5 +1,9 @@
 import { Transform } from 'class-transformer';
 import {
+  ArrayMaxSize,
+  ArrayNotEmpty,
+  IsArray,
+  IsIn,
   IsBoolean,
   IsInt,
   IsNotEmpty,
@@ -12,24 +16,59 @@ import {
   Min,
   ValidateIf,
 } from 'class-validator';
+import { TENANT_SCOPES, type TenantScope } from '../../common/auth.decorators.js';
+import { EmptyBodyAllowed } from '../../common/validation.pipe.js';
 import { PageQueryDto } from '../../common/pagination.dto.js';
 
 const trim = ({ value }: { value: unknown }): unknown => (typeof value === 'string' ? value.trim() : value);
 // No control characters: names end up in logs, rosters and agent cards.
 const PRINTABLE = /^[^\p{Cc}]*$/u;
 
-export class CreateTenantDto {
+const EXTERNAL_ID = /^[\x21-\x7e]{1,256}$/;
+const EXTERNAL_ID_MESSAGE = 'external_id must be 1 to 256 printable ASCII characters without spaces';
+const SCOPES_MESSAGE = `scopes must be a non-empty list of ${TENANT_SCOPES.join(', ')}`;
+
+/** The scopes of a new opaque token: default every tenant scope (the body may be left out). */
+@EmptyBodyAllowed()
+export class TokenScopesDto {
+  @IsOptional()
+  @IsArray({ message: SCOPES_MESSAGE })
+  @ArrayNotEmpty({ message: SCOPES_MESSAGE })
+  @ArrayMaxSize(TENANT_SCOPES.length, { message: SCOPES_MESSAGE })
+  @IsIn(TENANT_SCOPES, { each: true, message: SCOPES_MESSAGE })
+  scopes?: TenantScope[];
+}
+
+export class CreateTenantDto extends TokenScopesDto {
   @Transform(trim)
   @IsString()
   @IsNotEmpty()
   @MaxLength(128)
   @Matches(PRINTABLE, { message: 'name must not contain control characters' })
   name: string;
+
+  /** What a trusted issuer's tenant claim names this tenant by. */
+  @IsOptional()
+  @IsString({ message: EXTERNAL_ID_MESSAGE })
+  @Matches(EXTERNAL_ID, { message: EXTERNAL_ID_MESSAGE })
+  external_id?: string;
+
+  /** false: no opaque token (callers come with JWTs from a trusted issuer). */
+  @IsOptional()
+  @IsBoolean()
+  issue_token?: boolean;
 }
 
 export class UpdateTenantDto {
-  @IsBoolean()
-  disabled: boolean;
+  @ValidateIf((o: UpdateTenantDto) => o.disabled !== undefined || o.external_id === undefined)
+  @IsBoolean({ message: 'disabled must be a boolean (give disabled, external_id or both)' })
+  disabled?: boolean;
+
+  /** A trusted issuer's tenant claim value for this tenant; null clears it. */
+  @ValidateIf((_, v) => v !== null && v !== undefined)
+  @IsString({ message: EXTERNAL_ID_MESSAGE })
+  @Matches(EXTERNAL_ID, { message: EXTERNAL_ID_MESSAGE })
+  external_id?: string | null;
 
   /** With `disabled: true`: also cancel the tenant's unfinished tasks. */
   @IsOptional()

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
+import type { ChangeBy } from '../../common/auth.decorators.js';
 import { AuditEntryEntity } from '../entities/audit-entry.entity.js';
 
 export interface AuditRecord {
@@ -9,6 +10,8 @@ export interface AuditRecord {
   action: string;
   tenantId: string | null;
   detail?: Record<string, unknown>;
+  /** Who made the change (their actor id), and in which request. */
+  by?: ChangeBy;
   requestId?: string | null;
 }
 
@@ -23,7 +26,8 @@ export class AuditRepository {
       action: rec.action,
       tenantId: rec.tenantId,
       detail: (rec.detail ?? {}) as AuditEntryEntity['detail'] & object,
-      requestId: rec.requestId ?? null,
+      actorId: rec.by?.actor ?? null,
+      requestId: rec.by?.requestId ?? rec.requestId ?? null,
     });
   }
 

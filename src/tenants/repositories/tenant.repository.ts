@@ -12,6 +12,7 @@ export interface TokenLookup {
   tokenId: string;
   tokenPrefix: string;
   limits: TenantLimits;
+  scopes: string[];
   lastUsedAt: Date | null;
 }
 
@@ -24,8 +25,11 @@ export class TenantRepository {
     return this.ds.transaction(work);
   }
 
-  async insertTenant(em: EntityManager, tenant: Pick<TenantEntity, 'id' | 'name'>): Promise<TenantEntity> {
-    await em.insert(TenantEntity, { id: tenant.id, name: tenant.name });
+  async insertTenant(
+    em: EntityManager,
+    tenant: Pick<TenantEntity, 'id' | 'name' | 'externalId'>,
+  ): Promise<TenantEntity> {
+    await em.insert(TenantEntity, { id: tenant.id, name: tenant.name, externalId: tenant.externalId });
     return em.findOneByOrFail(TenantEntity, { id: tenant.id });
   }
 
@@ -58,6 +62,16 @@ export class TenantRepository {
     return em.findOneBy(TenantEntity, { id });
   }
 
+  async setExternalId(em: EntityManager, id: string, externalId: string | null): Promise<TenantEntity | null> {
+    await em.update(TenantEntity, { id }, { externalId });
+    return em.findOneBy(TenantEntity, { id });
+  }
+
+  /** The enabled tenant whose external id is this, if any. */
+  async findByExternalId(externalId: string): Promise<TenantEntity | null> {
+    return this.ds.manager.findOneBy(TenantEntity, { externalId });
+  }
+
   async setLimits(
     em: EntityManager,
     id: string,
@@ -71,7 +85,7 @@ export class TenantRepository {
 
   async insertToken(
     em: EntityManager,
-    token: Pick<TenantTokenEntity, 'id' | 'tenantId' | 'tokenHash' | 'prefix'>,
+    token: Pick<TenantTokenEntity, 'id' | 'tenantId' | 'tokenHash' | 'prefix' | 'scopes'>,
   ): Promise<TenantTokenEntity> {
     await em.insert(TenantTokenEntity, token);
     return em.findOneByOrFail(TenantTokenEntity, { id: token.id });
@@ -127,8 +141,9 @@ export class TenantRepository {
       max_running_tasks: number | null;
       max_open_streams: number | null;
       last_used_at: Date | null;
+      scopes: string[];
     }[] = await this.ds.query(
-      `SELECT t.id AS tenant_id, t.name AS tenant_name, t.disabled_at, k.id AS token_id, k.prefix AS token_prefix, k.last_used_at,
+      `SELECT t.id AS tenant_id, t.name AS tenant_name, t.disabled_at, k.id AS token_id, k.prefix AS token_prefix, k.last_used_at, k.scopes,
               t.sends_per_minute, t.max_running_tasks, t.max_open_streams
          FROM tenant_tokens k JOIN tenants t ON t.id = k.tenant_id
         WHERE k.token_hash = $1 AND k.revoked_at IS NULL`,
@@ -147,6 +162,7 @@ export class TenantRepository {
         maxRunningTasks: r.max_running_tasks,
         maxOpenStreams: r.max_open_streams,
       },
+      scopes: r.scopes,
       lastUsedAt: r.last_used_at,
     };
   }
@@ -159,6 +175,20 @@ export class TenantRepository {
       [tokenIds],
     );
     return rows.map((r) => r.id);
+  }
+
+  /**
+   * Of these `<tenant id>|<issuer id>` pairs (the tenants and issuers of JWTs
+   * that hold streams), the ones whose tenant is enabled and whose issuer is
+   * still trusted.
+   */
+  async usableJwtAccess(pairs: string[]): Promise<string[]> {
+    const rows: { pair: string }[] = await this.ds.query(
+      `SELECT t.id || '|' || i.id AS pair FROM tenants t, trusted_issuers i
+        WHERE t.disabled_at IS NULL AND (t.id::text || '|' || i.id::text) = ANY($1::text[])`,
+      [pairs],
+    );
+    return rows.map((r) => r.pair);
   }
 
   /** Records use at most once a minute per token, so auth stays a read on the hot path. */

@@ -6,25 +6,66 @@ import { safeError } from '../../common/safe-error.js';
 import { ReplicaChannel } from '../../database/replica-channel.service.js';
 import { TenantRepository } from '../repositories/tenant.repository.js';
 
-/** The PostgreSQL channel of access changes: `tenant_disabled|<tenant id>` or `token_revoked|<token id>`. */
+/** The PostgreSQL channel of access changes: `<kind>|<id>` (see `AccessChange`). */
 export const ACCESS_CHANNEL = 'arbiter_access';
 
-/** An access change that ends the streams opened under it. */
+/** An access change that ends the streams opened under it. Every one drops cached credentials on every replica. */
 export type AccessChange =
   | { kind: 'tenant_disabled'; tenantId: string }
   | { kind: 'token_revoked'; tokenId: string }
+  /** A trusted issuer was removed or changed: its JWTs are refused and their streams end. */
+  | { kind: 'issuer_removed'; issuerId: string }
+  /** A named operator token was revoked. */
+  | { kind: 'operator_revoked'; operatorId: string }
   /** The tenant's quotas changed: cached principals (which carry them) are dropped; streams stay open. */
   | { kind: 'tenant_limits'; tenantId: string };
+
+const idOf = (c: AccessChange): string => {
+  switch (c.kind) {
+    case 'token_revoked':
+      return c.tokenId;
+    case 'issuer_removed':
+      return c.issuerId;
+    case 'operator_revoked':
+      return c.operatorId;
+    case 'tenant_disabled':
+    case 'tenant_limits':
+      return c.tenantId;
+  }
+};
+
+/** The change a notice's payload names, or undefined. */
+export function changeOf(payload: string): AccessChange | undefined {
+  const [kind, id] = payload.split('|');
+  if (!id) return undefined;
+  switch (kind) {
+    case 'tenant_disabled':
+    case 'tenant_limits':
+      return { kind, tenantId: id };
+    case 'token_revoked':
+      return { kind, tokenId: id };
+    case 'issuer_removed':
+      return { kind, issuerId: id };
+    case 'operator_revoked':
+      return { kind, operatorId: id };
+    default:
+      return undefined;
+  }
+}
 
 interface OpenStream {
   principal: TenantPrincipal;
   abort: AbortController;
 }
 
-const MESSAGES: Record<'tenant_disabled' | 'token_revoked', string> = {
+const MESSAGES: Record<'tenant_disabled' | 'token_revoked' | 'issuer_removed', string> = {
   tenant_disabled: 'the tenant was disabled; this stream is closed',
   token_revoked: 'the token this stream was opened with was revoked; this stream is closed',
+  issuer_removed: 'the issuer of the token this stream was opened with is no longer trusted; this stream is closed',
 };
+
+/** The longest a timer may wait (setTimeout's limit); a later expiry is checked again then. */
+const MAX_TIMER_MS = 2_147_483_647;
 
 /**
  * Long requests opened with a tenant token — SSE streams and blocking
@@ -47,19 +88,36 @@ export class OpenStreams implements OnModuleInit {
 
   onModuleInit(): void {
     this.channel.listenApplied(ACCESS_CHANNEL, (payload) => {
-      const [kind, id] = payload.split('|');
-      if (!id) return;
-      if (kind === 'tenant_disabled') this.apply({ kind, tenantId: id });
-      else if (kind === 'token_revoked') this.apply({ kind, tokenId: id });
+      const change = changeOf(payload);
+      if (change) this.apply(change);
     });
     this.channel.onReconnect(() => void this.recheck());
   }
 
   /** Holds a stream until the returned release is called; `abort` fires if its access goes. */
+  /**
+   * Holds a stream until the returned release is called; `abort` fires if
+   * its access goes. A JWT's stream also ends when the token expires: the
+   * client subscribes again with a fresh token.
+   */
   hold(principal: TenantPrincipal, abort: AbortController): () => void {
     const entry = { principal, abort };
     this.open.add(entry);
-    return () => this.open.delete(entry);
+    let timer: NodeJS.Timeout | undefined;
+    const expiresAt = principal.jwt?.expiresAt;
+    if (expiresAt !== undefined) {
+      const arm = (): void => {
+        const wait = expiresAt - Date.now();
+        if (wait <= 0) return this.end(entry, EXPIRED);
+        timer = setTimeout(arm, Math.min(wait, MAX_TIMER_MS));
+        timer.unref();
+      };
+      arm();
+    }
+    return () => {
+      clearTimeout(timer);
+      this.open.delete(entry);
+    };
   }
 
   /**
@@ -70,7 +128,7 @@ export class OpenStreams implements OnModuleInit {
   async announce(em: EntityManager, changes: AccessChange[]): Promise<{ heard: Promise<unknown> }> {
     const heard: Promise<void>[] = [];
     for (const c of changes) {
-      const payload = `${c.kind}|${c.kind === 'token_revoked' ? c.tokenId : c.tenantId}`;
+      const payload = `${c.kind}|${idOf(c)}`;
       heard.push(this.channel.appliedEverywhere(ACCESS_CHANNEL, payload).done);
       await em.query(`SELECT pg_notify($1, $2)`, [ACCESS_CHANNEL, payload]);
     }
@@ -79,35 +137,46 @@ export class OpenStreams implements OnModuleInit {
 
   /** Ends the streams a committed change affects, here. */
   apply(change: AccessChange): void {
-    if (change.kind === 'tenant_limits') return;
+    if (change.kind === 'tenant_limits' || change.kind === 'operator_revoked') return;
     for (const s of [...this.open]) {
       const hit =
         change.kind === 'tenant_disabled'
           ? s.principal.tenantId === change.tenantId
-          : s.principal.tokenId === change.tokenId;
+          : change.kind === 'issuer_removed'
+            ? s.principal.jwt?.issuerId === change.issuerId
+            : s.principal.tokenId === change.tokenId;
       if (hit) this.end(s, MESSAGES[change.kind]);
     }
   }
 
   /** Checks every held stream's token again (after notices may have been missed). */
   async recheck(): Promise<void> {
-    const tokenIds = [...new Set([...this.open].map((s) => s.principal.tokenId))];
-    if (tokenIds.length === 0) return;
+    const open = [...this.open];
+    const tokenIds = [...new Set(open.filter((s) => !s.principal.jwt).map((s) => s.principal.tokenId))];
+    const jwts = open.flatMap((s) => (s.principal.jwt ? [`${s.principal.tenantId}|${s.principal.jwt.issuerId}`] : []));
+    if (tokenIds.length === 0 && jwts.length === 0) return;
     let usable: Set<string>;
     try {
-      usable = new Set(await this.tenants.usableTokens(tokenIds));
+      usable = new Set([
+        ...(tokenIds.length ? await this.tenants.usableTokens(tokenIds) : []),
+        ...(jwts.length ? await this.tenants.usableJwtAccess([...new Set(jwts)]) : []),
+      ]);
     } catch (err) {
-      this.logger.warn({ err: safeError(err) }, 'could not check the tokens of open streams');
+      this.logger.warn({ err: safeError(err) }, 'could not check the credentials of open streams');
       return;
     }
-    for (const s of [...this.open]) {
-      if (!usable.has(s.principal.tokenId))
-        this.end(s, 'the token or tenant of this stream is no longer active; this stream is closed');
+    for (const s of open) {
+      const key = s.principal.jwt ? `${s.principal.tenantId}|${s.principal.jwt.issuerId}` : s.principal.tokenId;
+      if (!usable.has(key))
+        this.end(s, 'the credential or tenant of this stream is no longer active; this stream is closed');
     }
   }
 
   private end(s: OpenStream, message: string): void {
+    if (!this.open.has(s)) return;
     this.open.delete(s);
     if (!s.abort.signal.aborted) s.abort.abort(new DomainError('unauthorized', message));
   }
 }
+
+const EXPIRED = 'the token this stream was opened with expired; subscribe again with a fresh token';

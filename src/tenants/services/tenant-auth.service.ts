@@ -1,6 +1,6 @@
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { safeError } from '../../common/safe-error.js';
-import type { TenantPrincipal } from '../../common/auth.decorators.js';
+import { isTenantScope, type TenantPrincipal } from '../../common/auth.decorators.js';
 import { ReplicaCache } from '../../database/replica-cache.js';
 import { ReplicaChannel } from '../../database/replica-channel.service.js';
 import { TenantRepository } from '../repositories/tenant.repository.js';
@@ -68,6 +68,8 @@ export class TenantAuthService implements OnModuleInit {
         tokenId: hit.tokenId,
         tokenPrefix: hit.tokenPrefix,
         limits: hit.limits,
+        scopes: hit.scopes.filter(isTenantScope),
+        actor: `token:${hit.tokenPrefix}`,
       },
       touchedAt: hit.lastUsedAt?.getTime() ?? 0,
     };

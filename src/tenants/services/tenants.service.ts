@@ -2,10 +2,19 @@ import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { CURSOR_FIELDS, decodeCursor, encodeCursor } from '../../common/cursor.js';
+import { TENANT_SCOPES, type ChangeBy, type TenantScope } from '../../common/auth.decorators.js';
 import { DomainError } from '../../common/errors.js';
 import { DEFAULT_PAGE_SIZE, type Page } from '../../common/pagination.dto.js';
-import type { AuditEntryEntity } from '../entities/audit-entry.entity.js';
 import { TenantTokenEntity } from '../entities/tenant-token.entity.js';
+import {
+  auditView,
+  tenantView,
+  tokenView,
+  type AuditView,
+  type IssuedToken,
+  type TenantView,
+  type TokenView,
+} from './tenant-views.js';
 import type { TenantEntity } from '../entities/tenant.entity.js';
 import { AuditRepository } from '../repositories/audit.repository.js';
 import { TenantRepository } from '../repositories/tenant.repository.js';
@@ -13,67 +22,7 @@ import { TenantAuthService } from './tenant-auth.service.js';
 import { OpenStreams, type AccessChange } from './open-streams.service.js';
 import { generateTenantToken, sha256Hex, tokenPrefix } from './token-crypto.js';
 
-export interface TenantView {
-  id: string;
-  name: string;
-  disabled: boolean;
-  disabled_at: string | null;
-  /** Quota overrides (null = the deployment's default, 0 = unlimited). */
-  limits: { sends_per_minute: number | null; max_running_tasks: number | null; max_open_streams: number | null };
-  created_at: string;
-  updated_at: string;
-}
-
-export interface TokenView {
-  id: string;
-  prefix: string;
-  created_at: string;
-  revoked_at: string | null;
-  last_used_at: string | null;
-}
-
-/** A freshly issued token: the only time the secret leaves the server. */
-export interface IssuedToken extends TokenView {
-  token: string;
-}
-
-export interface AuditView {
-  id: string;
-  actor: string;
-  action: string;
-  tenant_id: string | null;
-  detail: Record<string, unknown>;
-  request_id: string | null;
-  created_at: string;
-}
-
-const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
-
-export function tenantView(t: TenantEntity): TenantView {
-  return {
-    id: t.id,
-    name: t.name,
-    disabled: t.disabledAt !== null,
-    disabled_at: iso(t.disabledAt),
-    limits: {
-      sends_per_minute: t.sendsPerMinute ?? null,
-      max_running_tasks: t.maxRunningTasks ?? null,
-      max_open_streams: t.maxOpenStreams ?? null,
-    },
-    created_at: t.createdAt.toISOString(),
-    updated_at: t.updatedAt.toISOString(),
-  };
-}
-
-function tokenView(k: TenantTokenEntity): TokenView {
-  return {
-    id: k.id,
-    prefix: k.prefix,
-    created_at: k.createdAt.toISOString(),
-    revoked_at: iso(k.revokedAt),
-    last_used_at: iso(k.lastUsedAt),
-  };
-}
+export type { AuditView, IssuedToken, TenantView, TokenView } from './tenant-views.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -108,17 +57,30 @@ export class TenantsService {
     return result;
   }
 
-  async create(name: string, requestId?: string): Promise<{ tenant: TenantView; token: IssuedToken }> {
+  /**
+   * A new tenant, with its first token unless `issueToken` is false (a
+   * tenant whose callers all come with JWTs from a trusted issuer).
+   */
+  async create(
+    t: { name: string; externalId?: string | null; scopes?: readonly TenantScope[]; issueToken?: boolean },
+    by: ChangeBy,
+  ): Promise<{ tenant: TenantView; token?: IssuedToken }> {
     return this.tenants.transaction(async (em) => {
-      const tenant = await this.tenants.insertTenant(em, { id: randomUUID(), name });
-      const token = await this.issue(em, tenant.id);
+      const tenant = await uniqueExternalId(() =>
+        this.tenants.insertTenant(em, { id: randomUUID(), name: t.name, externalId: t.externalId ?? null }),
+      );
+      const token = t.issueToken === false ? undefined : await this.issue(em, tenant.id, t.scopes);
       await this.audit.record(em, {
         action: 'tenant.create',
         tenantId: tenant.id,
-        detail: { name, token_id: token.id, token_prefix: token.prefix },
-        requestId,
+        detail: {
+          name: t.name,
+          ...(t.externalId ? { external_id: t.externalId } : {}),
+          ...(token ? { token_id: token.id, token_prefix: token.prefix, scopes: token.scopes } : {}),
+        },
+        by,
       });
-      return { tenant: tenantView(tenant), token };
+      return { tenant: tenantView(tenant), ...(token ? { token } : {}) };
     });
   }
 
@@ -141,19 +103,38 @@ export class TenantsService {
     return tenantView(await this.mustFind(id));
   }
 
-  async setDisabled(id: string, disabled: boolean, requestId?: string): Promise<TenantView> {
+  /** Disables or enables a tenant and/or sets its external id (null clears it). */
+  async update(
+    id: string,
+    change: { disabled?: boolean; externalId?: string | null },
+    by: ChangeBy,
+  ): Promise<TenantView> {
+    let disabledNow = false;
     return this.revoking(
       async (em) => {
-        const tenant = await this.tenants.setDisabled(em, this.checkId(id), disabled);
-        if (!tenant) throw DomainError.notFound('tenant');
-        await this.audit.record(em, {
-          action: disabled ? 'tenant.disable' : 'tenant.enable',
-          tenantId: id,
-          requestId,
-        });
+        let tenant = await this.mustFind(id, em);
+        if (change.externalId !== undefined && change.externalId !== tenant.externalId) {
+          const externalId = change.externalId;
+          tenant = (await uniqueExternalId(() => this.tenants.setExternalId(em, id, externalId)))!;
+          await this.audit.record(em, {
+            action: 'tenant.external_id',
+            tenantId: id,
+            detail: { external_id: externalId },
+            by,
+          });
+        }
+        if (change.disabled !== undefined && change.disabled !== (tenant.disabledAt !== null)) {
+          tenant = (await this.tenants.setDisabled(em, id, change.disabled))!;
+          disabledNow = change.disabled;
+          await this.audit.record(em, {
+            action: change.disabled ? 'tenant.disable' : 'tenant.enable',
+            tenantId: id,
+            by,
+          });
+        }
         return tenantView(tenant);
       },
-      (t) => (t.disabled ? [{ kind: 'tenant_disabled', tenantId: t.id }] : []),
+      (t) => (disabledNow ? [{ kind: 'tenant_disabled', tenantId: t.id }] : []),
     );
   }
 
@@ -161,7 +142,7 @@ export class TenantsService {
   async setLimits(
     id: string,
     dto: { sends_per_minute?: number | null; max_running_tasks?: number | null; max_open_streams?: number | null },
-    requestId?: string,
+    by: ChangeBy,
   ): Promise<TenantView> {
     const limits: Parameters<TenantRepository['setLimits']>[2] = {};
     if (dto.sends_per_minute !== undefined) limits.sendsPerMinute = dto.sends_per_minute;
@@ -171,7 +152,7 @@ export class TenantsService {
       async (em) => {
         const tenant = await this.tenants.setLimits(em, this.checkId(id), limits);
         if (!tenant) throw DomainError.notFound('tenant');
-        await this.audit.record(em, { action: 'tenant.limits', tenantId: id, detail: { ...dto }, requestId });
+        await this.audit.record(em, { action: 'tenant.limits', tenantId: id, detail: { ...dto }, by });
         return tenantView(tenant);
       },
       (t) => [{ kind: 'tenant_limits', tenantId: t.id }],
@@ -179,17 +160,21 @@ export class TenantsService {
   }
 
   /** Issues a new token and revokes every other one in one transaction. */
-  async rotate(id: string, requestId?: string): Promise<{ token: IssuedToken; revoked: string[] }> {
+  async rotate(
+    id: string,
+    by: ChangeBy,
+    scopes?: readonly TenantScope[],
+  ): Promise<{ token: IssuedToken; revoked: string[] }> {
     return this.revoking(
       async (em) => {
         await this.mustFind(id, em);
-        const token = await this.issue(em, id);
+        const token = await this.issue(em, id, scopes);
         const revoked = await this.tenants.revokeAllTokens(em, id, token.id);
         await this.audit.record(em, {
           action: 'token.rotate',
           tenantId: id,
-          detail: { token_id: token.id, token_prefix: token.prefix, revoked_token_ids: revoked },
-          requestId,
+          detail: { token_id: token.id, token_prefix: token.prefix, scopes: token.scopes, revoked_token_ids: revoked },
+          by,
         });
         return { token, revoked };
       },
@@ -198,28 +183,28 @@ export class TenantsService {
   }
 
   /** An additional token, for rotating clients over without a gap. */
-  async issueAdditional(id: string, requestId?: string): Promise<IssuedToken> {
+  async issueAdditional(id: string, by: ChangeBy, scopes?: readonly TenantScope[]): Promise<IssuedToken> {
     return this.tenants.transaction(async (em) => {
       await this.mustFind(id, em);
-      const token = await this.issue(em, id);
+      const token = await this.issue(em, id, scopes);
       await this.audit.record(em, {
         action: 'token.create',
         tenantId: id,
-        detail: { token_id: token.id, token_prefix: token.prefix },
-        requestId,
+        detail: { token_id: token.id, token_prefix: token.prefix, scopes: token.scopes },
+        by,
       });
       return token;
     });
   }
 
-  async revoke(id: string, tokenId: string, requestId?: string): Promise<TokenView> {
+  async revoke(id: string, tokenId: string, by: ChangeBy): Promise<TokenView> {
     return this.revoking(
       async (em) => {
         await this.mustFind(id, em);
         if (!UUID.test(tokenId) || !(await this.tenants.revokeToken(em, id, tokenId))) {
           throw DomainError.notFound('active token');
         }
-        await this.audit.record(em, { action: 'token.revoke', tenantId: id, detail: { token_id: tokenId }, requestId });
+        await this.audit.record(em, { action: 'token.revoke', tenantId: id, detail: { token_id: tokenId }, by });
         const token = await em.findOneByOrFail(TenantTokenEntity, { id: tokenId });
         return tokenView(token);
       },
@@ -228,8 +213,8 @@ export class TenantsService {
   }
 
   /** Records an operator action on a tenant's resources (outside the tenant lifecycle). */
-  async recordAction(action: string, tenantId: string, detail: Record<string, unknown>, requestId?: string) {
-    await this.tenants.transaction((em) => this.audit.record(em, { action, tenantId, detail, requestId }));
+  async recordAction(action: string, tenantId: string, detail: Record<string, unknown>, by: ChangeBy) {
+    await this.tenants.transaction((em) => this.audit.record(em, { action, tenantId, detail, by }));
   }
 
   async listTokens(id: string): Promise<TokenView[]> {
@@ -243,26 +228,23 @@ export class TenantsService {
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     return {
-      items: page.map((a: AuditEntryEntity) => ({
-        id: a.id,
-        actor: a.actor,
-        action: a.action,
-        tenant_id: a.tenantId,
-        detail: a.detail,
-        request_id: a.requestId,
-        created_at: a.createdAt.toISOString(),
-      })),
+      items: page.map(auditView),
       next_cursor: rows.length > limit && last ? encodeCursor({ id: last.id }) : null,
     };
   }
 
-  private async issue(em: Parameters<TenantRepository['insertToken']>[0], tenantId: string): Promise<IssuedToken> {
+  private async issue(
+    em: Parameters<TenantRepository['insertToken']>[0],
+    tenantId: string,
+    scopes: readonly TenantScope[] = TENANT_SCOPES,
+  ): Promise<IssuedToken> {
     const token = generateTenantToken();
     const row = await this.tenants.insertToken(em, {
       id: randomUUID(),
       tenantId,
       tokenHash: sha256Hex(token),
       prefix: tokenPrefix(token),
+      scopes: TENANT_SCOPES.filter((s) => scopes.includes(s)),
     });
     return { ...tokenView(row), token };
   }
@@ -276,5 +258,18 @@ export class TenantsService {
     const tenant = await this.tenants.findTenant(this.checkId(id), em);
     if (!tenant) throw DomainError.notFound('tenant');
     return tenant;
+  }
+}
+
+/** Runs an insert or update that sets `external_id`; another tenant holding the value is a 409 that says so. */
+async function uniqueExternalId<T>(write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (err) {
+    const driver = (err as { driverError?: { code?: string; constraint?: string } }).driverError;
+    if (driver?.code === '23505' && (driver.constraint ?? 'uq_tenants_external_id') === 'uq_tenants_external_id') {
+      throw new DomainError('conflict', 'another tenant already has this external_id');
+    }
+    throw err;
   }
 }
