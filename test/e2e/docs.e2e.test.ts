@@ -137,6 +137,11 @@ const EXPECTED: Record<string, RegExp[]> = {
     /sent: TASK_STATE_COMPLETED "hello"/,
     /got: true TASK_STATE_COMPLETED/,
   ],
+  'docs/identity.md': [
+    /"kind":"tenant".*"scopes":\["a2a:invoke"\].*"actor":"jwt:http:\/\/127\.0\.0\.1:\d+\|acme-agent"/,
+    /"required_scopes":\["a2a:invoke"\].*\n403/,
+    /tenant\.create by jwt:http:\/\/127\.0\.0\.1:\d+\|ops-alice\nissuer\.create by root/,
+  ],
   'docs/a2a.md': [
     /TASK_STATE_CANCELED/,
     /the same task: /,

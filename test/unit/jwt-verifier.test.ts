@@ -18,7 +18,7 @@ import {
   type JWTPayload,
 } from 'jose';
 import type { AppConfig } from '../../src/config/app-config.js';
-import { IssuerKeys, type IssuerKeysOptions } from '../../src/tenants/identity/issuer-keys.js';
+import { IssuerKeys, type IssuerKeysOptions, RETRY_WITHOUT_KEYS_MS } from '../../src/tenants/identity/issuer-keys.js';
 import { JwtRefusal, JwtVerifier, type VerifiedJwt } from '../../src/tenants/identity/jwt-verifier.js';
 import type { AsymmetricAlgorithm, TrustedIssuer } from '../../src/tenants/identity/trusted-issuer.js';
 import { closedPort, FakeIdp } from '../helpers/fake-idp.js';
@@ -383,6 +383,19 @@ describe('JWT verification for trusted issuers', () => {
       const r = await refused(s.verify(await s.mint(rs)), UNAVAILABLE);
       assert.match(r.detail ?? '', /ECONNREFUSED/);
       assert.match(s.warnings.join('\n'), /issuer "idp": signing keys not fetched: .*ECONNREFUSED/);
+    });
+
+    it('an issuer unreachable at first is asked again sooner while none of its keys is known, never more often', async () => {
+      const s = await setup(null);
+      s.idp.answer = (_req, res) => res.writeHead(503).end();
+      const token = await s.mint(rs);
+      await refused(s.verify(token), UNAVAILABLE);
+      await refused(s.verify(token), UNAVAILABLE);
+      assert.equal(s.idp.hits(), 1, 'one attempt until the retry interval has passed');
+      s.idp.answer = null;
+      s.clock.t += RETRY_WITHOUT_KEYS_MS;
+      await s.verify(token);
+      assert.ok(RETRY_WITHOUT_KEYS_MS < REFRESH_MS);
     });
 
     it('an issuer that goes down or answers garbage keeps its last good keys', async () => {

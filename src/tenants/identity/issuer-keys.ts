@@ -6,6 +6,8 @@ import type { AsymmetricAlgorithm, TrustedIssuer } from './trusted-issuer.js';
 
 /** A JWK Set or discovery document larger than this is refused, not parsed. */
 export const MAX_KEY_DOCUMENT_BYTES = 256 * 1024;
+/** How soon an issuer none of whose keys is known yet is asked again (at most; `jwksRefreshMs` when shorter). */
+export const RETRY_WITHOUT_KEYS_MS = 5_000;
 /** Keys beyond this many in one JWK Set are ignored. */
 export const MAX_KEYS_PER_ISSUER = 100;
 
@@ -148,7 +150,9 @@ export class IssuerKeys {
   private refresh(entry: Entry, force: boolean): Promise<void> {
     if (entry.inflight) return entry.inflight;
     const now = this.now();
-    if (!force && entry.attemptedAt !== null && now - entry.attemptedAt < this.refreshMs) return Promise.resolve();
+    // While no key is known every token is refused, so an issuer that could not be reached is tried again sooner.
+    const interval = entry.keys === null ? Math.min(this.refreshMs, RETRY_WITHOUT_KEYS_MS) : this.refreshMs;
+    if (!force && entry.attemptedAt !== null && now - entry.attemptedAt < interval) return Promise.resolve();
     entry.attemptedAt = now;
     entry.inflight = this.fetch(entry).finally(() => {
       entry.inflight = null;
