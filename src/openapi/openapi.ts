@@ -66,10 +66,13 @@ const param = (name: string, where: 'path' | 'query' | 'header', description?: s
   ...(description ? { description } : {}),
 });
 
-function restOperation(path: string, op: Operation): OperationObject {
+function restOperation(path: string, op: Operation, prefixed: boolean): OperationObject {
   const spec = REST_OPS[op];
   const parameters = [
     param('agentId', 'path', 'the agent'),
+    ...(prefixed
+      ? [param('tenant', 'path', "the agent's id again, the card's `tenant` (a2a.proto's `/{tenant}/…` binding)")]
+      : []),
     ...(path.includes('{taskId}') ? [param('taskId', 'path')] : []),
     ...(path.includes('{configId}') ? [param('configId', 'path')] : []),
     ...(spec.query ?? []).map((q) => {
@@ -81,7 +84,7 @@ function restOperation(path: string, op: Operation): OperationObject {
   return {
     tags: ['A2A HTTP+JSON'],
     summary: spec.summary,
-    operationId: `a2aRest_${op}`,
+    operationId: `a2aRest_${op}${prefixed ? '_tenant' : ''}`,
     parameters,
     ...(spec.body ? { requestBody: { required: true, content: json(ref(spec.body)) } } : {}),
     responses: {
@@ -147,10 +150,13 @@ export function buildOpenApi(app: INestApplication, version: string): OpenAPIObj
   }
   const rpc = (doc.paths['/v1/a2a/agents/{agentId}'] ??= {}) as Record<string, unknown>;
   rpc.post = JSONRPC_OPERATION;
-  for (const r of REST_ROUTE_PATHS) {
-    const path = `/v1/a2a/agents/{agentId}/${r.path}`;
-    const item = (doc.paths[path] ??= {}) as Record<string, unknown>;
-    item[r.method.toLowerCase()] = restOperation(r.path, r.op);
+  // Each route also after the agent's id as a tenant prefix, as the SDK's REST client sends it.
+  for (const prefixed of [false, true]) {
+    for (const r of REST_ROUTE_PATHS) {
+      const path = `/v1/a2a/agents/{agentId}/${prefixed ? '{tenant}/' : ''}${r.path}`;
+      const item = (doc.paths[path] ??= {}) as Record<string, unknown>;
+      item[r.method.toLowerCase()] = restOperation(r.path, r.op, prefixed);
+    }
   }
   return doc;
 }

@@ -143,8 +143,16 @@ describe('§10 gRPC binding', () => {
         g.map((i) => [i.url, i.tenant, i.protocolVersion]),
         [[server.grpcAddress, 'twin', '1.0']],
       );
-      // The other interfaces are addressed by URL: no tenant there.
-      assert.ok(card.supportedInterfaces.filter((i) => i.protocolBinding !== 'GRPC').every((i) => !i.tenant));
+      // Every 1.0 interface names the agent the same way; 0.3 has no tenant.
+      assert.deepEqual(
+        card.supportedInterfaces.map((i) => [i.protocolBinding, i.protocolVersion, i.tenant]),
+        [
+          ['JSONRPC', '1.0', 'twin'],
+          ['JSONRPC', '0.3', ''],
+          ['HTTP+JSON', '1.0', 'twin'],
+          ['GRPC', '1.0', 'twin'],
+        ],
+      );
       assert.equal(client.transport.protocolName, 'GRPC');
     });
   });

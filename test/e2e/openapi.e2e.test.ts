@@ -108,6 +108,8 @@ describe('the OpenAPI document (/openapi.json) and the docs page (/docs)', () =>
     assert.ok(documented.has('POST /v1/a2a/agents/{agentId}'), 'the JSON-RPC endpoint');
     for (const r of REST_ROUTE_PATHS) {
       assert.ok(documented.has(`${r.method} /v1/a2a/agents/{agentId}/${r.path}`), `${r.method} ${r.path}`);
+      // a2a.proto's `/{tenant}/…` binding, which the SDK's REST client uses with the card's tenant.
+      assert.ok(documented.has(`${r.method} /v1/a2a/agents/{agentId}/{tenant}/${r.path}`), `${r.method} ${r.path}`);
     }
   });
 

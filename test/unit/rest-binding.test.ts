@@ -37,6 +37,30 @@ describe('HTTP+JSON routes (spec §11.3)', () => {
       assert.deepEqual(matchRoute(method, path), expected, `${method} ${path}`);
   });
 
+  it("a2a.proto's `/{tenant}/…` bindings: every route after a tenant prefix; the agent's own id read first", () => {
+    const cases: [string, string, string | undefined, unknown][] = [
+      ['POST', 'research/message:send', 'research', { kind: 'route', op: 'send', tenant: 'research' }],
+      ['GET', 'research/tasks/t1', 'research', { kind: 'route', op: 'get', taskId: 't1', tenant: 'research' }],
+      ['GET', 'other/tasks', 'research', { kind: 'route', op: 'list', tenant: 'other' }],
+      ['GET', 'no%20such/extendedAgentCard', 'research', { kind: 'route', op: 'extended_card', tenant: 'no such' }],
+      [
+        'DELETE',
+        'x/tasks/t1/pushNotificationConfigs/c',
+        'research',
+        { kind: 'route', op: 'push_delete', taskId: 't1', configId: 'c', tenant: 'x' },
+      ],
+      ['GET', 'x/tasks/t1:cancel', 'research', { kind: 'method_not_allowed', allow: ['POST'] }],
+      // Both readings match: the agent's own id as a prefix wins, else the path as it is.
+      ['GET', 'tasks/tasks', 'tasks', { kind: 'route', op: 'list', tenant: 'tasks' }],
+      ['GET', 'tasks/tasks', 'research', { kind: 'route', op: 'get', taskId: 'tasks' }],
+      ['GET', 'tasks/t1', 'tasks', { kind: 'route', op: 'get', taskId: 't1' }],
+      ['GET', 'a/b/tasks', 'research', { kind: 'not_found' }],
+      ['GET', '%zz/tasks', 'research', { kind: 'not_found' }],
+    ];
+    for (const [method, path, agent, expected] of cases)
+      assert.deepEqual(matchRoute(method, path, agent), expected, `${method} ${path} (${agent})`);
+  });
+
   it('§11.5: query strings become typed params; the path wins over the body; unknown parameters are ignored', () => {
     const list = restParams(
       { kind: 'route', op: 'list' },

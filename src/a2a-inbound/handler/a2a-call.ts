@@ -42,6 +42,8 @@ export interface A2aCallRequest {
   principal: TenantPrincipal;
   /** The agent the call addresses: the URL's id, or gRPC's `tenant` field. */
   agentId: string;
+  /** HTTP+JSON's `/{tenant}/…` path prefix, decoded (a2a.proto's additional bindings), when the path has one. */
+  pathTenant?: string;
   dialect: WireDialect;
   /** The method's name for logs, metrics and spans: JSON-RPC's as sent, the proto's for HTTP+JSON. */
   method: string;
@@ -98,11 +100,12 @@ export class A2aCall {
       requireScope(principal, OPERATION_SCOPES[r.op], r.method);
       const params = r.params();
       checkParamsJson(params);
-      if (!AGENT_ID_PATTERN.test(agentId)) throw DomainError.notFound(`agent '${agentId.slice(0, 64)}'`);
+      const named = namedAgent(agentId, r.pathTenant, dialect.tenantOf(params));
+      if (!AGENT_ID_PATTERN.test(named)) throw DomainError.notFound(`agent '${named.slice(0, 64)}'`);
       const call = dialect.parse(r.op, params);
       checkBesidesFiles(r.size.bytes, call, this.config, r.size.files);
-      const agent = await this.catalog.resolve(principal.tenantId, agentId);
-      if (!agent) throw DomainError.notFound(`agent '${agentId}'`);
+      const agent = named === agentId ? await this.catalog.resolve(principal.tenantId, agentId) : undefined;
+      if (!agent) throw DomainError.notFound(`agent '${named}'`);
       const baseUrl = r.origin ? this.cards.baseUrl(r.origin) : this.cards.configuredBaseUrl();
       const outcome = await this.invoker.invoke(dialect, call, { principal, agent, signal: r.abort.signal, baseUrl });
       if (r.log && outcome.taskId !== undefined) {
@@ -126,6 +129,20 @@ export class A2aCall {
       throw err;
     }
   }
+}
+
+/**
+ * The agent a call names. Each v1.0 interface of an agent's card carries the
+ * agent's id as its `tenant` (§8.3.2: clients echo it in every request's
+ * `tenant` field, and the SDK's REST client as a `/{tenant}/…` path prefix),
+ * so a tenant is a name of the agent, routed like the URL's: one naming any
+ * other agent — another of the caller's, another tenant's, none at all — is
+ * a request for an agent that this endpoint does not serve, and is answered
+ * exactly as a request to that agent's own URL by a caller who has no such
+ * agent (`agent '<tenant>' not found`), at the same step. No tenant: the URL's.
+ */
+function namedAgent(agentId: string, ...tenants: (string | undefined)[]): string {
+  return tenants.find((t) => t !== undefined && t !== agentId) ?? agentId;
 }
 
 /** What the request's log line and span say of the call (the recorder counts A2A calls by these fields). */

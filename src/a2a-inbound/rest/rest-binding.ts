@@ -24,7 +24,8 @@ const contentType = (d: WireDialect): string =>
  * A2A HTTP controller (`A2aHttpController`): `POST message:send`, `POST message:stream`,
  * `GET tasks/{id}`, `GET tasks`, `POST tasks/{id}:cancel`,
  * `POST tasks/{id}:subscribe`, the push-config routes and
- * `GET extendedAgentCard`. It reads the route and the version (§3.6: header
+ * `GET extendedAgentCard`, each also after a `/{tenant}` prefix (v1.0, which
+ * `A2aCall` holds to the agent's id). It reads the route and the version (§3.6: header
  * or query; 1.0 answers in v1.0 ProtoJSON, an absent or 0.3 version in the
  * v0.3 dialect's shapes), runs the call (`A2aCall`) with the operation's
  * request object built from path, query and body, and writes the answer.
@@ -66,19 +67,22 @@ export class RestBinding {
     try {
       if (!AGENT_ID_PATTERN.test(agentId)) throw DomainError.notFound(`agent '${agentId.slice(0, 64)}'`);
       const method = x.req.method ?? '';
-      const route = matchRoute(method, sub);
-      if (route.kind === 'not_found') {
-        throw new A2aError('method_not_found', `no HTTP+JSON route ${method} /${sub.slice(0, 128)} (spec §11.3)`);
-      }
+      const route = matchRoute(method, sub, agentId);
+      const noRoute = (): A2aError =>
+        new A2aError('method_not_found', `no HTTP+JSON route ${method} /${sub.slice(0, 128)} (spec §11.3)`);
+      if (route.kind === 'not_found') throw noRoute();
       if (route.kind === 'method_not_allowed') {
         x.header('Allow', route.allow.join(', '));
         throw new DomainError('method_not_allowed', `use ${route.allow.join(' or ')} for /${sub.slice(0, 128)}`);
       }
       dialect = requestedDialect(x.req.headers['a2a-version'], x.query['A2A-Version']);
       const version = dialect.version;
+      // A v0.3 request has no tenant field, so no `/{tenant}/…` route either: as before, none is served for it.
+      if (route.tenant !== undefined && version !== '1.0') throw noRoute();
       const outcome = await this.call.run({
         principal: t,
         agentId,
+        pathTenant: route.tenant,
         dialect,
         method: PROTO_METHOD_OF[route.op],
         op: route.op,

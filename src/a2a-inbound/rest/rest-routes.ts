@@ -5,7 +5,8 @@ import { readProtoNames, spellingsOf } from '../../a2a-wire/dialects/proto-names
 
 /** A route of the HTTP+JSON binding under an agent's URL (spec §11.3, §5.3), matched to its operation. */
 export type RouteMatch =
-  | { kind: 'route'; op: Operation; taskId?: string; configId?: string }
+  /** `tenant`: the path's `/{tenant}/…` prefix (a2a.proto's additional bindings), decoded. */
+  | { kind: 'route'; op: Operation; taskId?: string; configId?: string; tenant?: string }
   | { kind: 'not_found' }
   | { kind: 'method_not_allowed'; allow: string[] };
 
@@ -41,8 +42,33 @@ function decode(segment: string | undefined): string | undefined {
 /**
  * `path` is what follows `/v1/a2a/agents/:id/`, still percent-encoded (so
  * an id holding an encoded `/` or `:` stays one segment). Pure.
+ *
+ * Every route may also come after a `/{tenant}` segment (a2a.proto's
+ * `additional_bindings`: `/{tenant}/message:send`, `/{tenant}/tasks/{id}` …),
+ * as the SDK's REST client sends it when the card's interface names a
+ * tenant. Which reading wins where both would match (`tasks/tasks` is
+ * GetTask of `tasks`, or ListTasks for a tenant `tasks`): the prefixed one
+ * when the prefix is the agent's own id `agentId` (what its card declares),
+ * else the path as it is; a prefix naming anything else is still matched,
+ * so that the call can answer it like a missing agent.
  */
-export function matchRoute(method: string, path: string): RouteMatch {
+export function matchRoute(method: string, path: string, agentId?: string): RouteMatch {
+  const slash = path.indexOf('/');
+  const prefixed = (): RouteMatch => {
+    const tenant = slash > 0 ? decode(path.slice(0, slash)) : undefined;
+    const m = tenant ? matchPlain(method, path.slice(slash + 1)) : { kind: 'not_found' as const };
+    return m.kind === 'route' ? { ...m, tenant } : m;
+  };
+  if (agentId !== undefined && slash > 0 && decode(path.slice(0, slash)) === agentId) {
+    const own = prefixed();
+    if (own.kind !== 'not_found') return own;
+  }
+  const plain = matchPlain(method, path);
+  return plain.kind === 'not_found' ? prefixed() : plain;
+}
+
+/** A route without a tenant prefix. */
+function matchPlain(method: string, path: string): RouteMatch {
   for (const route of ROUTES) {
     const m = route.pattern.exec(path);
     if (!m) continue;

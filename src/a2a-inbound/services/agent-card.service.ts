@@ -139,9 +139,12 @@ export class AgentCardService {
    * The v1.0 card, ProtoJSON through the SDK's generated codec. `base` is
    * the public base URL (`baseUrl(req)`). The bindings are listed (§5.2):
    * JSON-RPC (1.0 and the v0.3 dialect) and HTTP+JSON (1.0) at the same URL,
-   * and, when `ARBITER_GRPC_PORT` is set, gRPC (1.0) at `host:port` with the
-   * agent's id as the interface's `tenant` (§4.4.6: clients send it in every
-   * request's `tenant` field; that is how a gRPC call names its agent).
+   * and, when `ARBITER_GRPC_PORT` is set, gRPC (1.0) at `host:port`. Every
+   * 1.0 interface carries the agent's id as its `tenant` (§8.3.2: clients
+   * send it in every request's `tenant` field, and the SDK's REST client as
+   * a `/{tenant}/…` path prefix): agents are what a tenant routes to here —
+   * that is how a gRPC call, which has no URL, names its agent, and on the
+   * HTTP bindings it must be the URL's agent (`A2aCall`).
    */
   v1Card(agent: ResolvedAgent, base: string): Json {
     return AgentCard.toJSON(
@@ -199,9 +202,10 @@ export class AgentCardService {
       name: c.name || agent.id,
       description: describe(c, agent.id),
       supportedInterfaces: [
-        { url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+        { url, protocolBinding: 'JSONRPC', tenant: agent.id, protocolVersion: '1.0' },
+        // v0.3 has no tenant: its requests carry none, and its AgentInterface no field for one.
         { url, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
-        { url, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
+        { url, protocolBinding: 'HTTP+JSON', tenant: agent.id, protocolVersion: '1.0' },
         ...(grpc ? [{ url: grpc, protocolBinding: 'GRPC', tenant: agent.id, protocolVersion: '1.0' }] : []),
       ],
       provider: { organization: 'Arbiter', url: base },

@@ -89,6 +89,12 @@ export interface WireDialect {
   /** v0.3's `tasks/resubscribe` replays the whole log; v1.0's SubscribeToTask starts from the current task. */
   readonly replaysOnSubscribe: boolean;
   parse(op: Operation, params: Record<string, unknown>): ParsedParams;
+  /**
+   * The `tenant` a request names (v1.0: every request message of a2a.proto
+   * has one, §8.3.2), when it is a non-empty string; v0.3 has none. `parse`
+   * checks its type.
+   */
+  tenantOf(params: Record<string, unknown>): string | undefined;
   task(task: TaskSnapshot, view: TaskView): unknown;
   /** SendMessage's result (v1.0 wraps the task; v0.3 returns it bare). */
   sendResult(task: TaskSnapshot, view: TaskView): unknown;

@@ -141,6 +141,11 @@ export class V03Dialect implements WireDialect {
     'agent/getAuthenticatedExtendedCard': 'extended_card',
   };
 
+  /** v0.3 requests have no tenant field: a `tenant` key is an unknown field, ignored (§5.7). */
+  tenantOf(): undefined {
+    return undefined;
+  }
+
   parse(op: Operation, p: Json): ParsedParams {
     return parseParams(op, p, {
       intStrings: false,

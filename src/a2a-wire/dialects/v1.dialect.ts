@@ -98,7 +98,7 @@ export class V1Dialect implements WireDialect {
   parse(op: Operation, params: Json): ParsedParams {
     // ProtoJSON: every field by its JSON name or its proto name (`message_id`), read as the JSON name.
     const p = readProtoNames(this.requestTypes[op], params, 'params');
-    // Every v1.0 request may name a tenant (a2a.proto); Arbiter's tenant is the bearer's, but the field is typed.
+    // Every v1.0 request may name a tenant (a2a.proto): the agent's id, held to the addressed agent's (`A2aCall`).
     optStr(p.tenant, 'params.tenant');
     return parseParams(op, p, {
       intStrings: true,
@@ -117,6 +117,11 @@ export class V1Dialect implements WireDialect {
         return status;
       },
     });
+  }
+
+  /** `tenant` has one ProtoJSON name, so it is read as sent. */
+  tenantOf(params: Json): string | undefined {
+    return typeof params.tenant === 'string' && params.tenant !== '' ? params.tenant : undefined;
   }
 
   task(t: TaskSnapshot, view: TaskView): unknown {
