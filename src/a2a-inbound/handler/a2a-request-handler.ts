@@ -186,7 +186,7 @@ export class A2aRequestHandler {
   getExtendedAgentCard(ctx: CallContext, dialect: Dialect): Record<string, unknown> {
     const base = ctx.baseUrl ?? this.cards.configuredBaseUrl();
     return dialect === '1.0'
-      ? this.cards.v1ExtendedCard(ctx.agent, base)
-      : this.cards.compatExtendedCard(ctx.agent, base);
+      ? this.cards.v1ExtendedCard(ctx.agent, base, ctx.principal.tenantId)
+      : this.cards.compatExtendedCard(ctx.agent, base, ctx.principal.tenantId);
   }
 }

@@ -9,6 +9,7 @@ import type { ResolvedAgent } from '../../registry/services/agents.js';
 import { routeModel } from '../../config/model-routes.js';
 import { KNOWN_TOOLS, TOOL_DESCRIPTIONS, TOOL_SKILL_IDS, isKnownTool, type ToolName } from '../../registry/tools.js';
 import { INPUT_MODES, OUTPUT_MODES } from '../../a2a-wire/dialects/message-input.js';
+import { IssuerDirectory } from '../../tenants/identity/issuer-directory.service.js';
 import { GrpcEndpoint } from '../grpc/grpc-endpoint.js';
 
 type Json = Record<string, unknown>;
@@ -97,6 +98,7 @@ export class AgentCardService {
     private readonly config: AppConfig,
     private readonly mcp: McpRegistry,
     private readonly grpc: GrpcEndpoint,
+    private readonly issuers: IssuerDirectory,
   ) {}
 
   /**
@@ -146,15 +148,17 @@ export class AgentCardService {
    * that is how a gRPC call, which has no URL, names its agent, and on the
    * HTTP bindings it must be the URL's agent (`A2aCall`).
    */
-  v1Card(agent: ResolvedAgent, base: string): Json {
+  v1Card(agent: ResolvedAgent, base: string, tenantId: string): Json {
     return AgentCard.toJSON(
-      AgentCard.fromJSON(this.v1Json(agent, base, publicSkills(agent, this.usableTools(agent.constitution)))),
+      AgentCard.fromJSON(
+        this.v1Json(agent, base, tenantId, publicSkills(agent, this.usableTools(agent.constitution))),
+      ),
     ) as Json;
   }
 
   /** The v1.0 card plus v0.3's `url`, `protocolVersion`, `preferredTransport` and security shapes. */
-  compatCard(agent: ResolvedAgent, base: string): Json {
-    return this.withV03Fields(this.v1Card(agent, base), agent, base);
+  compatCard(agent: ResolvedAgent, base: string, tenantId: string): Json {
+    return this.withV03Fields(this.v1Card(agent, base, tenantId), agent, base, tenantId);
   }
 
   /**
@@ -166,8 +170,8 @@ export class AgentCardService {
    * is more than the tenant can read with `GET /v1/agents/:id`, and less
    * (no personality, no token budget, never a provider key or base URL).
    */
-  v1ExtendedCard(agent: ResolvedAgent, base: string): Json {
-    const json = this.v1Json(agent, base, extendedSkills(agent, this.effectiveTools(agent.constitution)));
+  v1ExtendedCard(agent: ResolvedAgent, base: string, tenantId: string): Json {
+    const json = this.v1Json(agent, base, tenantId, extendedSkills(agent, this.effectiveTools(agent.constitution)));
     const c = agent.constitution;
     const profile: Json = {
       role: c.role,
@@ -190,11 +194,34 @@ export class AgentCardService {
   }
 
   /** The extended card as a v0.3 client reads it (`agent/getAuthenticatedExtendedCard`). */
-  compatExtendedCard(agent: ResolvedAgent, base: string): Json {
-    return this.withV03Fields(this.v1ExtendedCard(agent, base), agent, base);
+  compatExtendedCard(agent: ResolvedAgent, base: string, tenantId: string): Json {
+    return this.withV03Fields(this.v1ExtendedCard(agent, base, tenantId), agent, base, tenantId);
   }
 
-  private v1Json(agent: ResolvedAgent, base: string, skills: Json[]): Json {
+  /**
+   * How a caller may authenticate (§4.5): an HTTP bearer (an opaque tenant
+   * token, or a JWT of a trusted issuer), and for each trusted issuer that
+   * applies to the tenant — bound to it, or mapping tenants by a claim — an
+   * `openIdConnect` scheme with its discovery URL and the scopes A2A calls
+   * need. Each requirement is an alternative.
+   */
+  private security(tenantId: string): { schemes: Json; requirements: { name: string; scopes: string[] }[] } {
+    const schemes: Json = {};
+    const requirements = [{ name: 'bearer', scopes: [] as string[] }];
+    for (const issuer of this.issuers.all()) {
+      if (issuer.tenantId !== tenantId && !issuer.tenantClaim) continue;
+      const name = `oidc-${issuer.id.slice(0, 8)}`;
+      schemes[name] = {
+        openIdConnectUrl: `${issuer.issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`,
+        description: `Access tokens of ${issuer.issuer} (audience ${issuer.audiences.join(' or ')}); scopes: a2a:invoke to call, agents:read or tasks:read to read this card`,
+      };
+      requirements.push({ name, scopes: ['a2a:invoke'] });
+    }
+    return { schemes, requirements };
+  }
+
+  private v1Json(agent: ResolvedAgent, base: string, tenantId: string, skills: Json[]): Json {
+    const security = this.security(tenantId);
     const c = agent.constitution;
     const url = this.endpointUrl(base, agent.id);
     const grpc = this.grpc.address(base);
@@ -215,11 +242,14 @@ export class AgentCardService {
         bearer: {
           httpAuthSecurityScheme: {
             scheme: 'Bearer',
-            description: 'The tenant bearer token issued by the Arbiter operator',
+            description: 'A tenant token (atr_…) issued by the Arbiter operator, or a JWT access token of a trusted issuer',
           },
         },
+        ...Object.fromEntries(
+          Object.entries(security.schemes).map(([name, s]) => [name, { openIdConnectSecurityScheme: s }]),
+        ),
       },
-      securityRequirements: [{ schemes: { bearer: { list: [] } } }],
+      securityRequirements: security.requirements.map((r) => ({ schemes: { [r.name]: { list: r.scopes } } })),
       defaultInputModes: INPUT_MODES,
       defaultOutputModes: OUTPUT_MODES,
       skills,
@@ -231,8 +261,9 @@ export class AgentCardService {
    * for v0.3: the HTTP+JSON binding serves the v1.0 URL patterns, not v0.3's
    * `/v1/message:send` proto-JSON ones (see NOTES-rest.md).
    */
-  private withV03Fields(v1: Json, agent: ResolvedAgent, base: string): Json {
+  private withV03Fields(v1: Json, agent: ResolvedAgent, base: string, tenantId: string): Json {
     const url = this.endpointUrl(base, agent.id);
+    const security = this.security(tenantId);
     return {
       ...v1,
       protocolVersion: '0.3.0',
@@ -247,8 +278,13 @@ export class AgentCardService {
         extendedAgentCard: true,
       },
       supportsAuthenticatedExtendedCard: true,
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'The tenant bearer token' } },
-      security: [{ bearer: [] }],
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'A tenant token, or a JWT of a trusted issuer' },
+        ...Object.fromEntries(
+          Object.entries(security.schemes).map(([name, s]) => [name, { type: 'openIdConnect', ...(s as Json) }]),
+        ),
+      },
+      security: security.requirements.map((r) => ({ [r.name]: r.scopes })),
     };
   }
 
