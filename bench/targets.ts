@@ -163,6 +163,7 @@ async function startReplica(
   adminToken: string,
   databaseUrl?: string,
   checkout = '.',
+  env: Record<string, string> = {},
 ): Promise<{ child: ChildProcess; url: string }> {
   const home = mkdtempSync(join(tmpdir(), 'arbiter-bench-'));
   homes.add(home);
@@ -183,6 +184,7 @@ async function startReplica(
       ...(process.env.BENCH_LEASE_MS ? { ARBITER_LEASE_MS: process.env.BENCH_LEASE_MS } : {}),
       ...(databaseUrl ? { DATABASE_URL: databaseUrl, ARBITER_DB_POOL_SIZE: process.env.BENCH_DB_POOL ?? '20' } : {}),
       ...ECHO_ENV,
+      ...env,
     },
     'ignore',
   );
@@ -204,21 +206,37 @@ export async function arbiter(
   databaseUrl?: string,
   replicas = 1,
   checkout = '.',
+  caller: 'opaque' | 'jwt' = 'opaque',
 ): Promise<ArbiterTarget> {
   const adminToken = `adm_${randomBytes(24).toString('hex')}`;
   const started: { child: ChildProcess; url: string }[] = [];
+  // A JWT caller: the local identity provider (in this process, not the server's), trusted through the admin API.
+  const idp = caller === 'jwt' ? await startIdp() : undefined;
   const stop = async () => {
     for (const r of started) await stopChild(r.child);
+    await idp?.close();
   };
   try {
-    for (let i = 0; i < replicas; i++) started.push(await startReplica(adminToken, databaseUrl, checkout));
-    const res = await fetch(`${started[0].url}/v1/admin/tenants`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'bench' }),
-    });
+    const env: Record<string, string> = idp ? { ARBITER_IDENTITY_ALLOWLIST: `127.0.0.1:${idp.port}` } : {};
+    for (let i = 0; i < replicas; i++) started.push(await startReplica(adminToken, databaseUrl, checkout, env));
+    const admin = (path: string, body: unknown) =>
+      fetch(`${started[0].url}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const res = await admin('/v1/admin/tenants', { name: 'bench', ...(idp ? { external_id: 'acme' } : {}) });
     if (!res.ok) throw new Error(`${name}: creating the tenant answered ${res.status}: ${await res.text()}`);
-    const token = ((await res.json()) as { token: { token: string } }).token.token;
+    let token = ((await res.json()) as { token: { token: string } }).token.token;
+    if (idp) {
+      const trusted = await admin('/v1/admin/issuers', {
+        issuer: idp.issuer,
+        audiences: ['arbiter'],
+        tenant_claim: 'org',
+      });
+      if (!trusted.ok) throw new Error(`${name}: trusting the IdP answered ${trusted.status}: ${await trusted.text()}`);
+      token = await idpToken(idp.issuer, 'acme-agent', 'a2a:invoke');
+    }
     return {
       name,
       urls: started.map((r) => r.url),
@@ -240,6 +258,11 @@ export const TARGETS: { name: string; postgres: boolean; start: () => Promise<Ta
   { name: 'sdk-memory', postgres: false, start: () => sdkServer('sdk-memory', 'memory') },
   { name: 'sdk-db', postgres: true, start: () => sdkServer('sdk-db', 'database') },
   { name: 'arbiter-pg', postgres: true, start: async () => arbiter('arbiter-pg', (await createDatabase('pg')).url) },
+  {
+    name: 'arbiter-pg-jwt',
+    postgres: true,
+    start: async () => arbiter('arbiter-pg-jwt', (await createDatabase('pg_jwt')).url, 1, '.', 'jwt'),
+  },
   { name: 'arbiter-pglite', postgres: false, start: () => arbiter('arbiter-pglite') },
   {
     name: 'arbiter-pg-x2',
@@ -302,4 +325,28 @@ export function cleanup(): Promise<void> {
     }).catch((err: unknown) => process.stderr.write(`could not drop the bench databases: ${String(err)}\n`));
   })();
   return cleaning;
+}
+
+type LocalIdpModule = typeof import('../scripts/local-idp.mjs');
+
+/** The local identity provider (`npm run idp`) on a free port, tokens valid for the whole run. */
+async function startIdp(): Promise<import('../scripts/local-idp.mjs').LocalIdp> {
+  const { startLocalIdp } = (await import(
+    new URL('../../scripts/local-idp.mjs', import.meta.url).href
+  )) as LocalIdpModule;
+  return startLocalIdp({ port: 0, ttlSeconds: 86_400 });
+}
+
+/** A client-credentials access token of the local identity provider. */
+async function idpToken(issuer: string, client: string, scope: string): Promise<string> {
+  const res = await fetch(`${issuer}/token`, {
+    method: 'POST',
+    headers: {
+      authorization: `Basic ${Buffer.from(`${client}:${client}-secret`).toString('base64')}`,
+      'content-type': 'application/x-www-form-urlencoded',
+    },
+    body: new URLSearchParams({ grant_type: 'client_credentials', scope }).toString(),
+  });
+  if (!res.ok) throw new Error(`the local IdP answered ${res.status}: ${await res.text()}`);
+  return ((await res.json()) as { access_token: string }).access_token;
 }
