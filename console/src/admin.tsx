@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
-import { q, type Api, type Page, type Tenant, type TokenInfo } from './api';
+import { useAccess } from './access';
+import { q, SCOPES, type Api, type Page, type Scope, type Tenant, type TokenInfo } from './api';
 import { Copyable, ErrorBox, PageTitle, Pager, useLoad, usePager, When } from './ui';
 
 /** A token just issued: shown once, here, and nowhere else. */
@@ -17,8 +18,35 @@ function ShownOnce(props: { token: string; label: string; onDone: () => void }) 
   );
 }
 
+/** The scopes a new token gets (every one by default): checkboxes. */
+function ScopePicker(props: { value: Scope[]; onChange: (v: Scope[]) => void }) {
+  return (
+    <fieldset class="scopes">
+      <legend>Scopes of a new token</legend>
+      {SCOPES.map((s) => (
+        <label key={s} class="check">
+          <input
+            type="checkbox"
+            checked={props.value.includes(s)}
+            onChange={(e) =>
+              props.onChange(
+                e.currentTarget.checked
+                  ? SCOPES.filter((x) => x === s || props.value.includes(x))
+                  : props.value.filter((x) => x !== s),
+              )
+            }
+          />{' '}
+          <code>{s}</code>
+        </label>
+      ))}
+    </fieldset>
+  );
+}
+
 function Tokens(props: { api: Api; tenant: Tenant }) {
   const { api, tenant } = props;
+  const { adminWrite } = useAccess();
+  const [scopes, setScopes] = useState<Scope[]>([...SCOPES]);
   const base = `/v1/admin/tenants/${tenant.id}/tokens`;
   const list = useLoad((signal) => api.get<{ items: TokenInfo[] }>(base, signal), [tenant.id]);
   const [issued, setIssued] = useState<{ label: string; token: string } | null>(null);
@@ -35,12 +63,12 @@ function Tokens(props: { api: Api; tenant: Tenant }) {
   const rotate = () =>
     act(async () => {
       if (!confirm(`Rotate ${tenant.name}'s tokens? Every current token stops working at once.`)) return;
-      const r = await api.call<{ token: { token: string }; revoked: string[] }>('POST', `${base}/rotate`);
+      const r = await api.call<{ token: { token: string }; revoked: string[] }>('POST', `${base}/rotate`, { scopes });
       setIssued({ label: `New token for ${tenant.name}; ${r.revoked.length} revoked.`, token: r.token.token });
     });
   const add = () =>
     act(async () => {
-      const r = await api.call<{ token: string }>('POST', base);
+      const r = await api.call<{ token: string }>('POST', base, { scopes });
       setIssued({ label: `Additional token for ${tenant.name}.`, token: r.token });
     });
   const revoke = (t: TokenInfo) =>
@@ -53,20 +81,26 @@ function Tokens(props: { api: Api; tenant: Tenant }) {
       <h3>Tokens of {tenant.name}</h3>
       {issued ? <ShownOnce {...issued} onDone={() => setIssued(null)} /> : null}
       <ErrorBox error={error ?? list.error} />
-      <p class="actions">
-        <button type="button" onClick={() => void rotate()}>
-          Rotate (new token, revoke all others)
-        </button>
-        <button type="button" onClick={() => void add()}>
-          Add a token
-        </button>
-      </p>
+      {adminWrite ? (
+        <>
+          <ScopePicker value={scopes} onChange={setScopes} />
+          <p class="actions">
+            <button type="button" onClick={() => void rotate()} disabled={scopes.length === 0}>
+              Rotate (new token, revoke all others)
+            </button>
+            <button type="button" onClick={() => void add()} disabled={scopes.length === 0}>
+              Add a token
+            </button>
+          </p>
+        </>
+      ) : null}
       {list.data ? (
         <table>
           <caption class="sr-only">Tokens</caption>
           <thead>
             <tr>
               <th scope="col">Prefix</th>
+              <th scope="col">Scopes</th>
               <th scope="col">Created</th>
               <th scope="col">Last used</th>
               <th scope="col">Status</th>
@@ -81,6 +115,7 @@ function Tokens(props: { api: Api; tenant: Tenant }) {
                 <td>
                   <code>{t.prefix}…</code>
                 </td>
+                <td data-testid="token-scopes">{t.scopes?.join(' ') ?? ''}</td>
                 <td>
                   <When at={t.created_at} />
                 </td>
@@ -89,7 +124,7 @@ function Tokens(props: { api: Api; tenant: Tenant }) {
                 </td>
                 <td>{t.revoked_at ? 'revoked' : 'active'}</td>
                 <td>
-                  {t.revoked_at ? null : (
+                  {t.revoked_at || !adminWrite ? null : (
                     <button type="button" class="small danger" onClick={() => void revoke(t)}>
                       Revoke <span class="sr-only">token {t.prefix}</span>
                     </button>
@@ -106,6 +141,7 @@ function Tokens(props: { api: Api; tenant: Tenant }) {
 
 export function Tenants(props: { api: Api }) {
   const { api } = props;
+  const { adminWrite } = useAccess();
   const pager = usePager('tenants');
   const list = useLoad(
     (signal) => api.get<Page<Tenant>>(`/v1/admin/tenants${q({ limit: 25, cursor: pager.cursor })}`, signal),
@@ -146,13 +182,25 @@ export function Tenants(props: { api: Api }) {
   return (
     <section>
       <PageTitle>Tenants</PageTitle>
-      <form class="inline-form" onSubmit={(e) => void create(e)}>
-        <label for="tenant-name">New tenant name</label>
-        <input id="tenant-name" value={name} required maxLength={128} onInput={(e) => setName(e.currentTarget.value)} />
-        <button type="submit" class="primary" disabled={!name.trim()}>
-          Create tenant
-        </button>
-      </form>
+      {adminWrite ? (
+        <form class="inline-form" onSubmit={(e) => void create(e)}>
+          <label for="tenant-name">New tenant name</label>
+          <input
+            id="tenant-name"
+            value={name}
+            required
+            maxLength={128}
+            onInput={(e) => setName(e.currentTarget.value)}
+          />
+          <button type="submit" class="primary" disabled={!name.trim()}>
+            Create tenant
+          </button>
+        </form>
+      ) : (
+        <p class="notice" data-testid="read-only">
+          Read-only: an auditor sees tenants, tokens, the audit log and the registries, and changes nothing.
+        </p>
+      )}
       {created ? <ShownOnce {...created} onDone={() => setCreated(null)} /> : null}
       <ErrorBox error={error ?? list.error} />
       {list.data ? (
@@ -189,10 +237,12 @@ export function Tenants(props: { api: Api }) {
                   >
                     Tokens <span class="sr-only">of {t.name}</span>
                   </button>
-                  <button type="button" class="small" onClick={() => void toggle(t)}>
-                    {t.disabled ? 'Enable' : 'Disable'} <span class="sr-only">{t.name}</span>
-                  </button>
-                  {!t.disabled ? (
+                  {adminWrite ? (
+                    <button type="button" class="small" onClick={() => void toggle(t)}>
+                      {t.disabled ? 'Enable' : 'Disable'} <span class="sr-only">{t.name}</span>
+                    </button>
+                  ) : null}
+                  {adminWrite && !t.disabled ? (
                     <button type="button" class="small danger" onClick={() => void toggle(t, true)}>
                       Disable and cancel tasks <span class="sr-only">of {t.name}</span>
                     </button>

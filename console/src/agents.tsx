@@ -1,11 +1,36 @@
 import type { TargetedEvent } from 'preact';
 import { useState } from 'preact/hooks';
 import { agentSnippets } from '../../src/console/agent-snippets';
+import { NEEDS, useAccess } from './access';
 import { ApiError, q, type Agent, type Api, type Constitution, type Page } from './api';
 import { navigate } from './router';
-import { Copyable, ErrorBox, Link, PageTitle, Pager, useLoad, usePager, When } from './ui';
+import { Copyable, ErrorBox, Link, NotAllowed, PageTitle, Pager, useLoad, usePager, When } from './ui';
+
+/** For a credential that may call agents but not list them (`a2a:invoke` only): open one by its id. */
+export function OpenAgent() {
+  const [id, setId] = useState('');
+  const open = (e: Event): void => {
+    e.preventDefault();
+    if (id.trim()) navigate(`/agents/${encodeURIComponent(id.trim())}/chat`);
+  };
+  return (
+    <section>
+      <PageTitle>Agents</PageTitle>
+      <NotAllowed what="Listing agents" scopes={NEEDS.readAgents} />
+      <p>It may call an agent whose id you know.</p>
+      <form class="inline-form" onSubmit={open}>
+        <label for="open-agent">Agent id</label>
+        <input id="open-agent" value={id} required onInput={(e) => setId(e.currentTarget.value)} />
+        <button type="submit" class="primary" disabled={!id.trim()}>
+          Chat with it
+        </button>
+      </form>
+    </section>
+  );
+}
 
 export function AgentList(props: { api: Api }) {
+  const access = useAccess();
   const pager = usePager('agents');
   const { data, error, loading } = useLoad(
     (signal) => props.api.get<Page<Agent>>(`/v1/agents${q({ limit: 50, cursor: pager.cursor })}`, signal),
@@ -14,11 +39,17 @@ export function AgentList(props: { api: Api }) {
   return (
     <section>
       <PageTitle>Agents</PageTitle>
-      <p>
-        <Link to="/agents/new" class="button primary">
-          New agent
-        </Link>
-      </p>
+      {access.writeAgents ? (
+        <p>
+          <Link to="/agents/new" class="button primary">
+            New agent
+          </Link>
+        </p>
+      ) : (
+        <p class="muted" data-testid="read-only">
+          Read-only: creating, editing and deleting agents needs the scope <code>agents:write</code>.
+        </p>
+      )}
       <ErrorBox error={error} />
       {loading && !data ? <p aria-live="polite">Loading…</p> : null}
       {data ? (
@@ -319,8 +350,13 @@ interface Card {
 
 export function AgentDetail(props: { api: Api; id: string }) {
   const { api, id } = props;
+  const access = useAccess();
   const enc = encodeURIComponent(id);
-  const agent = useLoad((signal) => api.get<Agent>(`/v1/agents/${enc}`, signal), [id]);
+  // A credential without agents:read sees the card (which a2a:invoke may read), not the constitution.
+  const agent = useLoad(
+    (signal) => (access.readAgents ? api.get<Agent>(`/v1/agents/${enc}`, signal) : Promise.resolve(null)),
+    [id],
+  );
   const card = useLoad(
     async (signal) => {
       const res = await fetch(`/v1/a2a/agents/${enc}/.well-known/agent-card.json`, {
@@ -344,20 +380,25 @@ export function AgentDetail(props: { api: Api; id: string }) {
     }
   };
   const a = agent.data;
+  const editable = a?.source === 'stored' && access.writeAgents;
   return (
     <section>
       <PageTitle>Agent {id}</PageTitle>
       <ErrorBox error={agent.error} />
-      {a ? (
+      {a !== undefined ? (
         <>
           <p class="actions">
-            <Link to={`/agents/${enc}/chat`} class="button primary">
-              Try it
-            </Link>
-            <Link to={`/tasks?agent_id=${enc}`} class="button">
-              Its tasks
-            </Link>
-            {a.source === 'stored' ? (
+            {access.invoke ? (
+              <Link to={`/agents/${enc}/chat`} class="button primary">
+                Try it
+              </Link>
+            ) : null}
+            {access.readTasks ? (
+              <Link to={`/tasks?agent_id=${enc}`} class="button">
+                Its tasks
+              </Link>
+            ) : null}
+            {editable ? (
               <button type="button" class="danger" onClick={() => void remove()}>
                 Delete agent
               </button>
@@ -367,12 +408,18 @@ export function AgentDetail(props: { api: Api; id: string }) {
           <div class="columns">
             <div>
               <h2>Constitution</h2>
-              {a.source === 'stored' ? (
+              {a === null ? (
+                <NotAllowed what="Reading an agent's constitution" scopes={NEEDS.readAgents} />
+              ) : editable ? (
                 <AgentForm api={api} agent={a} key={a.id} />
               ) : (
                 <>
-                  <p class="muted">
-                    {a.source === 'builtin' ? 'The built-in master agent' : 'A file-backed agent'}: read-only here.
+                  <p class="muted" data-testid="read-only">
+                    {a.source === 'builtin'
+                      ? 'The built-in master agent: read-only here.'
+                      : a.source === 'file'
+                        ? 'A file-backed agent: read-only here.'
+                        : 'Read-only: editing needs the scope agents:write.'}
                   </p>
                   <pre tabIndex={0}>{JSON.stringify(a.agent_def, null, 2)}</pre>
                 </>
