@@ -357,16 +357,12 @@ export function AgentDetail(props: { api: Api; id: string }) {
     (signal) => (access.readAgents ? api.get<Agent>(`/v1/agents/${enc}`, signal) : Promise.resolve(null)),
     [id],
   );
+  // Through `Api.call`: a 401 signs out like any other call, a 403 names the scope the card needs.
   const card = useLoad(
-    async (signal) => {
-      const res = await fetch(`/v1/a2a/agents/${enc}/.well-known/agent-card.json`, {
-        headers: api.headers({ 'A2A-Version': '1.0' }),
-        signal,
-        credentials: 'omit',
-      });
-      if (!res.ok) throw new Error(`the card answered HTTP ${res.status}`);
-      return (await res.json()) as Card;
-    },
+    (signal) =>
+      api.call<Card>('GET', `/v1/a2a/agents/${enc}/.well-known/agent-card.json`, undefined, signal, {
+        'A2A-Version': '1.0',
+      }),
     [id],
   );
   const [deleteError, setDeleteError] = useState<unknown>(null);
