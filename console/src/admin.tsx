@@ -1,111 +1,12 @@
 import { useState } from 'preact/hooks';
-import { q, type Api, type Page, type Tenant, type TokenInfo } from './api';
-import { Copyable, ErrorBox, PageTitle, Pager, useLoad, usePager, When } from './ui';
-
-/** A token just issued: shown once, here, and nowhere else. */
-function ShownOnce(props: { token: string; label: string; onDone: () => void }) {
-  return (
-    <div class="once" role="status">
-      <p>
-        <strong>{props.label}</strong> Copy it now: it is shown only this once.
-      </p>
-      <Copyable label="Token" text={props.token} secret />
-      <button type="button" onClick={props.onDone}>
-        I have copied it
-      </button>
-    </div>
-  );
-}
-
-function Tokens(props: { api: Api; tenant: Tenant }) {
-  const { api, tenant } = props;
-  const base = `/v1/admin/tenants/${tenant.id}/tokens`;
-  const list = useLoad((signal) => api.get<{ items: TokenInfo[] }>(base, signal), [tenant.id]);
-  const [issued, setIssued] = useState<{ label: string; token: string } | null>(null);
-  const [error, setError] = useState<unknown>(null);
-  const act = async (fn: () => Promise<void>): Promise<void> => {
-    setError(null);
-    try {
-      await fn();
-    } catch (err) {
-      setError(err);
-    }
-    list.reload();
-  };
-  const rotate = () =>
-    act(async () => {
-      if (!confirm(`Rotate ${tenant.name}'s tokens? Every current token stops working at once.`)) return;
-      const r = await api.call<{ token: { token: string }; revoked: string[] }>('POST', `${base}/rotate`);
-      setIssued({ label: `New token for ${tenant.name}; ${r.revoked.length} revoked.`, token: r.token.token });
-    });
-  const add = () =>
-    act(async () => {
-      const r = await api.call<{ token: string }>('POST', base);
-      setIssued({ label: `Additional token for ${tenant.name}.`, token: r.token });
-    });
-  const revoke = (t: TokenInfo) =>
-    act(async () => {
-      if (!confirm(`Revoke token ${t.prefix}…?`)) return;
-      await api.call('DELETE', `${base}/${t.id}`);
-    });
-  return (
-    <div class="tokens" aria-label={`Tokens of ${tenant.name}`} role="region">
-      <h3>Tokens of {tenant.name}</h3>
-      {issued ? <ShownOnce {...issued} onDone={() => setIssued(null)} /> : null}
-      <ErrorBox error={error ?? list.error} />
-      <p class="actions">
-        <button type="button" onClick={() => void rotate()}>
-          Rotate (new token, revoke all others)
-        </button>
-        <button type="button" onClick={() => void add()}>
-          Add a token
-        </button>
-      </p>
-      {list.data ? (
-        <table>
-          <caption class="sr-only">Tokens</caption>
-          <thead>
-            <tr>
-              <th scope="col">Prefix</th>
-              <th scope="col">Created</th>
-              <th scope="col">Last used</th>
-              <th scope="col">Status</th>
-              <th scope="col">
-                <span class="sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.data.items.map((t) => (
-              <tr key={t.id}>
-                <td>
-                  <code>{t.prefix}…</code>
-                </td>
-                <td>
-                  <When at={t.created_at} />
-                </td>
-                <td>
-                  <When at={t.last_used_at} />
-                </td>
-                <td>{t.revoked_at ? 'revoked' : 'active'}</td>
-                <td>
-                  {t.revoked_at ? null : (
-                    <button type="button" class="small danger" onClick={() => void revoke(t)}>
-                      Revoke <span class="sr-only">token {t.prefix}</span>
-                    </button>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      ) : null}
-    </div>
-  );
-}
+import { useAccess } from './access';
+import { q, type Api, type Page, type Tenant } from './api';
+import { ShownOnce, Tokens } from './tokens';
+import { ErrorBox, PageTitle, Pager, useLoad, usePager, When } from './ui';
 
 export function Tenants(props: { api: Api }) {
   const { api } = props;
+  const { adminWrite } = useAccess();
   const pager = usePager('tenants');
   const list = useLoad(
     (signal) => api.get<Page<Tenant>>(`/v1/admin/tenants${q({ limit: 25, cursor: pager.cursor })}`, signal),
@@ -146,13 +47,25 @@ export function Tenants(props: { api: Api }) {
   return (
     <section>
       <PageTitle>Tenants</PageTitle>
-      <form class="inline-form" onSubmit={(e) => void create(e)}>
-        <label for="tenant-name">New tenant name</label>
-        <input id="tenant-name" value={name} required maxLength={128} onInput={(e) => setName(e.currentTarget.value)} />
-        <button type="submit" class="primary" disabled={!name.trim()}>
-          Create tenant
-        </button>
-      </form>
+      {adminWrite ? (
+        <form class="inline-form" onSubmit={(e) => void create(e)}>
+          <label for="tenant-name">New tenant name</label>
+          <input
+            id="tenant-name"
+            value={name}
+            required
+            maxLength={128}
+            onInput={(e) => setName(e.currentTarget.value)}
+          />
+          <button type="submit" class="primary" disabled={!name.trim()}>
+            Create tenant
+          </button>
+        </form>
+      ) : (
+        <p class="notice" data-testid="read-only">
+          Read-only: an auditor sees tenants, tokens, the audit log and the registries, and changes nothing.
+        </p>
+      )}
       {created ? <ShownOnce {...created} onDone={() => setCreated(null)} /> : null}
       <ErrorBox error={error ?? list.error} />
       {list.data ? (
@@ -189,10 +102,12 @@ export function Tenants(props: { api: Api }) {
                   >
                     Tokens <span class="sr-only">of {t.name}</span>
                   </button>
-                  <button type="button" class="small" onClick={() => void toggle(t)}>
-                    {t.disabled ? 'Enable' : 'Disable'} <span class="sr-only">{t.name}</span>
-                  </button>
-                  {!t.disabled ? (
+                  {adminWrite ? (
+                    <button type="button" class="small" onClick={() => void toggle(t)}>
+                      {t.disabled ? 'Enable' : 'Disable'} <span class="sr-only">{t.name}</span>
+                    </button>
+                  ) : null}
+                  {adminWrite && !t.disabled ? (
                     <button type="button" class="small danger" onClick={() => void toggle(t, true)}>
                       Disable and cancel tasks <span class="sr-only">of {t.name}</span>
                     </button>

@@ -7,16 +7,32 @@ export class ApiError extends Error {
     message: string,
     readonly code: string,
     readonly details: { field: string; messages: string[] }[] = [],
+    /** A 403 for a missing scope: the scopes any one of which would have allowed the request. */
+    readonly requiredScopes: string[] = [],
   ) {
     super(message);
   }
 }
 
 interface ErrorBody {
-  error?: string | { message?: string; status?: string };
+  error?: string | { message?: string; status?: string; details?: { metadata?: { required_scopes?: unknown } }[] };
   code?: string;
   details?: { field: string; messages: string[] }[];
+  required_scopes?: unknown;
 }
+
+const stringList = (v: unknown): string[] =>
+  Array.isArray(v) ? v.filter((s): s is string => typeof s === 'string') : [];
+
+/** A2A REST (`google.rpc.Status`): the scopes ride in an `ErrorInfo`'s metadata, space-separated. */
+const statusScopes = (details: unknown): string[] => {
+  if (!Array.isArray(details)) return [];
+  for (const d of details as { metadata?: { required_scopes?: unknown } }[]) {
+    const s = d?.metadata?.required_scopes;
+    if (typeof s === 'string') return s.split(' ').filter(Boolean);
+  }
+  return [];
+};
 
 async function toError(res: Response): Promise<ApiError> {
   let body: ErrorBody = {};
@@ -26,17 +42,24 @@ async function toError(res: Response): Promise<ApiError> {
     /* not JSON: the status says enough */
   }
   if (body.error && typeof body.error === 'object') {
-    return new ApiError(res.status, body.error.message ?? res.statusText, body.error.status ?? 'error');
+    return new ApiError(
+      res.status,
+      body.error.message ?? res.statusText,
+      body.error.status ?? 'error',
+      [],
+      statusScopes(body.error.details),
+    );
   }
   return new ApiError(
     res.status,
     typeof body.error === 'string' ? body.error : `HTTP ${res.status}`,
     body.code ?? 'error',
     Array.isArray(body.details) ? body.details : [],
+    stringList(body.required_scopes),
   );
 }
 
-/** Called when a request answers 401 (a revoked or rotated token): the app signs out. */
+/** Called when a request answers 401 (a revoked or rotated token, an expired JWT): the app signs out. */
 let onUnauthorized: (message: string) => void = () => undefined;
 export function setUnauthorizedHandler(fn: (message: string) => void): void {
   onUnauthorized = fn;
@@ -118,11 +141,35 @@ export class Api {
   }
 }
 
-/** What `GET /v1/me` says about a token: the admin, or a tenant (with its name and the token's public prefix). */
-export type Me =
-  { kind: 'admin' } | { kind: 'tenant'; tenant: { id: string; name: string }; token: { id: string; prefix: string } };
+/** What a tenant credential may do (`GET /v1/me`'s `scopes`). */
+export const SCOPES = ['a2a:invoke', 'agents:read', 'agents:write', 'tasks:read'] as const;
+export type Scope = (typeof SCOPES)[number];
 
-/** Who this token is (`GET /v1/me`, which answers for either kind of token); a clear error for a bad one. */
+/** The credential behind a session: an opaque token, or a JWT of a trusted issuer (which expires). */
+export type Credential =
+  | { kind: 'token'; id: string; prefix: string }
+  | { kind: 'admin_token'; id: string | null }
+  | { kind: 'jwt'; issuer_id: string; expires_at: string };
+
+/**
+ * What `GET /v1/me` says about a credential: an operator (`admin`, or `auditor`, who may only read), or a tenant
+ * (its name and the scopes the credential carries); either way the actor its actions are audited under.
+ */
+export type Me =
+  | { kind: 'admin'; role: 'admin' | 'auditor'; actor: string; credential: Credential }
+  | {
+      kind: 'tenant';
+      tenant: { id: string; name: string };
+      scopes: Scope[];
+      actor: string;
+      credential: Credential;
+      token: { id: string; prefix: string };
+    };
+
+/** The bearer as pasted: surrounding space and a copied `Bearer ` prefix dropped. */
+export const cleanToken = (raw: string): string => raw.trim().replace(/^Bearer\s+/i, '');
+
+/** Who this credential is (`GET /v1/me`, which answers for any kind); a clear error for a bad one. */
 export async function whoAmI(token: string): Promise<Me> {
   const res = await fetch('/v1/me', {
     headers: new Api(token).headers(),
@@ -131,7 +178,11 @@ export async function whoAmI(token: string): Promise<Me> {
   });
   if (res.ok) return (await res.json()) as Me;
   const err = await toError(res);
+  if (res.status === 401 && /expired/i.test(err.message)) {
+    throw new ApiError(401, 'This token has expired: get a fresh one from your identity provider.', 'unauthorized');
+  }
   if (res.status === 401) throw new ApiError(401, `This token is not valid: ${err.message}.`, 'unauthorized');
+  if (res.status === 403) throw new ApiError(403, `This token may not use the console: ${err.message}.`, 'forbidden');
   throw new ApiError(res.status, `The server answered HTTP ${res.status}; try again.`, 'error');
 }
 
@@ -194,6 +245,7 @@ export interface Tenant {
 export interface TokenInfo {
   id: string;
   prefix: string;
+  scopes?: string[];
   created_at: string;
   revoked_at: string | null;
   last_used_at: string | null;
@@ -202,6 +254,8 @@ export interface TokenInfo {
 export interface AuditEntry {
   id: string;
   actor: string;
+  /** Who exactly: `root`, `operator:<name>`, `token:<prefix>`, `jwt:<iss>|<sub>` (absent on older entries). */
+  actor_id?: string | null;
   action: string;
   tenant_id: string | null;
   detail: Record<string, unknown>;

@@ -1,69 +1,20 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { Api, setUnauthorizedHandler, whoAmI } from './api';
+import { AccessContext, accessOf, NEEDS, type Access } from './access';
+import { Api, setUnauthorizedHandler } from './api';
 import { Registries, Tenants } from './admin';
 import { Audit } from './audit';
-import { AgentDetail, AgentList, NewAgent } from './agents';
+import { AgentDetail, AgentList, NewAgent, OpenAgent } from './agents';
 import { Chat } from './chat';
 import { currentPath, match, navigate, useRoute } from './router';
 import { loadSession, saveSession, SessionChannel, type Session } from './session';
+import { expiredOf, SignIn, Who, type Expired } from './signin';
 import { TaskList, TaskPage } from './tasks';
-import { ErrorBox, Link, PageTitle } from './ui';
+import { Link, NotAllowed, PageTitle } from './ui';
 
-function SignIn(props: { onSignedIn: (s: Session) => void; notice: string | null }) {
-  const [token, setToken] = useState('');
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
-  const submit = async (e: Event): Promise<void> => {
-    e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      const t = token.trim();
-      props.onSignedIn({ token: t, me: await whoAmI(t) });
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
-  };
-  return (
-    <main class="signin" id="main">
-      <PageTitle>Arbiter console</PageTitle>
-      {props.notice ? (
-        <p class="error" role="alert">
-          {props.notice}
-        </p>
-      ) : null}
-      <form onSubmit={(e) => void submit(e)}>
-        <label for="token">Token</label>
-        <input
-          id="token"
-          type="password"
-          autoComplete="off"
-          spellcheck={false}
-          value={token}
-          aria-describedby="token-hint"
-          onInput={(e) => setToken(e.currentTarget.value)}
-        />
-        <small id="token-hint" class="hint">
-          A tenant token (<code>atr_…</code>) or the admin token (<code>adm_…</code>, printed at the first start and
-          saved in <code>~/.arbiter/admin_token</code>). It is sent as the bearer on the console's API calls and kept in
-          memory and <code>sessionStorage</code>, never in <code>localStorage</code> or a cookie. Other tabs of this
-          console in this browser get it from an open tab (a <code>BroadcastChannel</code>, nothing leaves the browser);
-          signing out signs out every tab.
-        </small>
-        <ErrorBox error={error} />
-        <button type="submit" class="primary" disabled={busy || !token.trim()}>
-          Sign in
-        </button>
-      </form>
-    </main>
-  );
-}
-
-const TENANT_NAV = [
-  { to: '/agents', label: 'Agents' },
-  { to: '/tasks', label: 'Tasks' },
+/** A tenant's pages, each shown when the credential may use it (an invoke-only token opens agents by id). */
+const TENANT_NAV: { to: string; label: string; may: (a: Access) => boolean }[] = [
+  { to: '/agents', label: 'Agents', may: (a) => a.readAgents || a.invoke },
+  { to: '/tasks', label: 'Tasks', may: (a) => a.readTasks },
 ];
 const ADMIN_NAV = [
   { to: '/tenants', label: 'Tenants' },
@@ -84,16 +35,20 @@ function NotFound() {
 
 const ADMIN_PATHS = new Set(ADMIN_NAV.map((n) => n.to));
 
-/** Where a session of this kind starts. */
-const home = (s: Session): string => (s.me.kind === 'admin' ? '/tenants' : '/agents');
+/** Where a session of this kind starts: its first page it may use. */
+const home = (s: Session): string => {
+  if (s.me.kind === 'admin') return '/tenants';
+  const access = accessOf(s.me);
+  return TENANT_NAV.find((n) => n.may(access))?.to ?? '/agents';
+};
 
 /** Whether `path` is a page of this kind of session (a deep link opened while signed out is kept if so). */
 const isPageOf = (s: Session, path: string): boolean =>
   path !== '/' && (s.me.kind === 'admin') === ADMIN_PATHS.has(path);
 
-function Routes(props: { api: Api; session: Session }) {
+function Routes(props: { api: Api; session: Session; access: Access }) {
   const { path, search } = useRoute();
-  const { api, session } = props;
+  const { api, session, access } = props;
   if (path === '/') {
     navigate(home(session), true);
     return null;
@@ -104,26 +59,37 @@ function Routes(props: { api: Api; session: Session }) {
     if (path === '/registries') return <Registries api={api} />;
     return <NotFound />;
   }
-  if (path === '/agents') return <AgentList api={api} />;
-  if (path === '/agents/new') return <NewAgent api={api} />;
-  if (path === '/tasks') return <TaskList api={api} search={search} />;
-  let m = match('/agents/:id/chat', path);
-  if (m?.id) return <Chat api={api} id={m.id} key={m.id} />;
-  m = match('/agents/:id', path);
-  if (m?.id) return <AgentDetail api={api} id={m.id} key={m.id} />;
-  m = match('/tasks/:id', path);
-  if (m?.id) return <TaskPage api={api} id={m.id} key={m.id} />;
-  return <NotFound />;
-}
-
-function Who(props: { session: Session }) {
-  const { me } = props.session;
-  if (me.kind === 'admin') return <span class="who">admin</span>;
-  return (
-    <span class="who" title={`token ${me.token.prefix}…`}>
-      tenant <strong>{me.tenant.name}</strong>
-    </span>
+  const denied = (what: string, scopes: readonly string[]) => (
+    <section>
+      <PageTitle>Not allowed</PageTitle>
+      <NotAllowed what={what} scopes={scopes} />
+    </section>
   );
+  if (path === '/agents') {
+    if (access.readAgents) return <AgentList api={api} />;
+    return access.invoke ? <OpenAgent /> : denied('Listing agents', NEEDS.readAgents);
+  }
+  if (path === '/agents/new') {
+    return access.writeAgents ? <NewAgent api={api} /> : denied('Creating an agent', NEEDS.writeAgents);
+  }
+  if (path === '/tasks') {
+    return access.readTasks ? <TaskList api={api} search={search} /> : denied('Reading tasks', NEEDS.readTasks);
+  }
+  let m = match('/agents/:id/chat', path);
+  if (m?.id) return access.invoke ? <Chat api={api} id={m.id} key={m.id} /> : denied('Chatting', NEEDS.invoke);
+  m = match('/agents/:id', path);
+  if (m?.id) {
+    return access.readAgents || access.invoke ? (
+      <AgentDetail api={api} id={m.id} key={m.id} />
+    ) : (
+      denied('Reading an agent', NEEDS.readAgents)
+    );
+  }
+  m = match('/tasks/:id', path);
+  if (m?.id) {
+    return access.readTasks ? <TaskPage api={api} id={m.id} key={m.id} /> : denied('Reading a task', NEEDS.readTasks);
+  }
+  return <NotFound />;
 }
 
 export function App() {
@@ -132,6 +98,7 @@ export function App() {
   // A tab without a session first asks the open tabs for theirs (briefly), then shows the sign-in page.
   const [asking, setAsking] = useState(stored === null);
   const [notice, setNotice] = useState<string | null>(null);
+  const [expired, setExpired] = useState<Expired | null>(null);
   const { path } = useRoute();
   const api = useMemo(() => (session ? new Api(session.token) : null), [session]);
   const current = useRef(session);
@@ -142,15 +109,17 @@ export function App() {
     saveSession(s);
     current.current = s;
     setNotice(null);
+    setExpired(null);
     setSession(s);
     setAsking(false);
     if (!isPageOf(s, currentPath())) navigate(home(s), true);
   };
-  const end = (message: string | null): void => {
+  const end = (message: string | null, lapsed: Expired | null = null): void => {
     saveSession(null);
     current.current = null;
     setSession(null);
     setNotice(message);
+    setExpired(lapsed);
   };
   const channel = useMemo(
     () =>
@@ -161,7 +130,9 @@ export function App() {
         },
         (token, reason) => {
           const mine = current.current;
-          if (mine && (token === null || token === mine.token)) end(reason ?? 'Signed out in another tab.');
+          if (mine && (token === null || token === mine.token)) {
+            end(reason ?? 'Signed out in another tab.', token ? expiredOf(mine.me, reason) : null);
+          }
         },
       ),
     [],
@@ -172,9 +143,11 @@ export function App() {
   }, []);
   useEffect(() => {
     setUnauthorizedHandler((message) => {
-      const token = current.current?.token ?? null;
+      const mine = current.current;
+      const token = mine?.token ?? null;
       const text = `Signed out: ${message}.`;
-      end(text);
+      // A JWT that expired is the usual end of a JWT session: say so plainly, not as an error.
+      end(text, mine ? expiredOf(mine.me, message) : null);
       // The other tabs holding this token are signed out too (a revoked token fails there as well).
       if (token) channel.signedOut(token, text);
     });
@@ -184,6 +157,7 @@ export function App() {
     return (
       <SignIn
         notice={notice}
+        expired={expired}
         onSignedIn={(s) => {
           start(s);
           channel.signedIn(s);
@@ -191,7 +165,8 @@ export function App() {
       />
     );
   }
-  const nav = session.me.kind === 'admin' ? ADMIN_NAV : TENANT_NAV;
+  const access = accessOf(session.me);
+  const nav = session.me.kind === 'admin' ? ADMIN_NAV : TENANT_NAV.filter((n) => n.may(access));
   return (
     <>
       <a href="#main" class="skip">
@@ -222,7 +197,9 @@ export function App() {
         </button>
       </header>
       <main id="main">
-        <Routes api={api} session={session} />
+        <AccessContext.Provider value={access}>
+          <Routes api={api} session={session} access={access} />
+        </AccessContext.Provider>
       </main>
     </>
   );

@@ -139,7 +139,15 @@ export function Audit(props: { api: Api }) {
                 <td>
                   <When at={a.created_at} />
                 </td>
-                <td>{a.actor}</td>
+                <td data-testid="audit-actor">
+                  {a.actor}
+                  {a.actor_id ? (
+                    <>
+                      <br />
+                      <code>{a.actor_id}</code>
+                    </>
+                  ) : null}
+                </td>
                 <td>{a.action}</td>
                 <td data-testid="audit-tenant">
                   <TenantCell id={a.tenant_id} names={names} />

@@ -12,10 +12,25 @@ export interface Session {
 
 const SESSION_KEY = 'arbiter.console.session';
 
+/** A `GET /v1/me` answer as this console reads it (a session saved by an older console is not: sign in again). */
 const isMe = (m: unknown): m is Me => {
   if (typeof m !== 'object' || m === null) return false;
-  const o = m as { kind?: unknown; tenant?: { name?: unknown } };
-  return o.kind === 'admin' || (o.kind === 'tenant' && typeof o.tenant?.name === 'string');
+  const o = m as {
+    kind?: unknown;
+    role?: unknown;
+    actor?: unknown;
+    scopes?: unknown;
+    tenant?: { name?: unknown };
+    credential?: { kind?: unknown };
+  };
+  if (typeof o.actor !== 'string' || typeof o.credential?.kind !== 'string') return false;
+  if (o.kind === 'admin') return o.role === 'admin' || o.role === 'auditor';
+  return (
+    o.kind === 'tenant' &&
+    typeof o.tenant?.name === 'string' &&
+    Array.isArray(o.scopes) &&
+    o.scopes.every((s) => typeof s === 'string')
+  );
 };
 
 /** A session read from storage or a message: only the shape the console wrote. */

@@ -1,4 +1,5 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { useAccess } from './access';
 import { q, TASK_STATES, TERMINAL, type Agent, type Api, type Page, type RequestView } from './api';
 import { navigate } from './router';
 import { describe, formatDuration, StepClock, type NativeFrame } from './timeline';
@@ -32,7 +33,12 @@ export function TaskList(props: { api: Api; search: URLSearchParams }) {
   const [contextDraft, setContextDraft] = useState(context);
   const filterKey = `${agentId}|${state}|${context}`;
   const pager = usePager(filterKey);
-  const agents = useLoad((signal) => api.get<Page<Agent>>('/v1/agents?limit=200', signal), []);
+  const access = useAccess();
+  // The agent filter offers the tenant's agents when the credential may list them; else it takes an id.
+  const agents = useLoad(
+    (signal) => (access.readAgents ? api.get<Page<Agent>>('/v1/agents?limit=200', signal) : Promise.resolve(undefined)),
+    [],
+  );
   const tasks = useLoad(
     (signal) =>
       api.get<Page<RequestView>>(
@@ -62,17 +68,26 @@ export function TaskList(props: { api: Api; search: URLSearchParams }) {
       >
         <div class="field">
           <label for="flt-agent">Agent</label>
-          <select id="flt-agent" value={agentId} onChange={(e) => setFilter('agent_id', e.currentTarget.value)}>
-            <option value="">all agents</option>
-            {agents.data?.items.map((a) => (
-              <option key={a.id} value={a.id}>
-                {a.id}
-              </option>
-            ))}
-            {agentId && agents.data && !agents.data.items.some((a) => a.id === agentId) ? (
-              <option value={agentId}>{agentId}</option>
-            ) : null}
-          </select>
+          {access.readAgents ? (
+            <select id="flt-agent" value={agentId} onChange={(e) => setFilter('agent_id', e.currentTarget.value)}>
+              <option value="">all agents</option>
+              {agents.data?.items.map((a) => (
+                <option key={a.id} value={a.id}>
+                  {a.id}
+                </option>
+              ))}
+              {agentId && agents.data && !agents.data.items.some((a) => a.id === agentId) ? (
+                <option value={agentId}>{agentId}</option>
+              ) : null}
+            </select>
+          ) : (
+            <input
+              id="flt-agent"
+              value={agentId}
+              placeholder="any agent (id)"
+              onChange={(e) => setFilter('agent_id', e.currentTarget.value.trim())}
+            />
+          )}
         </div>
         <div class="field">
           <label for="flt-state">State</label>
@@ -189,6 +204,7 @@ const STATE_FRAMES = new Set(['stream_start', 'input_required', 'done']);
  */
 export function TaskPage(props: { api: Api; id: string }) {
   const { api, id } = props;
+  const access = useAccess();
   const [task, setTask] = useState<RequestView | null>(null);
   const [entries, setEntries] = useState<Entry[]>([]);
   const [conn, setConn] = useState<'connecting' | 'live' | 'reconnecting' | 'ended'>('connecting');
@@ -310,7 +326,11 @@ export function TaskPage(props: { api: Api; id: string }) {
           </dd>
           <dt>Agent</dt>
           <dd>
-            <Link to={`/agents/${encodeURIComponent(task.agent_id)}`}>{task.agent_id}</Link>
+            {access.readAgents || access.invoke ? (
+              <Link to={`/agents/${encodeURIComponent(task.agent_id)}`}>{task.agent_id}</Link>
+            ) : (
+              task.agent_id
+            )}
           </dd>
           <dt>Context</dt>
           <dd>
@@ -335,7 +355,7 @@ export function TaskPage(props: { api: Api; id: string }) {
           </dd>
         </dl>
       ) : null}
-      {running ? (
+      {running && access.invoke ? (
         <p>
           <button type="button" class="danger" onClick={() => void cancel()}>
             Cancel task

@@ -1,5 +1,6 @@
 import type { ComponentChildren, TargetedMouseEvent } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { scopeNames } from './access';
 import { ApiError } from './api';
 import { BASE, navigate } from './router';
 
@@ -36,6 +37,10 @@ export function PageTitle(props: { children: ComponentChildren }) {
 }
 
 export function errorText(err: unknown): string {
+  if (err instanceof ApiError && err.requiredScopes.length > 0) {
+    const n = err.requiredScopes.length === 1 ? 'scope' : 'scopes';
+    return `Not allowed: this needs the ${n} ${scopeNames(err.requiredScopes)}, which your credential lacks (HTTP ${err.status}).`;
+  }
   if (err instanceof ApiError) return `${err.message}${err.status ? ` (HTTP ${err.status})` : ''}`;
   if (err instanceof Error) return err.message;
   return String(err);
@@ -43,9 +48,20 @@ export function errorText(err: unknown): string {
 
 export function ErrorBox(props: { error: unknown }) {
   if (!props.error) return null;
+  const scoped = props.error instanceof ApiError && props.error.requiredScopes.length > 0;
   return (
-    <p class="error" role="alert">
+    <p class="error" role="alert" data-testid={scoped ? 'missing-scope' : undefined}>
       {errorText(props.error)}
+    </p>
+  );
+}
+
+/** In place of a page or control the credential may not use: what it needs, named. */
+export function NotAllowed(props: { what: string; scopes: readonly string[] }) {
+  const n = props.scopes.length === 1 ? 'scope' : 'scopes';
+  return (
+    <p class="notice" data-testid="not-allowed">
+      {props.what} needs the {n} <code>{scopeNames(props.scopes)}</code>, which your credential lacks.
     </p>
   );
 }

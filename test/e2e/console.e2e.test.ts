@@ -3,11 +3,13 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { exportJWK, generateKeyPair, importJWK, SignJWT } from 'jose';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { agentSnippets } from '../../src/console/agent-snippets.js';
 import { CONSOLE_DIR } from '../../src/console/console.module.js';
 import { waitFor } from '../helpers/a2a.js';
 import { FakeProvider } from '../helpers/fake-provider.js';
+import { startIdp, type SigningJwk, type TestIdp } from '../helpers/oidc-provider.js';
 import { PATIENCE_MS } from '../helpers/patience.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
@@ -76,11 +78,22 @@ async function rowsBecome(page: Page, n: number): Promise<void> {
 
 const shot = (page: Page, name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`) });
 
+/** An RS256 signing key for the test IdP, kept so the test can also sign a token the IdP would not issue. */
+async function signingKey(): Promise<SigningJwk> {
+  const { privateKey } = await generateKeyPair('RS256', { extractable: true });
+  return { ...(await exportJWK(privateKey)), kid: 'console-test', alg: 'RS256', use: 'sig' };
+}
+
+/** Where the console keeps its session in the tab (console/src/session.ts). */
+const SESSION_KEY = 'arbiter.console.session';
+
 // Outside CI a machine without Chromium skips these; in CI (.ci/run installs it) a missing browser fails them.
 const skip = !process.env.CI && !existsSync(CHROMIUM) ? `no Chromium at ${CHROMIUM}` : false;
 describe('web console (/console) in Chromium', { skip }, () => {
   let server: TestServer;
   let fake: FakeProvider;
+  let idp: TestIdp;
+  let idpKey: SigningJwk;
   let browser: Browser;
   const offOrigin: string[] = [];
   let admin: Page;
@@ -102,6 +115,9 @@ describe('web console (/console) in Chromium', { skip }, () => {
         ? '/agent parrot repeat after me\n/write notes/todo.md\n- try the console\n/endwrite'
         : 'All done.',
     );
+    // An identity provider whose JWTs the server may be told to trust (plain http on loopback: allow-listed).
+    idpKey = await signingKey();
+    idp = await startIdp(undefined, { keys: [idpKey] });
     server = await startTestServer({
       // Several chunks with a pause between them: the reply streams as separate text events. Agents without a
       // model run on the echo model; `openai/toolsmith` is the scripted one.
@@ -111,6 +127,7 @@ describe('web console (/console) in Chromium', { skip }, () => {
         ARBITER_DEFAULT_MODEL: 'echo',
         OPENAI_BASE_URL: `${fake.url}/v1`,
         OPENAI_API_KEY: 'sk-test-console-0001',
+        ARBITER_IDENTITY_ALLOWLIST: new URL(idp.issuer).host,
       },
       prepareHome: (home) => {
         writeFileSync(
@@ -149,7 +166,16 @@ describe('web console (/console) in Chromium', { skip }, () => {
     await browser?.close();
     await server?.close();
     await fake?.stop();
+    await idp?.close();
   });
+
+  /** A new token of tenant acme with only these scopes (`POST /v1/admin/tenants/:id/tokens`). */
+  const tokenWith = async (scopes: string[]): Promise<string> => {
+    const res = await server.admin.post(`/v1/admin/tenants/${tenantId}/tokens`, { scopes });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    assert.deepEqual(res.body.scopes, scopes);
+    return res.body.token as string;
+  };
 
   it('serves the console with its own CSP, SPA fallback, and 404 for a missing asset', async () => {
     const page = await server.http.get('/console/tasks/whatever');
@@ -180,7 +206,8 @@ describe('web console (/console) in Chromium', { skip }, () => {
     await admin.keyboard.press('Enter');
     await admin.getByRole('heading', { level: 1, name: 'Tenants' }).waitFor();
     assert.equal(await admin.evaluate('document.activeElement.tagName'), 'H1', 'a new page focuses its heading');
-    assert.equal(await admin.locator('header .who').textContent(), 'admin');
+    assert.equal(await admin.locator('header .who-name').textContent(), 'admin');
+    assert.equal(await admin.getByTestId('actor').textContent(), 'root', 'the actor audit entries name');
     // Tab moves on from the heading into the page (the skip link and navigation come before it); focused controls
     // show a focus ring.
     await admin.keyboard.press('Tab');
@@ -235,7 +262,13 @@ describe('web console (/console) in Chromium', { skip }, () => {
 
   it('tenant: creates an agent with per-field validation errors, sees its card and endpoints', async () => {
     await signIn(tenant, tenantToken, 'Agents');
-    assert.equal(await tenant.locator('header .who').textContent(), 'tenant acme', 'the tenant by name (GET /v1/me)');
+    assert.equal(
+      await tenant.locator('header .who-name').textContent(),
+      'tenant acme',
+      'the tenant by name (GET /v1/me)',
+    );
+    assert.equal(await tenant.getByTestId('actor').textContent(), `token:${tenantToken.slice(0, 12)}`);
+    assert.equal(await tenant.getByTestId('scopes').count(), 0, 'every scope: nothing to point out');
     await tenant.getByRole('link', { name: 'New agent' }).click();
     // The model field suggests this server's models (GET /v1/models) and still takes any provider/model.
     assert.equal(await tenant.getByLabel('Model').getAttribute('list'), 'f-model-list');
@@ -609,7 +642,7 @@ describe('web console (/console) in Chromium', { skip }, () => {
     try {
       await second.goto('/console/tasks');
       await second.getByRole('heading', { level: 1, name: 'Tasks' }).waitFor();
-      assert.equal(await second.locator('header .who').textContent(), 'tenant acme');
+      assert.equal(await second.locator('header .who-name').textContent(), 'tenant acme');
       // Handed over in the browser (BroadcastChannel), kept in the new tab's sessionStorage: no cookie, no
       // localStorage.
       assert.deepEqual(
@@ -670,6 +703,190 @@ describe('web console (/console) in Chromium', { skip }, () => {
     await admin.getByRole('cell', { name: 'token.rotate' }).waitFor();
     assert.ok(!(await admin.content()).includes(fresh), 'the audit log never shows a token');
     assert.ok(tenantId.length > 0);
+  });
+
+  it('a token with agents:read only sees the agents read-only: no create, edit, delete, chat or tasks', async () => {
+    const full = await tokenWith(['a2a:invoke', 'agents:read', 'agents:write', 'tasks:read']);
+    assert.equal((await server.as(full).post('/v1/agents', { id: 'clerk', role: 'Scoped test agent' })).status, 201);
+    const reader = await tokenWith(['agents:read']);
+    const { ctx, page } = await openTab(browser, server.url, offOrigin);
+    try {
+      await signIn(page, reader, 'Agents');
+      assert.equal(await page.getByTestId('actor').textContent(), `token:${reader.slice(0, 12)}`);
+      assert.equal(await page.getByTestId('scopes').textContent(), 'agents:read');
+      await page.getByRole('link', { name: 'clerk' }).waitFor();
+      assert.equal(await page.getByRole('link', { name: 'New agent' }).count(), 0);
+      await page.getByTestId('read-only').getByText('agents:write').waitFor();
+      assert.equal(await page.getByRole('link', { name: 'Tasks', exact: true }).count(), 0, 'no Tasks page');
+
+      await page.getByRole('link', { name: 'clerk' }).click();
+      await page.getByRole('heading', { level: 1, name: 'Agent clerk' }).waitFor();
+      await page.locator('pre.card-json').waitFor();
+      await page.getByTestId('read-only').waitFor();
+      assert.match((await page.locator('main pre').first().textContent()) ?? '', /Scoped test agent/);
+      for (const name of ['Delete agent', 'Save changes', 'Create agent']) {
+        assert.equal(await page.getByRole('button', { name }).count(), 0, name);
+      }
+      for (const name of ['Try it', 'Its tasks']) assert.equal(await page.getByRole('link', { name }).count(), 0, name);
+      await shot(page, 'scoped-agents-read');
+
+      // A page it may not use, opened by its URL, says which scope it lacks.
+      await page.goto('/console/agents/new');
+      await page.getByTestId('not-allowed').getByText('agents:write').waitFor();
+      assert.equal(await page.getByRole('button', { name: 'Create agent' }).count(), 0);
+      await page.goto('/console/agents/clerk/chat');
+      await page.getByTestId('not-allowed').getByText('a2a:invoke').waitFor();
+      assert.equal(await page.getByLabel('Message').count(), 0, 'no composer');
+    } finally {
+      await ctx.close();
+    }
+
+    // A refusal the console did not foresee (the card needs a2a:invoke, agents:read or tasks:read; agents:write
+    // alone reads the constitution but not the card): the 403 is shown naming the scopes.
+    const writer = await tokenWith(['agents:write']);
+    const tab = await openTab(browser, server.url, offOrigin);
+    try {
+      await signIn(tab.page, writer, 'Agents');
+      await tab.page.goto('/console/agents/clerk');
+      await tab.page.getByRole('button', { name: 'Save changes' }).waitFor();
+      const refused = tab.page.getByTestId('missing-scope');
+      await refused.waitFor();
+      assert.match((await refused.textContent()) ?? '', /needs the scopes a2a:invoke or agents:read or tasks:read/);
+    } finally {
+      await tab.ctx.close();
+    }
+  });
+
+  it('a token with a2a:invoke only chats with an agent by its id, but cannot read or edit agents', async () => {
+    const invoker = await tokenWith(['a2a:invoke']);
+    const { ctx, page } = await openTab(browser, server.url, offOrigin);
+    try {
+      await signIn(page, invoker, 'Agents');
+      assert.equal(await page.getByTestId('scopes').textContent(), 'a2a:invoke');
+      await page.getByTestId('not-allowed').getByText('agents:read or agents:write').waitFor();
+      assert.equal(await page.locator('table').count(), 0, 'no agent list');
+      assert.equal(await page.getByRole('link', { name: 'New agent' }).count(), 0);
+      await page.getByLabel('Agent id').fill('clerk');
+      await page.getByRole('button', { name: 'Chat with it' }).click();
+      await page.getByRole('heading', { level: 1, name: 'Try clerk' }).waitFor();
+      await page.getByLabel('Message').fill('only invoking');
+      await page.getByRole('button', { name: 'Send' }).click();
+      const turn = page.getByTestId('agent-turn').last();
+      await turn.locator('.badge.state-completed').waitFor();
+      assert.equal(await turn.locator('.reply').textContent(), 'only invoking');
+      await shot(page, 'scoped-invoke-chat');
+
+      // The agent's page: its card and a way to try it, no constitution, nothing to edit or delete.
+      await page.goto('/console/agents/clerk');
+      await page.locator('pre.card-json').waitFor();
+      await page.getByRole('link', { name: 'Try it' }).waitFor();
+      await page.getByTestId('not-allowed').getByText('agents:read or agents:write').waitFor();
+      for (const name of ['Delete agent', 'Save changes']) {
+        assert.equal(await page.getByRole('button', { name }).count(), 0, name);
+      }
+      // Its tasks it may read (a2a:invoke): the agent filter takes an id, as the agents cannot be listed.
+      await page.getByRole('link', { name: 'Tasks', exact: true }).click();
+      await page.getByRole('heading', { level: 1, name: 'Tasks' }).waitFor();
+      assert.equal(await page.locator('select#flt-agent').count(), 0);
+      await page.getByTestId('request-text').getByText('only invoking').waitFor();
+    } finally {
+      await ctx.close();
+    }
+  });
+
+  it('an auditor operator sees the admin views, read-only', async () => {
+    const created = await server.admin.post('/v1/admin/operators', { name: 'audit', role: 'auditor' });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const { ctx, page } = await openTab(browser, server.url, offOrigin);
+    try {
+      await signIn(page, created.body.token as string, 'Tenants');
+      assert.equal(await page.locator('header .who-name').textContent(), 'auditor');
+      assert.equal(await page.getByTestId('actor').textContent(), 'operator:audit');
+      assert.equal(await page.getByTestId('scopes').textContent(), 'read-only');
+      const acme = page.locator('tr[data-tenant="acme"]');
+      await acme.waitFor();
+      await page.getByTestId('read-only').waitFor();
+      assert.equal(await page.getByLabel('New tenant name').count(), 0);
+      for (const name of ['Create tenant', /^Disable/, /^Enable/]) {
+        assert.equal(await page.getByRole('button', { name }).count(), 0, String(name));
+      }
+      // Tokens: listed with their scopes, nothing to rotate, add or revoke.
+      await acme.getByRole('button', { name: /Tokens/ }).click();
+      const tokens = page.getByRole('region', { name: 'Tokens of acme' });
+      await tokens.getByTestId('token-scopes').getByText('agents:read', { exact: true }).first().waitFor();
+      for (const name of [/Rotate/, 'Add a token', /Revoke/]) {
+        assert.equal(await page.getByRole('button', { name }).count(), 0, String(name));
+      }
+      await shot(page, 'auditor-tenants');
+      await page.getByRole('link', { name: 'Audit log' }).click();
+      await page.getByRole('cell', { name: 'operator.create' }).waitFor();
+      await page.getByTestId('audit-actor').getByText('root', { exact: true }).first().waitFor();
+      await page.getByRole('link', { name: 'Registries' }).click();
+      await page.getByRole('heading', { name: 'Remote A2A agents' }).waitFor();
+    } finally {
+      await ctx.close();
+    }
+  });
+
+  it('signs in with a JWT of a trusted issuer, shows its expiry, and says so plainly when it has expired', async () => {
+    const trusted = await server.admin.post('/v1/admin/issuers', {
+      issuer: idp.issuer,
+      audiences: ['arbiter'],
+      tenant_claim: 'org',
+      clock_skew_seconds: 0,
+    });
+    assert.equal(trusted.status, 201, JSON.stringify(trusted.body));
+    assert.equal((await server.admin.patch(`/v1/admin/tenants/${tenantId}`, { external_id: 'acme' })).status, 200);
+    const jwt = await idp.token('acme-dashboard', { scope: 'agents:read tasks:read' });
+    const { ctx, page } = await openTab(browser, server.url, offOrigin);
+    try {
+      await page.goto('/console/');
+      // Pasted with its "Bearer " prefix, as copied from a curl line: the console takes the token.
+      await page.getByLabel('Token').fill(`Bearer ${jwt}`);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { level: 1, name: 'Agents' }).waitFor();
+      assert.equal(await page.locator('header .who-name').textContent(), 'tenant acme');
+      assert.equal(await page.getByTestId('actor').textContent(), `jwt:${idp.issuer}|acme-dashboard`);
+      assert.equal(await page.getByTestId('scopes').textContent(), 'agents:read tasks:read');
+      await page.getByTestId('expires').locator('time').waitFor();
+      await page.getByRole('link', { name: 'clerk' }).waitFor();
+      assert.equal(await page.getByRole('link', { name: 'New agent' }).count(), 0);
+      await shot(page, 'jwt-signed-in');
+
+      // The same identity's token once it has expired (signed with the IdP's key, `exp` an hour ago): the tab
+      // holds it as if it had expired while signed in, and its next call is refused.
+      const now = Math.floor(Date.now() / 1000);
+      const expired = await new SignJWT({ org: 'acme', scope: 'agents:read tasks:read', client_id: 'acme-dashboard' })
+        .setProtectedHeader({ alg: 'RS256', kid: idpKey.kid, typ: 'at+jwt' })
+        .setIssuer(idp.issuer)
+        .setAudience('arbiter')
+        .setSubject('acme-dashboard')
+        .setIssuedAt(now - 7200)
+        .setExpirationTime(now - 3600)
+        .sign(await importJWK(idpKey, 'RS256'));
+      const refused = await server.as(expired).get('/v1/agents');
+      assert.equal(refused.status, 401);
+      assert.match(JSON.stringify(refused.body), /expired/);
+      const k = JSON.stringify(SESSION_KEY);
+      await page.evaluate(
+        `sessionStorage.setItem(${k}, JSON.stringify({ ...JSON.parse(sessionStorage.getItem(${k})), token: ${JSON.stringify(expired)} }))`,
+      );
+      await page.goto('/console/agents/clerk');
+      const notice = page.getByTestId('signin-expired');
+      await notice.getByText('Your sign-in expired').waitFor();
+      assert.match((await notice.textContent()) ?? '', /paste a\s+fresh token/i);
+      assert.match((await notice.textContent()) ?? '', /acme-dashboard/);
+      await shot(page, 'jwt-expired');
+      // Signing in with that expired token says why; a fresh one continues on the page it was on.
+      await page.getByLabel('Token').fill(expired);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByText('This token has expired').waitFor();
+      await page.getByLabel('Token').fill(await idp.token('acme-dashboard', { scope: 'agents:read tasks:read' }));
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { level: 1, name: 'Agent clerk' }).waitFor();
+    } finally {
+      await ctx.close();
+    }
   });
 
   it('made no request off the page origin', () => {
