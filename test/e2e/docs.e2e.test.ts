@@ -146,7 +146,11 @@ const EXPECTED: Record<string, RegExp[]> = {
   'docs/push.md': [/received: TASK_STATE_SUBMITTED/, /received: TASK_STATE_COMPLETED/, /"state":"active"/],
   'docs/agents-and-tools.md': [/"tool":"\/a2a","ok":true,"args":"call researcher/, /Echo: hello/, /Result for A2A/],
   'docs/native-api.md': [/Idempotent-Replayed: true/i, /"error_code":"cancelled"/],
-  'docs/api.md': [/\{"kind":"admin"\}/, /tenant disabled: 401/],
+  'docs/api.md': [
+    /\{"kind":"admin","role":"admin","actor":"root"/,
+    /"required_scopes":\["agents:read","agents:write"\]/,
+    /tenant disabled: 401/,
+  ],
   'docs/operating.md': [/send \d: 429/, /arbiter_http_requests_total\{/],
 };
 
