@@ -3,13 +3,14 @@ import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swag
 import { validationMetadatasToSchemas } from 'class-validator-jsonschema';
 import { QUERY_TYPES, REST_ROUTE_PATHS } from '../a2a-inbound/rest/rest-routes.js';
 import { spellingsOf } from '../a2a-wire/dialects/proto-names.js';
+import { PROTO_METHOD_OF } from '../a2a-wire/dialects/dialects.js';
 import type { Operation } from '../a2a-wire/dialects/dialect.js';
+import { OPERATION_SCOPES } from '../a2a-inbound/handler/a2a-call.js';
 import { A2A_SCHEMAS } from './a2a-schemas.js';
 import { SCHEMA_OPTIONS } from '../common/api-docs.js';
+import { anyOf, BEARER, BEARER_DESCRIPTION, documentRouteSecurity } from './security.js';
 
 type OperationObject = Record<string, unknown>;
-/** Paths served without a token (`@Public()` routes). */
-const PUBLIC = /^\/v1\/health|^\/\.well-known\//;
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const json = (schema: object) => ({ 'application/json': { schema }, 'application/a2a+json': { schema } });
 const sse = (description: string) => ({
@@ -85,6 +86,7 @@ function restOperation(path: string, op: Operation, prefixed: boolean): Operatio
     tags: ['A2A HTTP+JSON'],
     summary: spec.summary,
     operationId: `a2aRest_${op}${prefixed ? '_tenant' : ''}`,
+    security: anyOf(OPERATION_SCOPES[op]),
     parameters,
     ...(spec.body ? { requestBody: { required: true, content: json(ref(spec.body)) } } : {}),
     responses: {
@@ -94,12 +96,30 @@ function restOperation(path: string, op: Operation, prefixed: boolean): Operatio
   };
 }
 
+/** The methods grouped by the scopes they accept: `a2a:invoke: SendMessage, … ; a2a:invoke or agents:read …: …`. */
+function methodScopes(): string {
+  const groups = new Map<string, string[]>();
+  for (const [op, scopes] of Object.entries(OPERATION_SCOPES) as [Operation, readonly string[]][]) {
+    const key = scopes.join(' or ');
+    groups.set(key, [...(groups.get(key) ?? []), PROTO_METHOD_OF[op]]);
+  }
+  return [...groups].map(([scopes, methods]) => `${scopes}: ${methods.join(', ')}`).join('; ');
+}
+
+/** The scopes of which any one reaches the JSON-RPC endpoint: every method's (each method then needs its own). */
+const JSONRPC_SCOPES = [...new Set(Object.values(OPERATION_SCOPES).flat())];
+
 /** The JSON-RPC endpoint of an agent (spec §9). */
 const JSONRPC_OPERATION: OperationObject = {
   tags: ['A2A JSON-RPC'],
   summary:
     'A2A JSON-RPC 2.0 endpoint of the agent (v1.0 with A2A-Version: 1.0, else v0.3); streaming methods answer SSE',
+  description:
+    `The scopes each method accepts (the v0.3 names alike): ${methodScopes()}. A method whose scopes the ` +
+    'credential lacks is answered with JSON-RPC error -32000, ErrorInfo reason PERMISSION_DENIED, ' +
+    '`metadata.required_scopes`.',
   operationId: 'a2aJsonRpc',
+  security: anyOf(JSONRPC_SCOPES),
   parameters: [
     param('agentId', 'path', 'the agent'),
     param('A2A-Version', 'header', '1.0 (or ?A2A-Version=); absent means 0.3'),
@@ -126,13 +146,14 @@ export function buildOpenApi(app: INestApplication, version: string): OpenAPIObj
     .setOpenAPIVersion('3.1.0')
     .setTitle('Arbiter')
     .setDescription(
-      'Multi-tenant A2A gateway and agent runtime. Tenant routes take a tenant token (atr_…), /v1/admin the admin ' +
-        'token (adm_…), as `Authorization: Bearer`. The A2A bindings (JSON-RPC, HTTP+JSON) follow the A2A ' +
+      'Multi-tenant A2A gateway and agent runtime. Tenant routes take a tenant credential (atr_… or a trusted ' +
+        'issuer’s JWT) holding one of the scopes the operation lists, /v1/admin an operator credential (adm_…), ' +
+        'as `Authorization: Bearer`. The A2A bindings (JSON-RPC, HTTP+JSON) follow the A2A ' +
         'specification; their shapes here are a guide, the specification is normative.',
     )
     .setVersion(version)
-    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'atr_… (tenant) or adm_… (admin)' }, 'bearer')
-    .addSecurityRequirements('bearer')
+    .addBearerAuth({ type: 'http', scheme: 'bearer', description: BEARER_DESCRIPTION }, BEARER)
+    .addSecurityRequirements(BEARER)
     .build();
   const doc = SwaggerModule.createDocument(app, config, {
     operationIdFactory: (controller, method) => `${controller.replace(/Controller$/, '')}_${method}`,
@@ -143,11 +164,8 @@ export function buildOpenApi(app: INestApplication, version: string): OpenAPIObj
     ...doc.components,
     schemas: { ...doc.components?.schemas, ...dtoSchemas, ...A2A_SCHEMAS },
   };
-  // Open routes (health, agent cards) need no token.
-  for (const [path, item] of Object.entries(doc.paths)) {
-    if (!PUBLIC.test(path)) continue;
-    for (const op of Object.values(item as Record<string, { security?: unknown[] }>)) op.security = [];
-  }
+  // What each route accepts, from the same metadata the access guard reads (open routes: nothing).
+  documentRouteSecurity(app, doc);
   const rpc = (doc.paths['/v1/a2a/agents/{agentId}'] ??= {}) as Record<string, unknown>;
   rpc.post = JSONRPC_OPERATION;
   // Each route also after the agent's id as a tenant prefix, as the SDK's REST client sends it.

@@ -137,11 +137,6 @@ const EXPECTED: Record<string, RegExp[]> = {
     /sent: TASK_STATE_COMPLETED "hello"/,
     /got: true TASK_STATE_COMPLETED/,
   ],
-  'docs/identity.md': [
-    /"kind":"tenant".*"scopes":\["a2a:invoke"\].*"actor":"jwt:http:\/\/127\.0\.0\.1:\d+\|acme-agent"/,
-    /"required_scopes":\["a2a:invoke"\].*\n403/,
-    /tenant\.create by jwt:http:\/\/127\.0\.0\.1:\d+\|ops-alice\nissuer\.create by root/,
-  ],
   'docs/a2a.md': [
     /TASK_STATE_CANCELED/,
     /the same task: /,
@@ -151,7 +146,11 @@ const EXPECTED: Record<string, RegExp[]> = {
   'docs/push.md': [/received: TASK_STATE_SUBMITTED/, /received: TASK_STATE_COMPLETED/, /"state":"active"/],
   'docs/agents-and-tools.md': [/"tool":"\/a2a","ok":true,"args":"call researcher/, /Echo: hello/, /Result for A2A/],
   'docs/native-api.md': [/Idempotent-Replayed: true/i, /"error_code":"cancelled"/],
-  'docs/api.md': [/\{"kind":"admin","role":"admin","actor":"root"/, /tenant disabled: 401/],
+  'docs/api.md': [
+    /\{"kind":"admin","role":"admin","actor":"root"/,
+    /"required_scopes":\["agents:read","agents:write"\]/,
+    /tenant disabled: 401/,
+  ],
   'docs/operating.md': [/send \d: 429/, /arbiter_http_requests_total\{/],
 };
 

@@ -10,6 +10,7 @@ import {
   RestTransportFactory,
 } from '@a2a-js/sdk/client';
 import { REST_ROUTE_PATHS } from '../../src/a2a-inbound/rest/rest-routes.js';
+import { isTenantScope, OPERATOR_ROLES, TENANT_SCOPES } from '../../src/common/auth.decorators.js';
 import { newTenant } from '../helpers/factories.js';
 import { authFetch, cardUrl } from '../helpers/a2a.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -124,8 +125,84 @@ describe('the OpenAPI document (/openapi.json) and the docs page (/docs)', () =>
     const list = doc.paths['/v1/requests'].get.parameters.map((p: { name: string }) => p.name).sort();
     assert.deepEqual(list, ['agent_id', 'context_id', 'cursor', 'limit', 'state']);
     assert.deepEqual(doc.paths['/v1/health'].get.security, []);
-    assert.equal(doc.paths['/v1/agents'].get.security, undefined, 'the bearer requirement applies');
     assert.deepEqual(doc.security, [{ bearer: [] }]);
+  });
+
+  it('each operation lists what it accepts — the scopes of a tenant route, the roles of an operator route — and the server holds a credential to exactly that', async () => {
+    const scheme = doc.components.securitySchemes.bearer;
+    assert.deepEqual({ type: scheme.type, scheme: scheme.scheme }, { type: 'http', scheme: 'bearer' });
+    for (const name of [...TENANT_SCOPES, ...OPERATOR_ROLES])
+      assert.match(scheme.description, new RegExp(`\`${name}\``));
+    /** An operation's alternatives: one name (a scope or a role) per requirement, or [] for none. */
+    const accepted = (op: any): string[] => {
+      assert.ok(Array.isArray(op.security), `${op.operationId} lists its security`);
+      return op.security.map((r: Record<string, string[]>) => {
+        assert.deepEqual(Object.keys(r), ['bearer'], op.operationId);
+        assert.ok(r.bearer.length <= 1, `${op.operationId}: one scope per alternative (any one is enough)`);
+        return r.bearer[0] ?? '';
+      });
+    };
+    const ops = Object.entries<Record<string, any>>(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item).map(([method, op]) => ({ path, method, op, names: accepted(op) })),
+    );
+    const of = (method: string, path: string) => ops.find((o) => o.method === method && o.path === path)!.names;
+    // Examples of each kind: open, any credential, operator reads and writes, tenant routes, the A2A bindings.
+    assert.deepEqual(of('get', '/v1/health'), []);
+    assert.deepEqual(of('get', '/.well-known/agent-card.json'), []);
+    assert.deepEqual(of('get', '/v1/me'), ['']);
+    assert.deepEqual(of('get', '/v1/admin/tenants'), ['admin', 'auditor']);
+    assert.deepEqual(of('post', '/v1/admin/tenants'), ['admin']);
+    assert.deepEqual(of('delete', '/v1/admin/issuers/{id}'), ['admin']);
+    assert.deepEqual(of('get', '/metrics'), ['admin', 'auditor']);
+    assert.deepEqual(of('post', '/v1/agents'), ['agents:write']);
+    assert.deepEqual(of('get', '/v1/agents'), ['agents:read', 'agents:write']);
+    assert.deepEqual(of('get', '/v1/requests'), ['a2a:invoke', 'tasks:read']);
+    assert.deepEqual(of('post', '/v1/orchestrate'), ['a2a:invoke']);
+    assert.deepEqual(of('post', '/v1/a2a/agents/{agentId}/message:send'), ['a2a:invoke']);
+    assert.deepEqual(of('get', '/v1/a2a/agents/{agentId}/extendedAgentCard'), [
+      'a2a:invoke',
+      'agents:read',
+      'tasks:read',
+    ]);
+    assert.deepEqual(of('post', '/v1/a2a/agents/{agentId}').sort(), ['a2a:invoke', 'agents:read', 'tasks:read']);
+    assert.match(doc.paths['/v1/a2a/agents/{agentId}'].post.description, /a2a:invoke: SendMessage, /);
+    for (const o of ops) {
+      for (const name of o.names) {
+        assert.ok(['', ...TENANT_SCOPES, ...OPERATOR_ROLES].includes(name), `${o.method} ${o.path}: ${name}`);
+      }
+      const admin = o.path.startsWith('/v1/admin/');
+      if (admin) assert.deepEqual(o.names, o.method === 'get' ? ['admin', 'auditor'] : ['admin'], o.path);
+    }
+
+    // What the document lists is what the server enforces: a token of each scope the operation does not list gets
+    // a 403 naming exactly the listed ones; one of a listed scope gets through.
+    const tenant = (await server.admin.post('/v1/admin/tenants', { name: 'openapi-scopes' })).body.tenant.id;
+    const only = {} as Record<string, string>;
+    for (const scope of TENANT_SCOPES) {
+      only[scope] = (await server.admin.post(`/v1/admin/tenants/${tenant}/tokens`, { scopes: [scope] })).body.token;
+    }
+    const tenantOps = ops.filter((o) => o.names.length > 0 && o.names.every((n) => isTenantScope(n)));
+    assert.ok(tenantOps.length > 30, `${tenantOps.length} tenant operations`);
+    for (const o of tenantOps) {
+      if (o.path === '/v1/a2a/agents/{agentId}') continue; // per method: the route-scopes test
+      const path = o.path
+        .replace('{agentId}', 'index')
+        .replace(/\{[A-Za-z]+\}/g, '00000000-0000-4000-8000-000000000000');
+      for (const scope of TENANT_SCOPES) {
+        const res = await server.as(only[scope]).request(o.method.toUpperCase(), path, {
+          headers: { 'a2a-version': '1.0' },
+          ...(o.method === 'post' || o.method === 'patch' ? { json: {} } : {}),
+        });
+        const what = `${o.method} ${o.path} with a token of ${scope} → ${res.status}`;
+        if (o.names.includes(scope)) {
+          assert.ok(res.status !== 401 && res.status !== 403, what);
+          continue;
+        }
+        assert.equal(res.status, 403, what);
+        const listed = res.body.required_scopes ?? res.body.error.details.at(-1).metadata.required_scopes.split(' ');
+        assert.deepEqual(listed, o.names, what);
+      }
+    }
   });
 
   it('the HTTP+JSON routes take and answer what the document says: the SDK REST transport’s real requests and their answers validate against it', async () => {
