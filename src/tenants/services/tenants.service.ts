@@ -18,6 +18,7 @@ import {
 import type { TenantEntity } from '../entities/tenant.entity.js';
 import { AuditRepository } from '../repositories/audit.repository.js';
 import { TenantRepository } from '../repositories/tenant.repository.js';
+import { JwtPrincipals } from '../identity/jwt-principals.service.js';
 import { TenantAuthService } from './tenant-auth.service.js';
 import { OpenStreams, type AccessChange } from './open-streams.service.js';
 import { generateTenantToken, sha256Hex, tokenPrefix } from './token-crypto.js';
@@ -39,6 +40,7 @@ export class TenantsService {
     private readonly audit: AuditRepository,
     private readonly streams: OpenStreams,
     private readonly auth: TenantAuthService,
+    private readonly jwts: JwtPrincipals,
   ) {}
 
   /** Runs `work` in a transaction that announces `changes(result)` on commit, then applies them here. */
@@ -51,6 +53,7 @@ export class TenantsService {
       return { r, ...(await this.streams.announce(em, changes(r))) };
     });
     this.auth.forget();
+    this.jwts.forget();
     for (const c of changes(result)) this.streams.apply(c);
     // Answer once the change is in force on every replica (their token caches dropped it).
     await heard;
