@@ -362,6 +362,18 @@ describe('JWT verification for trusted issuers', () => {
       assert.equal(s.idp.hits('/jwks'), 2);
     });
 
+    it('a key added just after a background refresh is found on its first token (the refresh is no fetch on demand)', async () => {
+      const s = await setup([rs.jwk]);
+      await s.verify(await s.mint(rs));
+      s.clock.t += REFRESH_MS;
+      await s.keys.refreshAll();
+      s.idp.jwks = { keys: [rs.jwk, rs2.jwk] };
+      await s.verify(await s.mint(rs2));
+      assert.equal(s.idp.hits('/jwks'), 3);
+      await refused(s.verify(await s.mint(stranger)), UNKNOWN_KID); // and the rate holds for the next miss
+      assert.equal(s.idp.hits('/jwks'), 3);
+    });
+
     it('a retired key stops verifying after a refresh', async () => {
       const s = await setup([rs.jwk, rs2.jwk]);
       const old = await s.mint(rs);

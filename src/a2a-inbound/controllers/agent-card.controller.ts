@@ -67,7 +67,10 @@ export class AgentCardController {
     }
     const explicit = Boolean(req.headers['a2a-version'] ?? req.query['A2A-Version']);
     const base = this.cards.baseUrl(req);
-    const card = version === '1.0' && explicit ? this.cards.v1Card(agent, base, t.tenantId) : this.cards.compatCard(agent, base, t.tenantId);
+    const card =
+      version === '1.0' && explicit
+        ? this.cards.v1Card(agent, base, t.tenantId)
+        : this.cards.compatCard(agent, base, t.tenantId);
     send(req, res, card, 'private, max-age=60');
   }
 }

@@ -150,9 +150,7 @@ export class AgentCardService {
    */
   v1Card(agent: ResolvedAgent, base: string, tenantId: string): Json {
     return AgentCard.toJSON(
-      AgentCard.fromJSON(
-        this.v1Json(agent, base, tenantId, publicSkills(agent, this.usableTools(agent.constitution))),
-      ),
+      AgentCard.fromJSON(this.v1Json(agent, base, tenantId, publicSkills(agent, this.usableTools(agent.constitution)))),
     ) as Json;
   }
 
@@ -242,7 +240,8 @@ export class AgentCardService {
         bearer: {
           httpAuthSecurityScheme: {
             scheme: 'Bearer',
-            description: 'A tenant token (atr_…) issued by the Arbiter operator, or a JWT access token of a trusted issuer',
+            description:
+              'A tenant token (atr_…) issued by the Arbiter operator, or a JWT access token of a trusted issuer',
           },
         },
         ...Object.fromEntries(

@@ -54,7 +54,7 @@ interface Entry {
   keys: IssuerKey[] | null;
   /** The discovery document's `jwks_uri`, kept until a JWKS fetch fails. */
   discovered: string | null;
-  /** When the last fetch started (success or not), for the rate limit. */
+  /** When the last fetch on demand started (success or not), for the rate limit. */
   attemptedAt: number | null;
   lastError: string | null;
   inflight: Promise<void> | null;
@@ -146,14 +146,20 @@ export class IssuerKeys {
     return entry;
   }
 
-  /** Fetches the entry's keys, unless a fetch is under way (joined) or, unless forced, one started too recently. */
+  /**
+   * Fetches the entry's keys, unless a fetch is under way (joined) or, unless forced, one on demand started too
+   * recently. The background refresh (forced) does not count against the rate: it runs every interval, so it would
+   * leave no room for the fetch on an unknown kid, and an issuer's new key would be refused until the next refresh.
+   */
   private refresh(entry: Entry, force: boolean): Promise<void> {
     if (entry.inflight) return entry.inflight;
-    const now = this.now();
-    // While no key is known every token is refused, so an issuer that could not be reached is tried again sooner.
-    const interval = entry.keys === null ? Math.min(this.refreshMs, RETRY_WITHOUT_KEYS_MS) : this.refreshMs;
-    if (!force && entry.attemptedAt !== null && now - entry.attemptedAt < interval) return Promise.resolve();
-    entry.attemptedAt = now;
+    if (!force) {
+      const now = this.now();
+      // While no key is known every token is refused, so an issuer that could not be reached is tried again sooner.
+      const interval = entry.keys === null ? Math.min(this.refreshMs, RETRY_WITHOUT_KEYS_MS) : this.refreshMs;
+      if (entry.attemptedAt !== null && now - entry.attemptedAt < interval) return Promise.resolve();
+      entry.attemptedAt = now;
+    }
     entry.inflight = this.fetch(entry).finally(() => {
       entry.inflight = null;
     });

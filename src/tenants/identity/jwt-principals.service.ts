@@ -90,7 +90,7 @@ export class JwtPrincipals implements OnModuleInit, OnModuleDestroy {
   }
 
   onModuleInit(): void {
-    this.channel.listenApplied(ACCESS_CHANNEL, () => this.verified.clear());
+    this.channel.listenApplied(ACCESS_CHANNEL, () => this.forget());
     this.issuers.onChange((id) => {
       this.keys.forget(id);
       this.verified.clear();
@@ -100,6 +100,11 @@ export class JwtPrincipals implements OnModuleInit, OnModuleDestroy {
 
   onModuleDestroy(): void {
     this.stopRefreshing?.();
+  }
+
+  /** Drops every verified token (an access change was committed here or announced by another replica). */
+  forget(): void {
+    this.verified.clear();
   }
 
   /** The principal of a JWT, or a `BearerRefusalError` saying why not. */

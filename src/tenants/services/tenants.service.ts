@@ -18,6 +18,7 @@ import {
 import type { TenantEntity } from '../entities/tenant.entity.js';
 import { AuditRepository } from '../repositories/audit.repository.js';
 import { TenantRepository } from '../repositories/tenant.repository.js';
+import { JwtPrincipals } from '../identity/jwt-principals.service.js';
 import { TenantAuthService } from './tenant-auth.service.js';
 import { OpenStreams, type AccessChange } from './open-streams.service.js';
 import { generateTenantToken, sha256Hex, tokenPrefix } from './token-crypto.js';
@@ -39,6 +40,7 @@ export class TenantsService {
     private readonly audit: AuditRepository,
     private readonly streams: OpenStreams,
     private readonly auth: TenantAuthService,
+    private readonly jwts: JwtPrincipals,
   ) {}
 
   /** Runs `work` in a transaction that announces `changes(result)` on commit, then applies them here. */
@@ -51,6 +53,7 @@ export class TenantsService {
       return { r, ...(await this.streams.announce(em, changes(r))) };
     });
     this.auth.forget();
+    this.jwts.forget();
     for (const c of changes(result)) this.streams.apply(c);
     // Answer once the change is in force on every replica (their token caches dropped it).
     await heard;
@@ -110,12 +113,14 @@ export class TenantsService {
     by: ChangeBy,
   ): Promise<TenantView> {
     let disabledNow = false;
+    let remapped = false;
     return this.revoking(
       async (em) => {
         let tenant = await this.mustFind(id, em);
         if (change.externalId !== undefined && change.externalId !== tenant.externalId) {
           const externalId = change.externalId;
           tenant = (await uniqueExternalId(() => this.tenants.setExternalId(em, id, externalId)))!;
+          remapped = true;
           await this.audit.record(em, {
             action: 'tenant.external_id',
             tenantId: id,
@@ -134,7 +139,11 @@ export class TenantsService {
         }
         return tenantView(tenant);
       },
-      (t) => (disabledNow ? [{ kind: 'tenant_disabled', tenantId: t.id }] : []),
+      // A new external id changes which JWTs map here: every replica drops the principals it has cached.
+      (t) => [
+        ...(disabledNow ? [{ kind: 'tenant_disabled' as const, tenantId: t.id }] : []),
+        ...(remapped ? [{ kind: 'tenant_limits' as const, tenantId: t.id }] : []),
+      ],
     );
   }
 
