@@ -162,6 +162,27 @@ describe('identity: tenants and operators of a trusted OpenID Provider', () => {
     assert.equal(me.body.credential.issuer_id, issuerId);
   });
 
+  it('the card says how to authenticate: a bearer, or a token of the trusted issuer (openIdConnect), in both shapes', async () => {
+    const reader = server.as(await token('acme-dashboard', 'agents:read tasks:read'));
+    const discovery = `${idp.issuer}/.well-known/openid-configuration`;
+    const v1 = await reader.get('/v1/a2a/agents/helper/agent-card.json', { 'A2A-Version': '1.0' });
+    assert.equal(v1.status, 200, v1.text);
+    const scheme = `oidc-${issuerId.slice(0, 8)}`;
+    assert.deepEqual(Object.keys(v1.body.securitySchemes), ['bearer', scheme]);
+    assert.equal(v1.body.securitySchemes[scheme].openIdConnectSecurityScheme.openIdConnectUrl, discovery);
+    assert.deepEqual(v1.body.securityRequirements, [
+      { schemes: { bearer: { list: [] } } },
+      { schemes: { [scheme]: { list: ['a2a:invoke'] } } },
+    ]);
+    const v03 = await reader.get('/v1/a2a/agents/helper/agent-card.json');
+    assert.deepEqual(v03.body.securitySchemes[scheme], {
+      type: 'openIdConnect',
+      openIdConnectUrl: discovery,
+      description: v1.body.securitySchemes[scheme].openIdConnectSecurityScheme.description,
+    });
+    assert.deepEqual(v03.body.security, [{ bearer: [] }, { [scheme]: ['a2a:invoke'] }]);
+  });
+
   it("the official SDK client sends to acme's agent with acme-agent's JWT on JSON-RPC, HTTP+JSON and gRPC", async () => {
     const invoke = await token('acme-agent', 'a2a:invoke');
     const results: Record<string, unknown> = {};

@@ -137,6 +137,18 @@ describe('the server process (npm start)', () => {
       ],
     );
 
+    // Each line names its actor as the audit log does: the root admin token, the tenant token by its prefix.
+    const actorOf = (method: string, path: string) =>
+      requestLines.find((l) => {
+        const req = l.req as { method: string; url: string };
+        return req.method === method && req.url === path;
+      })?.actor;
+    const prefix = `token:${(created.body.token.token as string).slice(0, 12)}`;
+    assert.equal(actorOf('POST', '/v1/admin/tenants'), 'root');
+    assert.equal(actorOf('GET', '/v1/agents'), prefix);
+    assert.ok(a2aLines.every((l) => l.actor === prefix));
+    assert.equal(actorOf('GET', '/v1/health'), undefined, 'an open route has no actor');
+
     assert.equal(await first.stop('SIGTERM'), 0);
 
     const second = await startServerProcess({ ARBITER_HOME: home, ...dbEnv });
@@ -309,6 +321,55 @@ describe('the server process (npm start)', () => {
     });
     assert.notEqual(missing.code, 0);
     assert.match(missing.stdout, /ARBITER_ADMIN_TOKEN_FILE .*nope cannot be read \(ENOENT\)/);
+  });
+
+  it('ARBITER_TRUSTED_ISSUERS_FILE: its issuers are added at start (once), audited as root; a bad file stops the start naming the entry', async () => {
+    const issuersHome = tempHome();
+    seedEmbeddedDatabase(issuersHome);
+    after(() => rmSync(issuersHome, { recursive: true, force: true }));
+    const file = join(issuersHome, 'issuers.json');
+    const entry = {
+      issuer: 'https://idp.example.com',
+      audiences: ['arbiter'],
+      tenant_claim: 'org',
+      role_claim: 'roles',
+    };
+    writeFileSync(file, JSON.stringify([entry]));
+    const env = { ARBITER_HOME: issuersHome, ARBITER_TRUSTED_ISSUERS_FILE: file, ...dbEnv };
+    for (let start = 0; start < 2; start++) {
+      const proc = await startServerProcess(env);
+      after(() => proc.child.kill('SIGKILL'));
+      try {
+        const admin = new HttpClient(proc.url).withToken(readFileSync(join(issuersHome, 'admin_token'), 'utf8').trim());
+        const listed = await admin.get('/v1/admin/issuers');
+        assert.deepEqual(
+          listed.body.items.map((i: { issuer: string; tenant_claim: string }) => [i.issuer, i.tenant_claim]),
+          [['https://idp.example.com', 'org']],
+          'added once, not again on the second start',
+        );
+        const audit = await admin.get('/v1/admin/audit');
+        const rows = audit.body.items.filter((a: { action: string }) => a.action === 'issuer.create');
+        assert.deepEqual(
+          rows.map((a: { actor_id: string; detail: { from: string } }) => [a.actor_id, a.detail.from]),
+          [['root', 'ARBITER_TRUSTED_ISSUERS_FILE']],
+        );
+      } finally {
+        assert.equal(await proc.stop('SIGTERM'), 0);
+      }
+    }
+    writeFileSync(
+      file,
+      JSON.stringify([
+        entry,
+        { issuer: 'https://other.example.com', audiences: ['arbiter'], algorithms: ['HS256'], tenant_claim: 'org' },
+      ]),
+    );
+    const bad = await runToExit(env);
+    assert.notEqual(bad.code, 0);
+    assert.match(
+      bad.stdout,
+      /ARBITER_TRUSTED_ISSUERS_FILE .*issuers\.json: entry 1: algorithms: algorithms must be a non-empty list of RS256/,
+    );
   });
 
   it('listens where --port/--bind say, over PORT/BIND', async () => {
