@@ -171,7 +171,7 @@ describe('identity: tenants and operators of a trusted OpenID Provider', () => {
     assert.deepEqual(Object.keys(v1.body.securitySchemes), ['bearer', scheme]);
     assert.equal(v1.body.securitySchemes[scheme].openIdConnectSecurityScheme.openIdConnectUrl, discovery);
     assert.deepEqual(v1.body.securityRequirements, [
-      { schemes: { bearer: { list: [] } } },
+      { schemes: { bearer: {} } },
       { schemes: { [scheme]: { list: ['a2a:invoke'] } } },
     ]);
     const v03 = await reader.get('/v1/a2a/agents/helper/agent-card.json');
