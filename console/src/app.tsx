@@ -144,12 +144,14 @@ export function App() {
   useEffect(() => {
     setUnauthorizedHandler((message) => {
       const mine = current.current;
-      const token = mine?.token ?? null;
+      // Several calls in flight may each be refused: the first one signs out, the others have nothing to add.
+      if (!mine) return;
+      const token = mine.token;
       const text = `Signed out: ${message}.`;
       // A JWT that expired is the usual end of a JWT session: say so plainly, not as an error.
-      end(text, mine ? expiredOf(mine.me, message) : null);
+      end(text, expiredOf(mine.me, message));
       // The other tabs holding this token are signed out too (a revoked token fails there as well).
-      if (token) channel.signedOut(token, text);
+      channel.signedOut(token, text);
     });
   }, []);
   if (!session || !api) {
