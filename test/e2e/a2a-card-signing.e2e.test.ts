@@ -60,7 +60,8 @@ describe('signed agent cards (A2A §8.4)', () => {
     for (const h of headersOf(card)) {
       assert.equal(h.typ, 'JOSE', what);
       assert.equal(h.alg, 'ES256', what);
-      assert.equal(h.jku, `${server.url}/.well-known/jwks.json`, what);
+      // The base URL the card names (gRPC has no request to read it from: the configured one).
+      assert.equal(h.jku, `${card.provider?.url ?? server.url}/.well-known/jwks.json`, what);
     }
     return kid;
   };
