@@ -29,21 +29,21 @@ const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typ
 
 /** The one algorithm a key type allows: P-256 → ES256, RSA (≥ 2048 bits) → RS256, Ed25519 → EdDSA. */
 export function algOf(key: KeyObject): CardAlg {
-  switch (key.asymmetricKeyType) {
-    case 'ec':
-      if (key.asymmetricKeyDetails?.namedCurve === 'prime256v1') return 'ES256';
-      throw new CardKeyError('an EC key must be on the P-256 curve (ES256)');
-    case 'rsa':
-      if ((key.asymmetricKeyDetails?.modulusLength ?? 0) < 2048)
-        throw new CardKeyError('an RSA key must have 2048 bits or more');
-      return 'RS256';
-    case 'ed25519':
-      return 'EdDSA';
-    default:
-      throw new CardKeyError(
-        `${key.asymmetricKeyType ? `an ${key.asymmetricKeyType}` : 'a symmetric'} key cannot sign cards; use ES256 (P-256), RS256 or EdDSA (Ed25519)`,
-      );
+  const type = key.asymmetricKeyType;
+  if (type === 'ec') {
+    if (key.asymmetricKeyDetails?.namedCurve === 'prime256v1') return 'ES256';
+    throw new CardKeyError('an EC key must be on the P-256 curve (ES256)');
   }
+  if (type === 'rsa') {
+    if ((key.asymmetricKeyDetails?.modulusLength ?? 0) < 2048) {
+      throw new CardKeyError('an RSA key must have 2048 bits or more');
+    }
+    return 'RS256';
+  }
+  if (type === 'ed25519') return 'EdDSA';
+  throw new CardKeyError(
+    `${type ? `an ${type}` : 'a symmetric'} key cannot sign cards; use ES256 (P-256), RS256 or EdDSA (Ed25519)`,
+  );
 }
 
 /** A JWK's own checks: asymmetric, `alg` (when given) the key's one algorithm, `kid` printable. */
