@@ -18,6 +18,7 @@ import { GrpcBinding } from './grpc/grpc-binding.js';
 import { GrpcController } from './grpc/grpc.controller.js';
 import { GrpcEndpoint } from './grpc/grpc-endpoint.js';
 import { AgentCardService } from './services/agent-card.service.js';
+import { CardSigner } from './services/card-signer.service.js';
 
 /**
  * Every agent as an A2A endpoint: cards, and the JSON-RPC, HTTP+JSON and
@@ -41,6 +42,7 @@ import { AgentCardService } from './services/agent-card.service.js';
     RestBinding,
     A2aHttpController,
     AgentCardService,
+    CardSigner,
     GrpcBinding,
     GrpcEndpoint,
   ],

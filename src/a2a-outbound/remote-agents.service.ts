@@ -6,7 +6,8 @@ import type { Client } from '@a2a-js/sdk/client';
 import { AppConfig } from '../config/app-config.js';
 import { capBytes } from '../common/text.js';
 import { RemoteCards, type CachedCard } from './remote-cards.js';
-import { describeCallError, reason, staleCard } from './remote-errors.js';
+import { describeCallError, describeCardError, reason, staleCard } from './remote-errors.js';
+import { CardSignatureError } from '../common/card-signing/card-signature.js';
 import { RemoteRegistry, type RemoteAgent } from './remote-registry.service.js';
 import { partsText, replyText } from './remote-reply.js';
 import type { MessageJson } from '../common/a2a-json.js';
@@ -70,9 +71,9 @@ export class RemoteAgents {
       const skills = card.skills.map((s) => s.name || s.id).filter(Boolean);
       const description = (card.description || card.name).replace(/\s+/g, ' ').slice(0, 200);
       return `${description}${skills.length ? ` (skills: ${skills.join(', ')})` : ''}`;
-    } catch {
+    } catch (err) {
       signal.throwIfAborted();
-      return '(card unavailable)';
+      return err instanceof CardSignatureError ? '(card signature invalid)' : '(card unavailable)';
     }
   }
 
@@ -91,7 +92,7 @@ export class RemoteAgents {
       cached = await this.cards.cardFor(remote, signal);
     } catch (err) {
       signal.throwIfAborted();
-      return `ERR: card fetch failed: ${reason(err)}`;
+      return describeCardError(err);
     }
     const c = cached.card;
     const lines = [
@@ -100,6 +101,7 @@ export class RemoteAgents {
       `version: ${c.version || '(none)'}`,
       `url: ${remote.url}`,
       `card: ${cached.source}`,
+      `signature: ${signatureLine(cached)}`,
       ...c.supportedInterfaces.map((i) => `interface: ${i.protocolBinding} ${i.protocolVersion} ${i.url}`),
       `streaming: ${c.capabilities?.streaming ? 'yes' : 'no'}`,
       'skills:',
@@ -128,7 +130,7 @@ export class RemoteAgents {
       cached = await this.cards.cardFor(remote, callSignal);
     } catch (err) {
       signal.throwIfAborted();
-      return { body: `ERR: card fetch failed: ${reason(err)}` };
+      return { body: describeCardError(err) };
     }
     let remoteTaskId: string | undefined;
     const sentId = randomUUID();
@@ -192,6 +194,12 @@ export class RemoteAgents {
       this.logger.warn({ remoteTaskId: id, reason: reason(err) }, 'could not cancel the remote task');
     }
   }
+}
+
+/** Whether the card was verified, and by which pinned key. */
+function signatureLine(cached: CachedCard): string {
+  if (!cached.trust) return 'not checked (no card_signature pinned)';
+  return cached.trust.verified ? `verified (kid ${cached.trust.kid})` : 'not signed (card_signature not required)';
 }
 
 function stateName(task: Task): string {

@@ -11,6 +11,7 @@ import type { EgressPolicy } from '../common/net/egress.js';
 import { egressFetch, RemoteCallError } from './egress-fetch.js';
 import type { RemoteAgent } from './remote-registry.service.js';
 import { reason } from './remote-errors.js';
+import { checkCard, type CardTrust } from './card-pinning.js';
 
 const MAX_TTL_MS = 86_400_000;
 
@@ -29,6 +30,8 @@ export interface CachedCard {
   /** Where the card was found, and whether it was asked for as v1.0. */
   source: string;
   versioned: boolean;
+  /** With a `card_signature` pin: how the card's signature was checked. */
+  trust?: CardTrust;
 }
 
 /**
@@ -51,7 +54,7 @@ export class RemoteCards {
 
   /** The remote's card and client, cached (TTL, Cache-Control, ETag revalidation). */
   async cardFor(remote: RemoteAgent, signal: AbortSignal): Promise<CachedCard> {
-    const key = `${remote.url}\n${remote.cardUrl ?? ''}\n${remote.token}`;
+    const key = `${remote.url}\n${remote.cardUrl ?? ''}\n${remote.token}\n${JSON.stringify(remote.cardSignature ?? null)}`;
     const cached = this.cards.get(remote.name);
     if (cached && cached.key === key && cached.expiresAt > Date.now()) return cached;
     const fresh = await this.fetchCard(remote, key, cached?.key === key ? cached : undefined, signal);
@@ -119,6 +122,9 @@ export class RemoteCards {
       throw new RemoteCallError('malformed', 'the body is not JSON');
     }
     if (!looksLikeCard(raw)) throw new RemoteCallError('malformed', 'the body is not a valid AgentCard');
+    // A pinned card is checked before anything of it is used (fail closed: a `CardSignatureError`).
+    const pin = remote.cardSignature;
+    const trust = pin ? await checkCard(raw, pin, this.policy, this.config.a2aCardTimeoutMs, signal) : undefined;
     const fetchForCalls = egressFetch(this.policy, remote.token, this.config.a2aTimeoutMs, origin);
     const resolver = new DefaultAgentCardResolver({ fetchImpl: fetchForCalls, legacyCompat: { enabled: true } });
     const factory = new ClientFactory(
@@ -136,7 +142,17 @@ export class RemoteCards {
       throw new RemoteCallError('malformed', `no usable interface in the card (${reason(err)})`);
     }
     const etag = res.headers.get('etag') ?? undefined;
-    return { key, card, raw, client, expiresAt: Date.now() + ttl, etag, source, versioned };
+    return {
+      key,
+      card,
+      raw,
+      client,
+      expiresAt: Date.now() + ttl,
+      etag,
+      source,
+      versioned,
+      ...(trust ? { trust } : {}),
+    };
   }
 }
 

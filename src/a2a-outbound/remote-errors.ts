@@ -1,5 +1,6 @@
 import { EgressError } from '../common/net/egress.js';
 import { RemoteCallError } from './egress-fetch.js';
+import { CardSignatureError } from '../common/card-signing/card-signature.js';
 
 /** Worth one card re-fetch: the endpoint moved or speaks another version now. */
 export function staleCard(err: unknown): boolean {
@@ -15,6 +16,7 @@ export function reason(err: unknown): string {
 
 /** A failed call in the seed's vocabulary. */
 export function describeCallError(err: unknown): string {
+  if (err instanceof CardSignatureError) return describeCardError(err);
   if (err instanceof EgressError) {
     return err.code === 'blocked' || err.code === 'bad_url'
       ? `ERR: transport: refused: ${err.message}`
@@ -32,4 +34,10 @@ export function describeCallError(err: unknown): string {
   return `ERR: malformed response: ${String((err as Error).message ?? err)
     .replace(/\s+/g, ' ')
     .slice(0, 200)}`;
+}
+
+/** A card that could not be had, for the model: a pinned card's bad signature says so. */
+export function describeCardError(err: unknown): string {
+  if (err instanceof CardSignatureError) return `ERR: card signature invalid: ${err.message}`;
+  return `ERR: card fetch failed: ${reason(err)}`;
 }

@@ -9,6 +9,7 @@ import {
   RegistryFileError,
   resolveEnvRefs,
 } from '../common/registry-file/registry-fields.js';
+import { readCardPin, type CardPin } from './card-pinning.js';
 
 /** One remote A2A agent as the operator configured it. */
 export interface RemoteAgent {
@@ -21,6 +22,8 @@ export interface RemoteAgent {
   token: string;
   /** Set when `token_env` names a variable that is not set. */
   missingTokenEnv?: string;
+  /** `card_signature`: the keys the remote's card must be signed with (A2A §8.4.3). */
+  cardSignature?: CardPin;
 }
 
 export const REMOTE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
@@ -30,8 +33,9 @@ export { RegistryFileError as RegistryError };
 
 /**
  * Parses and validates the registry file's content (seed 001's schema, and
- * `card_url` for a card that is not where the lookup would find it):
- * `{ "agents": { "<name>": { "url", "card_url"?, "auth": { "type": "bearer", "token" | "token_env" } } } }`.
+ * `card_url` for a card that is not where the lookup would find it, `card_signature` to pin its signing keys):
+ * `{ "agents": { "<name>": { "url", "card_url"?, "auth": { "type": "bearer", "token" | "token_env" },
+ * "card_signature"?: { "jwks_url" | "jwk", "required"? } } } }`.
  * The first problem is reported with the path of the bad field.
  */
 export function parseRegistry(
@@ -44,10 +48,14 @@ export function parseRegistry(
     const at = `agents.${name}`;
     const entry = readEntry(name, value, at, REMOTE_NAME);
     for (const k of Object.keys(entry)) {
-      if (k !== 'url' && k !== 'card_url' && k !== 'auth') throw new RegistryFileError(`${at}: unknown field "${k}"`);
+      if (!['url', 'card_url', 'auth', 'card_signature'].includes(k)) {
+        throw new RegistryFileError(`${at}: unknown field "${k}"`);
+      }
     }
     const url = httpUrl(entry.url, `${at}.url`);
     const cardUrl = entry.card_url === undefined ? undefined : httpUrl(entry.card_url, `${at}.card_url`).href;
+    const pin =
+      entry.card_signature === undefined ? undefined : readCardPin(entry.card_signature, `${at}.card_signature`);
     const auth = entry.auth === undefined ? {} : readBearerAuth(entry.auth, `${at}.auth`, false);
     let token = 'token' in auth ? auth.token : '';
     let missingTokenEnv: string | undefined;
@@ -65,6 +73,7 @@ export function parseRegistry(
       ...(cardUrl ? { cardUrl } : {}),
       token,
       ...(missingTokenEnv ? { missingTokenEnv } : {}),
+      ...(pin ? { cardSignature: pin } : {}),
     });
   }
   return { agents, warnings };

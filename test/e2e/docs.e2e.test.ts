@@ -142,6 +142,7 @@ const EXPECTED: Record<string, RegExp[]> = {
     /the same task: /,
     /report\.zip application\/zip true/,
     /grpc: TASK_STATE_COMPLETED/,
+    /\{"keys":\[\]\}/,
   ],
   'docs/push.md': [/received: TASK_STATE_SUBMITTED/, /received: TASK_STATE_COMPLETED/, /"state":"active"/],
   'docs/agents-and-tools.md': [/"tool":"\/a2a","ok":true,"args":"call researcher/, /Echo: hello/, /Result for A2A/],

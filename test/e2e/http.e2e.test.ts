@@ -8,7 +8,12 @@ import { newTenant, type TestTenant } from '../helpers/factories.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /** Routes that are open on purpose. Anything else must refuse a request without a token. */
-const PUBLIC_ROUTES = new Set(['GET /v1/health', 'GET /v1/health/ready', 'GET /.well-known/agent-card.json']);
+const PUBLIC_ROUTES = new Set([
+  'GET /v1/health',
+  'GET /v1/health/ready',
+  'GET /.well-known/agent-card.json',
+  'GET /.well-known/jwks.json',
+]);
 
 describe('HTTP surface', () => {
   let server: TestServer;

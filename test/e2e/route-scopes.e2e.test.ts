@@ -50,6 +50,7 @@ const ROUTES: Readonly<Record<string, Expected>> = {
   'GET /v1/health': 'public',
   'GET /v1/health/ready': 'public',
   'GET /.well-known/agent-card.json': 'public',
+  'GET /.well-known/jwks.json': 'public',
   'GET /v1/me': 'any',
   'GET /metrics': 'scrape',
 

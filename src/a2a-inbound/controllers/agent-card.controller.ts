@@ -6,8 +6,10 @@ import { AGENT_ID_PATTERN } from '../../registry/constitution.js';
 import { AgentCatalog } from '../../registry/services/agent-catalog.service.js';
 import { negotiateVersion } from '../version.js';
 import { AgentCardService } from '../services/agent-card.service.js';
+import { CardSigner, JWKS_PATH } from '../services/card-signer.service.js';
 import { ApiTags } from '@nestjs/swagger';
 
+/** The body as served, signatures included: its ETag is computed over exactly these bytes. */
 function send(req: Request, res: Response, card: unknown, cacheControl: string): void {
   const body = JSON.stringify(card);
   const etag = AgentCardService.etag(body);
@@ -28,13 +30,25 @@ export class AgentCardController {
   constructor(
     private readonly cards: AgentCardService,
     private readonly catalog: AgentCatalog,
+    private readonly signer: CardSigner,
   ) {}
 
-  /** Unauthenticated discovery stub (seed 000): lists no agents. */
+  /** Unauthenticated discovery stub (seed 000): lists no agents. Signed, as every card, when a key is configured. */
   @Public()
   @Get('.well-known/agent-card.json')
-  wellKnown(@Req() req: Request, @Res() res: Response): void {
-    send(req, res, this.cards.wellKnown(this.cards.baseUrl(req)), 'public, max-age=300');
+  async wellKnown(@Req() req: Request, @Res() res: Response): Promise<void> {
+    const base = this.cards.baseUrl(req);
+    send(req, res, await this.signer.sign(this.cards.wellKnown(base), base), 'public, max-age=300');
+  }
+
+  /**
+   * The public keys cards are signed with (§8.4.3: what a verifier needs), as a JWK Set: the current key and
+   * the previous ones of a rotation; `{"keys": []}` when cards are not signed.
+   */
+  @Public()
+  @Get(JWKS_PATH.slice(1))
+  jwks(@Req() req: Request, @Res() res: Response): void {
+    send(req, res, this.signer.jwks(), 'public, max-age=300');
   }
 
   /**
@@ -71,6 +85,6 @@ export class AgentCardController {
       version === '1.0' && explicit
         ? this.cards.v1Card(agent, base, t.tenantId)
         : this.cards.compatCard(agent, base, t.tenantId);
-    send(req, res, card, 'private, max-age=60');
+    send(req, res, await this.signer.sign(card, base), 'private, max-age=60');
   }
 }

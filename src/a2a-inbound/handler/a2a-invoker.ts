@@ -91,7 +91,7 @@ export class A2aInvoker {
         await h.deleteTaskPushNotificationConfig(ctx, call.params);
         return { kind: 'deleted', result: dialect.pushDeleted };
       case 'extended_card':
-        return { kind: 'card', result: h.getExtendedAgentCard(ctx, dialect.version) };
+        return { kind: 'card', result: await h.getExtendedAgentCard(ctx, dialect.version) };
       default: {
         const unreachable: never = call;
         return unreachable;

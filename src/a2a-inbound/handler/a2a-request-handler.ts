@@ -18,6 +18,7 @@ import type {
   PushSetParams,
 } from '../../a2a-wire/dialects/push-params.js';
 import { AgentCardService } from '../services/agent-card.service.js';
+import { CardSigner } from '../services/card-signer.service.js';
 import type { A2aStream, CallContext } from './call-context.js';
 import { MessageIntake, pushScope } from './message-intake.js';
 import { finalStatusOnly, TaskStreams, trimmed } from './task-streams.js';
@@ -40,6 +41,7 @@ export class A2aRequestHandler {
     private readonly push: PushService,
     private readonly quotas: QuotaService,
     private readonly files: TaskFiles,
+    private readonly signer: CardSigner,
   ) {}
 
   /** §3.1.1: runs the message; blocking (the default) returns the task once it is terminal or interrupted. */
@@ -181,12 +183,14 @@ export class A2aRequestHandler {
    * §3.1.11, §13.3: the extended card of the URL's agent, for the caller
    * the guard authenticated (an unauthenticated request never gets here:
    * 401). The agent was resolved for the caller's tenant, so another
-   * tenant's agent is "not found" before this runs.
+   * tenant's agent is "not found" before this runs. Signed (§8.4) when a key is configured.
    */
-  getExtendedAgentCard(ctx: CallContext, dialect: Dialect): Record<string, unknown> {
+  getExtendedAgentCard(ctx: CallContext, dialect: Dialect): Promise<Record<string, unknown>> {
     const base = ctx.baseUrl ?? this.cards.configuredBaseUrl();
-    return dialect === '1.0'
-      ? this.cards.v1ExtendedCard(ctx.agent, base, ctx.principal.tenantId)
-      : this.cards.compatExtendedCard(ctx.agent, base, ctx.principal.tenantId);
+    const card =
+      dialect === '1.0'
+        ? this.cards.v1ExtendedCard(ctx.agent, base, ctx.principal.tenantId)
+        : this.cards.compatExtendedCard(ctx.agent, base, ctx.principal.tenantId);
+    return this.signer.sign(card, base);
   }
 }

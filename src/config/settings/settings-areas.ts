@@ -1,3 +1,4 @@
+import { CardSigningSettings } from './card-signing.settings.js';
 import { ContentLimitSettings } from './content-limits.settings.js';
 import { IdentitySettings } from './identity.settings.js';
 import { McpSettings } from './mcp.settings.js';
@@ -28,6 +29,7 @@ export const SETTINGS_AREAS = [
   { title: 'Files and task lists', schema: ContentLimitSettings },
   { title: 'Tenant quotas', schema: QuotaSettings },
   { title: 'Identity providers', schema: IdentitySettings },
+  { title: 'Signed agent cards', schema: CardSigningSettings },
   { title: 'Models and turns', schema: ModelSettings },
   { title: 'Tools: /write and /fetch', schema: ToolSettings },
   { title: 'Web search: /search', schema: SearchSettings },
@@ -43,6 +45,7 @@ export type Settings = ServerSettings &
   ContentLimitSettings &
   QuotaSettings &
   IdentitySettings &
+  CardSigningSettings &
   ModelSettings &
   ToolSettings &
   SearchSettings &
