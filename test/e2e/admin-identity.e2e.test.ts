@@ -163,6 +163,11 @@ describe('the identity admin API', () => {
         ['an unknown scope', { ...base, scope_map: { x: ['admin'] } }, ['scope_map']],
         ['an unknown tenant', { ...base, tenant_claim: undefined, tenant_id: randomUUID() }, ['tenant_id']],
         ['an unknown field', { ...base, secret: 'x' }, ['secret']],
+        [
+          "a tenant's own IdP granting operator roles",
+          { ...base, tenant_claim: undefined, tenant_id: randomUUID(), role_claim: 'roles' },
+          ['role_claim'],
+        ],
       ];
       for (const [what, body, expected] of cases) {
         const res = await server.admin.post('/v1/admin/issuers', body);

@@ -141,6 +141,14 @@ export class IssuerDirectory implements OnModuleInit {
       if (next.tenantClaim && next.tenantId) {
         throw DomainError.validation([{ field: 'tenant_id', messages: ['give tenant_claim or tenant_id, not both'] }]);
       }
+      if (next.tenantId && next.roleClaim) {
+        throw DomainError.validation([
+          {
+            field: 'role_claim',
+            messages: ['an issuer bound to one tenant (tenant_id) cannot grant operator roles; leave role_claim out'],
+          },
+        ]);
+      }
       await this.mustHaveTenant(em, dto.tenant_id);
       await unique(() => em.update(TrustedIssuerEntity, { id }, columns(dto)));
       return em.findOneByOrFail(TrustedIssuerEntity, { id });

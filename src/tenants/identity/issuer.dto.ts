@@ -97,6 +97,13 @@ export function issuerProblems(dto: IssuerPatchDto, creating: boolean): { field:
   if (dto.tenant_claim && dto.tenant_id) {
     problems.push({ field: 'tenant_id', messages: ['give tenant_claim or tenant_id, not both'] });
   }
+  if (dto.tenant_id && dto.role_claim) {
+    // An organisation's own IdP acts for its tenant only: it may never make platform operators.
+    problems.push({
+      field: 'role_claim',
+      messages: ['an issuer bound to one tenant (tenant_id) cannot grant operator roles; leave role_claim out'],
+    });
+  }
   if (creating && !dto.tenant_claim && !dto.tenant_id && !dto.role_claim) {
     problems.push({
       field: 'tenant_claim',

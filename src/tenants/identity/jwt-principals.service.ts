@@ -137,7 +137,8 @@ export class JwtPrincipals implements OnModuleInit, OnModuleDestroy {
   private async principalOf(claims: JWTPayload, issuer: TrustedIssuer, expiresAt: number): Promise<Principal> {
     const actor = jwtActor(claims);
     const jwt = { issuerId: issuer.id, expiresAt };
-    if (issuer.roleClaim) {
+    // Operators come only from issuers the operators trust for all tenants (never from a tenant's own IdP).
+    if (issuer.roleClaim && !issuer.tenantId) {
       const roles = values(claims[issuer.roleClaim]);
       const role = roles.includes(OPERATOR_ROLES.admin)
         ? 'admin'
