@@ -7,6 +7,7 @@ import { PushSettings } from './push.settings.js';
 import { QuotaSettings } from './quota.settings.js';
 import { RemoteAgentSettings } from './remote-agent.settings.js';
 import { SearchSettings } from './search.settings.js';
+import { SecretsSettings } from './secrets.settings.js';
 import { ServerSettings } from './server.settings.js';
 import { StorageSettings } from './storage.settings.js';
 import { ToolSettings } from './tool.settings.js';
@@ -28,6 +29,7 @@ export const SETTINGS_AREAS = [
   { title: 'Files and task lists', schema: ContentLimitSettings },
   { title: 'Tenant quotas', schema: QuotaSettings },
   { title: 'Identity providers', schema: IdentitySettings },
+  { title: 'Stored credentials and outbound tokens', schema: SecretsSettings },
   { title: 'Models and turns', schema: ModelSettings },
   { title: 'Tools: /write and /fetch', schema: ToolSettings },
   { title: 'Web search: /search', schema: SearchSettings },
@@ -43,6 +45,7 @@ export type Settings = ServerSettings &
   ContentLimitSettings &
   QuotaSettings &
   IdentitySettings &
+  SecretsSettings &
   ModelSettings &
   ToolSettings &
   SearchSettings &
