@@ -8,6 +8,7 @@ import {
 } from '@a2a-js/sdk/client';
 import type { AppConfig } from '../config/app-config.js';
 import type { EgressPolicy } from '../common/net/egress.js';
+import { fingerprintOf, type OutboundCredentials } from '../outbound-auth/outbound-credentials.service.js';
 import { egressFetch, RemoteCallError } from './egress-fetch.js';
 import type { RemoteAgent } from './remote-registry.service.js';
 import { reason } from './remote-errors.js';
@@ -18,7 +19,7 @@ type Json = Record<string, unknown>;
 
 /** A remote's card, and the SDK client built from it. */
 export interface CachedCard {
-  /** url + token: a registry edit that changes either makes a new entry. */
+  /** url, card url and credential: a registry edit that changes any makes a new entry. */
   key: string;
   card: AgentCard;
   /** The card as the remote sent it (ProtoJSON or v0.3 JSON), for rendering. */
@@ -42,6 +43,7 @@ export class RemoteCards {
   constructor(
     private readonly config: AppConfig,
     private readonly policy: EgressPolicy,
+    private readonly credentials: OutboundCredentials,
   ) {}
 
   /** Drops a remote's cached card (its endpoint moved, or speaks another version now). */
@@ -51,7 +53,7 @@ export class RemoteCards {
 
   /** The remote's card and client, cached (TTL, Cache-Control, ETag revalidation). */
   async cardFor(remote: RemoteAgent, signal: AbortSignal): Promise<CachedCard> {
-    const key = `${remote.url}\n${remote.cardUrl ?? ''}\n${remote.token}`;
+    const key = `${remote.url}\n${remote.cardUrl ?? ''}\n${fingerprintOf(remote.auth)}`;
     const cached = this.cards.get(remote.name);
     if (cached && cached.key === key && cached.expiresAt > Date.now()) return cached;
     const fresh = await this.fetchCard(remote, key, cached?.key === key ? cached : undefined, signal);
@@ -66,7 +68,8 @@ export class RemoteCards {
     signal: AbortSignal,
   ): Promise<CachedCard> {
     const origin = new URL(remote.url).origin;
-    const fetchImpl = egressFetch(this.policy, remote.token, this.config.a2aCardTimeoutMs, origin);
+    const credential = this.credentials.credentialFor(remote.auth);
+    const fetchImpl = egressFetch(this.policy, credential, this.config.a2aCardTimeoutMs, origin, true);
     const get = (url: string, versioned: boolean, etag?: string) =>
       fetchImpl(url, {
         headers: {
@@ -119,7 +122,7 @@ export class RemoteCards {
       throw new RemoteCallError('malformed', 'the body is not JSON');
     }
     if (!looksLikeCard(raw)) throw new RemoteCallError('malformed', 'the body is not a valid AgentCard');
-    const fetchForCalls = egressFetch(this.policy, remote.token, this.config.a2aTimeoutMs, origin);
+    const fetchForCalls = egressFetch(this.policy, credential, this.config.a2aTimeoutMs, origin);
     const resolver = new DefaultAgentCardResolver({ fetchImpl: fetchForCalls, legacyCompat: { enabled: true } });
     const factory = new ClientFactory(
       ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
