@@ -148,7 +148,7 @@ describe('outbound credentials: /a2a to guarded remotes (OAuth client credential
 
   it('a remote that refuses the token: one forced refresh, and the call goes through with the new token', async () => {
     const [current] = secure.tokens;
-    secure.revoke(current!);
+    secure.revoke(current);
     const before = secure.seen.length;
     assert.match(await run('/a2a call secure after revocation'), /secure heard: after revocation/);
     // The refused send, its one retry with a new token, then the task's reads with that token.
