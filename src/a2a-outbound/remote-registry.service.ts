@@ -3,7 +3,7 @@ import { AppConfig } from '../config/app-config.js';
 import { RegistryFile, type RegistryContent } from '../common/registry-file/registry-file.js';
 import { dirname } from 'node:path';
 import { httpUrl, readEntries, readEntry, RegistryFileError } from '../common/registry-file/registry-fields.js';
-import { readOutboundAuth } from '../outbound-auth/auth-fields.js';
+import { checkAuthUrl, readOutboundAuth } from '../outbound-auth/auth-fields.js';
 import type { OutboundAuth } from '../outbound-auth/outbound-auth.types.js';
 
 /** One remote A2A agent as the operator configured it. */
@@ -52,6 +52,7 @@ export function parseRegistry(
       entry.auth === undefined || empty
         ? { auth: { type: 'none' } as const, missingEnv: [] }
         : readOutboundAuth(entry.auth, `${at}.auth`, { env, baseDir });
+    checkAuthUrl(auth, url, at);
     const missingTokenEnv = missingEnv[0];
     if (missingTokenEnv) {
       warnings.push(`${at}: environment variable ${missingTokenEnv} is not set; calls will fail with HTTP 401`);

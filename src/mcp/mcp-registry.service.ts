@@ -12,7 +12,7 @@ import {
   RegistryFileError,
   resolveEnvRefs,
 } from '../common/registry-file/registry-fields.js';
-import { readOutboundAuth } from '../outbound-auth/auth-fields.js';
+import { checkAuthUrl, readOutboundAuth } from '../outbound-auth/auth-fields.js';
 import type { OutboundAuth } from '../outbound-auth/outbound-auth.types.js';
 
 interface Common {
@@ -208,6 +208,7 @@ function httpEntry(
   if (entry.auth !== undefined) {
     const parsed = readOutboundAuth(entry.auth, `${at}.auth`, { env, baseDir });
     auth = parsed.auth;
+    checkAuthUrl(auth, url, at);
     for (const variable of parsed.missingEnv) {
       missing.push(variable);
       warnings.push(`${at}.auth: environment variable ${variable} is not set; the server cannot be used`);

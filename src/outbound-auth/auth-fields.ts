@@ -181,6 +181,13 @@ function oauthClient(
   };
 }
 
+/** A client certificate is presented over TLS only: an `mtls` entry's URL must be https. */
+export function checkAuthUrl(auth: OutboundAuth, url: URL, at: string): void {
+  if (auth.type === 'mtls' && url.protocol !== 'https:') {
+    throw new RegistryFileError(`${at}.url must be https for mtls (a client certificate is presented over TLS only)`);
+  }
+}
+
 const PEM = /^-----BEGIN [A-Z0-9 ]+-----[\s\S]+-----END [A-Z0-9 ]+-----\s*$/;
 
 /** `cert`/`key`/`ca` inline as PEM, or `cert_file`/`key_file`/`ca_file` paths (an operator's file only). */

@@ -10,7 +10,7 @@ import { inspect } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { RegistryFileError } from '../../src/common/registry-file/registry-fields.js';
 import { SubjectToken } from '../../src/common/subject-token.js';
-import { readOutboundAuth, type AuthSource } from '../../src/outbound-auth/auth-fields.js';
+import { checkAuthUrl, readOutboundAuth, type AuthSource } from '../../src/outbound-auth/auth-fields.js';
 import { credentialOf, sendWithCredential } from '../../src/outbound-auth/credentials.js';
 import { OutboundAuthError, type OAuthClient } from '../../src/outbound-auth/outbound-auth.types.js';
 import { DEFAULT_LIFETIME_S, requestToken } from '../../src/outbound-auth/token-endpoint.js';
@@ -109,6 +109,12 @@ describe('outbound auth in the operator files', () => {
       /actor_token must be true or false/,
     );
     bad({ type: 'header', name: 'X-A', value: 'v', token: 'x' }, /unknown field "token" for header/);
+  });
+
+  it('an mtls entry must be https', () => {
+    const { auth } = readOutboundAuth({ type: 'mtls', cert: PEM, key: KEY }, 'a', operator());
+    assert.throws(() => checkAuthUrl(auth, new URL('http://h/'), 'agents.x'), /agents\.x\.url must be https for mtls/);
+    checkAuthUrl(auth, new URL('https://h/'), 'agents.x');
   });
 
   it('host variables and files are for the operator’s files only', () => {
