@@ -14,6 +14,8 @@ export interface LocalIdpClient {
   roles?: string[];
   /** The scopes the client may request; none: it may request none. */
   scopes?: string[];
+  /** The client may also use the token-exchange grant (RFC 8693). */
+  tokenExchange?: boolean;
 }
 
 export interface LocalIdpOptions {
@@ -27,6 +29,8 @@ export interface LocalIdpOptions {
   keys?: readonly SigningJwk[];
   /** Access token lifetime; default 3600. */
   ttlSeconds?: number;
+  /** Resource servers besides Arbiter (`urn:arbiter`): resource URI → the `aud` of tokens for it. */
+  resources?: Record<string, string>;
 }
 
 export interface LocalIdp {
@@ -46,6 +50,8 @@ export interface LocalIdp {
 export const ARBITER_RESOURCE: 'urn:arbiter';
 export const ARBITER_AUDIENCE: 'arbiter';
 export const ARBITER_SCOPES: readonly string[];
+export const TOKEN_EXCHANGE: 'urn:ietf:params:oauth:grant-type:token-exchange';
+export const ACCESS_TOKEN_TYPE: 'urn:ietf:params:oauth:token-type:access_token';
 export const DEMO_CLIENTS: readonly LocalIdpClient[];
 export function clientSecret(id: string): string;
 export function generateSigningKey(): Promise<SigningJwk>;

@@ -10,7 +10,7 @@
 import { createServer } from 'node:http';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
-import { exportJWK, generateKeyPair } from 'jose';
+import { createLocalJWKSet, exportJWK, generateKeyPair, importJWK, jwtVerify, SignJWT } from 'jose';
 
 /** The resource indicator of Arbiter; a token request without `resource` gets it. */
 export const ARBITER_RESOURCE = 'urn:arbiter';
@@ -30,6 +30,10 @@ export const DEMO_CLIENTS = Object.freeze([
   { id: 'ops-audit', roles: ['arbiter:auditor'], scopes: [] },
   { id: 'globex-agent', org: 'globex', scopes: ['a2a:invoke'] },
 ]);
+
+/** RFC 8693: the grant type of a token exchange, and the one token type it takes and issues here. */
+export const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+export const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
 
 /** The secret of a demo client. */
 export function clientSecret(id) {
@@ -64,7 +68,7 @@ function toMetadata(client) {
   return {
     client_id: client.id,
     client_secret: client.secret ?? clientSecret(client.id),
-    grant_types: ['client_credentials'],
+    grant_types: client.tokenExchange ? ['client_credentials', TOKEN_EXCHANGE] : ['client_credentials'],
     response_types: [],
     redirect_uris: [],
     // Either method is accepted for a secret (client_secret_post too): oidc-provider treats the two alike.
@@ -124,7 +128,7 @@ class MemoryAdapter {
   }
 }
 
-function configuration({ clients, keys, ttlSeconds, cookieKeys, stores, errors }) {
+function configuration({ clients, keys, ttlSeconds, cookieKeys, stores, errors, resources }) {
   const scopes = [...new Set([...ARBITER_SCOPES, ...clients.flatMap((c) => c.scopes ?? [])])];
   return {
     adapter: (model) => new MemoryAdapter(stores, model),
@@ -160,9 +164,10 @@ function configuration({ clients, keys, ttlSeconds, cookieKeys, stores, errors }
         defaultResource: () => ARBITER_RESOURCE,
         useGrantedResource: () => true,
         getResourceServerInfo(_ctx, resource) {
-          if (resource !== ARBITER_RESOURCE) throw new errors.InvalidTarget();
+          const audience = resource === ARBITER_RESOURCE ? ARBITER_AUDIENCE : resources[resource];
+          if (!audience) throw new errors.InvalidTarget();
           return {
-            audience: ARBITER_AUDIENCE,
+            audience,
             scope: scopes.join(' '),
             accessTokenFormat: 'jwt',
             accessTokenTTL: ttlSeconds,
@@ -187,12 +192,73 @@ function configuration({ clients, keys, ttlSeconds, cookieKeys, stores, errors }
  * (default DEMO_CLIENTS), `keys` (private JWKs, each with a `kid`; the first signs; default one new RS256 key),
  * `ttlSeconds` (access token lifetime, default 3600).
  */
+/**
+ * RFC 8693 token exchange (oidc-provider has no such grant; `registerGrantType` adds one): the `subject_token` must
+ * be an access token this IdP issued (any audience, unexpired); the issued token keeps its subject, is for the
+ * `resource` (one of the resource servers) or the `audience` asked for, and names the acting party in `act` — the
+ * `actor_token`'s subject when one is sent (a token of this IdP too), else the authenticated client.
+ */
+function registerTokenExchange(provider, { issuer, keys, ttlSeconds, resources, errors }) {
+  const jwks = createLocalJWKSet({ keys: keys.map(({ d, p, q, dp, dq, qi, ...pub }) => pub) });
+  const verify = async (token, what) => {
+    try {
+      return (await jwtVerify(token, jwks, { issuer })).payload;
+    } catch {
+      throw new errors.InvalidGrant(`${what} is not a valid access token of this issuer`);
+    }
+  };
+  const params = ['subject_token', 'subject_token_type', 'actor_token', 'actor_token_type', 'requested_token_type'];
+  provider.registerGrantType(
+    TOKEN_EXCHANGE,
+    async (ctx) => {
+      const p = ctx.oidc.params;
+      if (!p.subject_token || p.subject_token_type !== ACCESS_TOKEN_TYPE)
+        throw new errors.InvalidRequest('subject_token and subject_token_type (an access token) are required');
+      if (p.requested_token_type && p.requested_token_type !== ACCESS_TOKEN_TYPE)
+        throw new errors.InvalidRequest('only access tokens are issued');
+      const subject = await verify(p.subject_token, 'subject_token');
+      let actor = ctx.oidc.client.clientId;
+      if (p.actor_token) {
+        if (p.actor_token_type !== ACCESS_TOKEN_TYPE) throw new errors.InvalidRequest('actor_token_type is required');
+        const claims = await verify(p.actor_token, 'actor_token');
+        actor = claims.sub ?? claims.client_id;
+      }
+      const audience = p.resource ? resources[p.resource] : p.audience;
+      if (!audience) throw new errors.InvalidTarget();
+      const key = keys[0];
+      const accessToken = await new SignJWT({
+        client_id: ctx.oidc.client.clientId,
+        act: { sub: actor },
+        ...(p.scope ? { scope: p.scope } : {}),
+        ...(subject.org !== undefined ? { org: subject.org } : {}),
+      })
+        .setProtectedHeader({ alg: key.alg ?? 'RS256', kid: key.kid, typ: 'at+jwt' })
+        .setIssuer(issuer)
+        .setSubject(String(subject.sub ?? subject.client_id))
+        .setAudience(audience)
+        .setIssuedAt()
+        .setJti(randomUUID())
+        .setExpirationTime(Math.floor(Date.now() / 1000) + ttlSeconds)
+        .sign(await importJWK(key, key.alg ?? 'RS256'));
+      ctx.body = {
+        access_token: accessToken,
+        issued_token_type: ACCESS_TOKEN_TYPE,
+        token_type: 'Bearer',
+        expires_in: ttlSeconds,
+      };
+    },
+    [...params, 'audience', 'resource', 'scope'],
+  );
+}
+
 export async function startLocalIdp(options = {}) {
   const { Provider, errors } = await loadOidcProvider();
   const host = options.host ?? '127.0.0.1';
   const port = options.port ?? Number(process.env.IDP_PORT ?? 9400);
   const clients = (options.clients ?? DEMO_CLIENTS).map((c) => ({ ...c, scopes: [...(c.scopes ?? [])] }));
   const ttlSeconds = options.ttlSeconds ?? 3600;
+  // Resource servers besides Arbiter (the remote agents of Arbiter's outbound calls): resource URI → audience.
+  const resources = { ...(options.resources ?? {}) };
   let keys = options.keys ? options.keys.map((k) => ({ ...k })) : [await generateSigningKey()];
   if (keys.length === 0 || keys.some((k) => typeof k.kid !== 'string' || !k.kid))
     throw new TypeError('keys: at least one private JWK, each with a kid');
@@ -213,7 +279,11 @@ export async function startLocalIdp(options = {}) {
   const issuer = `http://${host.includes(':') ? `[${host}]` : host}:${bound}`;
 
   function mount() {
-    const provider = new Provider(issuer, configuration({ clients, keys, ttlSeconds, cookieKeys, stores, errors }));
+    const provider = new Provider(
+      issuer,
+      configuration({ clients, keys, ttlSeconds, cookieKeys, stores, errors, resources }),
+    );
+    registerTokenExchange(provider, { issuer, keys, ttlSeconds, resources, errors });
     // The server's own errors are answered to the client; oidc-provider would also print them.
     provider.on('server_error', () => undefined);
     handler = provider.callback();

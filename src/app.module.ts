@@ -17,6 +17,7 @@ import { NativeApiModule } from './native-api/native-api.module.js';
 import { TenantsModule } from './tenants/tenants.module.js';
 import { AdminModule } from './admin/admin.module.js';
 import { ConsoleModule } from './console/console.module.js';
+import { SecretsModule } from './secrets/secrets.module.js';
 
 @Module({})
 export class AppModule {
@@ -27,6 +28,7 @@ export class AppModule {
         ConfigModule.forRoot(config),
         MetricsModule,
         DatabaseModule.forRoot(ENTITIES),
+        SecretsModule,
         HealthModule,
         TenantsModule,
         RegistryModule,

@@ -1,5 +1,7 @@
 import { MAX_JSON_DEPTH, parseJsonText, tooDeepAt } from '../common/json-guard.js';
 import { egressRequest, type EgressPolicy } from '../common/net/egress.js';
+import { currentSubject } from '../outbound-auth/caller-context.js';
+import { sendWithCredential, type Credential } from '../outbound-auth/credentials.js';
 
 /** Why a remote call failed, in the seed's failure vocabulary. */
 export class RemoteCallError extends Error {
@@ -18,28 +20,46 @@ const NO_BODY = new Set([101, 204, 205, 304]);
 /**
  * A `fetch` for the SDK's client that goes through the egress guard (SSRF
  * checks, pinned addresses, re-checked redirects), sends only the remote's
- * own bearer, to its own origin only (whatever the caller set), and turns an HTTP error status
- * without a JSON-RPC error body into a `RemoteCallError`.
+ * own credential (`auth` of its entry: headers, a TLS client certificate),
+ * to its own origin only (whatever the caller set), renews a refused OAuth
+ * token once, and turns an HTTP error status without a JSON-RPC error body
+ * into a `RemoteCallError`. `optional`: a card fetch, sent without
+ * credentials when they act for a caller and there is none.
  */
-export function egressFetch(policy: EgressPolicy, token: string, timeoutMs: number, origin: string): typeof fetch {
+export function egressFetch(
+  policy: EgressPolicy,
+  credential: Credential | undefined,
+  timeoutMs: number,
+  origin: string,
+  optional = false,
+): typeof fetch {
   return async (input, init) => {
     const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
     const headers: Record<string, string> = {};
     new Headers(init?.headers).forEach((v, k) => {
       if (k !== 'authorization' && k !== 'cookie') headers[k] = v;
     });
-    // The remote's token goes only to the remote's own origin (not to another origin its card names).
-    if (token && sameOrigin(url, origin)) headers.authorization = `Bearer ${token}`;
     const body = typeof init?.body === 'string' ? init.body : undefined;
     const method = (init?.method ?? 'GET').toUpperCase();
-    const res = await egressRequest(url, policy, {
-      method: method === 'POST' ? 'POST' : 'GET',
-      headers,
-      body,
-      signal: init?.signal ?? undefined,
-      timeoutMs,
-      maxBytes: MAX_RESPONSE,
-    });
+    const signal = init?.signal ?? undefined;
+    // The remote's credential goes only to the remote's own origin (not to another origin its card names).
+    const res = await sendWithCredential(
+      credential,
+      { signal, subject: currentSubject() },
+      sameOrigin(url, origin),
+      (extra, tls) =>
+        egressRequest(url, policy, {
+          method: method === 'POST' ? 'POST' : 'GET',
+          headers: { ...headers, ...extra },
+          body,
+          signal,
+          timeoutMs,
+          maxBytes: MAX_RESPONSE,
+          ...(tls ? { tls } : {}),
+        }),
+      () => undefined,
+      optional,
+    );
     if (res.truncated) throw new RemoteCallError('malformed', 'the response is larger than 4 MiB');
     const out = new Headers();
     for (const [k, v] of Object.entries(res.headers)) {

@@ -11,6 +11,7 @@ import { CardSignatureError } from '../common/card-signing/card-signature.js';
 import { RemoteRegistry, type RemoteAgent } from './remote-registry.service.js';
 import { partsText, replyText } from './remote-reply.js';
 import type { MessageJson } from '../common/a2a-json.js';
+import { OutboundCredentials } from '../outbound-auth/outbound-credentials.service.js';
 
 const REPLY_CAP = 16 * 1024;
 
@@ -41,8 +42,9 @@ export class RemoteAgents {
   constructor(
     private readonly config: AppConfig,
     readonly registry: RemoteRegistry,
+    credentials: OutboundCredentials,
   ) {
-    this.cards = new RemoteCards(config, { allowPrivate: config.a2aAllowPrivate, allowHosts: new Set() });
+    this.cards = new RemoteCards(config, { allowPrivate: config.a2aAllowPrivate, allowHosts: new Set() }, credentials);
   }
 
   /** The `/a2a` tool: `list`, `card <name>`, `call <name> <message>`. */

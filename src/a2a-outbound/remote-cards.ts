@@ -8,6 +8,7 @@ import {
 } from '@a2a-js/sdk/client';
 import type { AppConfig } from '../config/app-config.js';
 import type { EgressPolicy } from '../common/net/egress.js';
+import { fingerprintOf, type OutboundCredentials } from '../outbound-auth/outbound-credentials.service.js';
 import { egressFetch, RemoteCallError } from './egress-fetch.js';
 import type { RemoteAgent } from './remote-registry.service.js';
 import { reason } from './remote-errors.js';
@@ -19,7 +20,7 @@ type Json = Record<string, unknown>;
 
 /** A remote's card, and the SDK client built from it. */
 export interface CachedCard {
-  /** url + token: a registry edit that changes either makes a new entry. */
+  /** url, card url and credential: a registry edit that changes any makes a new entry. */
   key: string;
   card: AgentCard;
   /** The card as the remote sent it (ProtoJSON or v0.3 JSON), for rendering. */
@@ -45,6 +46,7 @@ export class RemoteCards {
   constructor(
     private readonly config: AppConfig,
     private readonly policy: EgressPolicy,
+    private readonly credentials: OutboundCredentials,
   ) {}
 
   /** Drops a remote's cached card (its endpoint moved, or speaks another version now). */
@@ -54,7 +56,7 @@ export class RemoteCards {
 
   /** The remote's card and client, cached (TTL, Cache-Control, ETag revalidation). */
   async cardFor(remote: RemoteAgent, signal: AbortSignal): Promise<CachedCard> {
-    const key = `${remote.url}\n${remote.cardUrl ?? ''}\n${remote.token}\n${JSON.stringify(remote.cardSignature ?? null)}`;
+    const key = `${remote.url}\n${remote.cardUrl ?? ''}\n${fingerprintOf(remote.auth)}\n${JSON.stringify(remote.cardSignature ?? null)}`;
     const cached = this.cards.get(remote.name);
     if (cached && cached.key === key && cached.expiresAt > Date.now()) return cached;
     const fresh = await this.fetchCard(remote, key, cached?.key === key ? cached : undefined, signal);
@@ -69,7 +71,8 @@ export class RemoteCards {
     signal: AbortSignal,
   ): Promise<CachedCard> {
     const origin = new URL(remote.url).origin;
-    const fetchImpl = egressFetch(this.policy, remote.token, this.config.a2aCardTimeoutMs, origin);
+    const credential = this.credentials.credentialFor(remote.auth);
+    const fetchImpl = egressFetch(this.policy, credential, this.config.a2aCardTimeoutMs, origin, true);
     const get = (url: string, versioned: boolean, etag?: string) =>
       fetchImpl(url, {
         headers: {
@@ -125,7 +128,7 @@ export class RemoteCards {
     // A pinned card is checked before anything of it is used (fail closed: a `CardSignatureError`).
     const pin = remote.cardSignature;
     const trust = pin ? await checkCard(raw, pin, this.policy, this.config.a2aCardTimeoutMs, signal) : undefined;
-    const fetchForCalls = egressFetch(this.policy, remote.token, this.config.a2aTimeoutMs, origin);
+    const fetchForCalls = egressFetch(this.policy, credential, this.config.a2aTimeoutMs, origin);
     const resolver = new DefaultAgentCardResolver({ fetchImpl: fetchForCalls, legacyCompat: { enabled: true } });
     const factory = new ClientFactory(
       ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {

@@ -1,4 +1,5 @@
 import { EgressError } from '../common/net/egress.js';
+import { OutboundAuthError } from '../outbound-auth/outbound-auth.types.js';
 import { RemoteCallError } from './egress-fetch.js';
 import { CardSignatureError } from '../common/card-signing/card-signature.js';
 
@@ -11,12 +12,14 @@ export function staleCard(err: unknown): boolean {
 
 export function reason(err: unknown): string {
   if (err instanceof RemoteCallError || err instanceof EgressError) return err.message;
+  if (err instanceof OutboundAuthError) return `credentials: ${err.message}`;
   return (err as Error).message?.slice(0, 200) || 'unknown error';
 }
 
 /** A failed call in the seed's vocabulary. */
 export function describeCallError(err: unknown): string {
   if (err instanceof CardSignatureError) return describeCardError(err);
+  if (err instanceof OutboundAuthError) return `ERR: credentials: ${err.message}`;
   if (err instanceof EgressError) {
     return err.code === 'blocked' || err.code === 'bad_url'
       ? `ERR: transport: refused: ${err.message}`

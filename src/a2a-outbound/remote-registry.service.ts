@@ -1,14 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
 import { RegistryFile, type RegistryContent } from '../common/registry-file/registry-file.js';
-import {
-  httpUrl,
-  readBearerAuth,
-  readEntries,
-  readEntry,
-  RegistryFileError,
-  resolveEnvRefs,
-} from '../common/registry-file/registry-fields.js';
+import { dirname } from 'node:path';
+import { httpUrl, readEntries, readEntry, RegistryFileError } from '../common/registry-file/registry-fields.js';
+import { checkAuthUrl, readOutboundAuth } from '../outbound-auth/auth-fields.js';
+import type { OutboundAuth } from '../outbound-auth/outbound-auth.types.js';
 import { readCardPin, type CardPin } from './card-pinning.js';
 
 /** One remote A2A agent as the operator configured it. */
@@ -18,9 +14,9 @@ export interface RemoteAgent {
   url: string;
   /** Where the card is when it is elsewhere (`card_url`; VoltAgent: `/.well-known/<agent>/agent-card.json`). */
   cardUrl?: string;
-  /** The per-remote bearer ('' when none, or when `token_env` is unset). */
-  token: string;
-  /** Set when `token_env` names a variable that is not set. */
+  /** How Arbiter authenticates to it (`auth`; none when absent). */
+  auth: OutboundAuth;
+  /** Set when a `*_env` field of its `auth` names a variable that is not set. */
   missingTokenEnv?: string;
   /** `card_signature`: the keys the remote's card must be signed with (A2A §8.4.3). */
   cardSignature?: CardPin;
@@ -34,13 +30,15 @@ export { RegistryFileError as RegistryError };
 /**
  * Parses and validates the registry file's content (seed 001's schema, and
  * `card_url` for a card that is not where the lookup would find it, `card_signature` to pin its signing keys):
- * `{ "agents": { "<name>": { "url", "card_url"?, "auth": { "type": "bearer", "token" | "token_env" },
- * "card_signature"?: { "jwks_url" | "jwk", "required"? } } } }`.
- * The first problem is reported with the path of the bad field.
+ * `{ "agents": { "<name>": { "url", "card_url"?, "auth"?, "card_signature"?: { "jwks_url" | "jwk", "required"? } } } }`,
+ * `auth` one of the outbound credentials
+ * (`bearer` with `token` or `token_env`, `header`, `oauth2_client_credentials`, `mtls`, `token_exchange`).
+ * The first problem is reported with the path of the bad field; relative `*_file` paths start at `baseDir`.
  */
 export function parseRegistry(
   text: string,
   env: NodeJS.ProcessEnv,
+  baseDir = '.',
 ): { agents: Map<string, RemoteAgent>; warnings: string[] } {
   const agents = new Map<string, RemoteAgent>();
   const warnings: string[] = [];
@@ -56,22 +54,22 @@ export function parseRegistry(
     const cardUrl = entry.card_url === undefined ? undefined : httpUrl(entry.card_url, `${at}.card_url`).href;
     const pin =
       entry.card_signature === undefined ? undefined : readCardPin(entry.card_signature, `${at}.card_signature`);
-    const auth = entry.auth === undefined ? {} : readBearerAuth(entry.auth, `${at}.auth`, false);
-    let token = 'token' in auth ? auth.token : '';
-    let missingTokenEnv: string | undefined;
-    if ('tokenEnv' in auth) {
-      const { values, missing } = resolveEnvRefs({ token: auth.tokenEnv }, env);
-      if (values.token) token = values.token;
-      if (missing.length > 0) {
-        missingTokenEnv = auth.tokenEnv;
-        warnings.push(`${at}: environment variable ${auth.tokenEnv} is not set; calls will fail with HTTP 401`);
-      }
+    // An empty `auth` (no token) is no credential, as before the other types existed.
+    const empty = entry.auth !== null && typeof entry.auth === 'object' && Object.keys(entry.auth).length === 0;
+    const { auth, missingEnv } =
+      entry.auth === undefined || empty
+        ? { auth: { type: 'none' } as const, missingEnv: [] }
+        : readOutboundAuth(entry.auth, `${at}.auth`, { env, baseDir });
+    checkAuthUrl(auth, url, at);
+    const missingTokenEnv = missingEnv[0];
+    if (missingTokenEnv) {
+      warnings.push(`${at}: environment variable ${missingTokenEnv} is not set; calls will fail with HTTP 401`);
     }
     agents.set(name, {
       name,
       url: url.href.replace(/\/+$/, ''),
       ...(cardUrl ? { cardUrl } : {}),
-      token,
+      auth,
       ...(missingTokenEnv ? { missingTokenEnv } : {}),
       ...(pin ? { cardSignature: pin } : {}),
     });
@@ -100,8 +98,8 @@ export class RemoteRegistry extends RegistryFile<RemoteAgent> {
     );
   }
 
-  protected parse(text: string, env: NodeJS.ProcessEnv): RegistryContent<RemoteAgent> {
-    const { agents, warnings } = parseRegistry(text, env);
+  protected parse(text: string, env: NodeJS.ProcessEnv, path: string): RegistryContent<RemoteAgent> {
+    const { agents, warnings } = parseRegistry(text, env, dirname(path));
     return { entries: agents, warnings };
   }
 }

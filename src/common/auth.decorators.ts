@@ -1,6 +1,7 @@
 import { applyDecorators, createParamDecorator, SetMetadata, type ExecutionContext } from '@nestjs/common';
 import type { Request } from 'express';
 import { requestIdOf } from './errors.js';
+import type { SubjectToken } from './subject-token.js';
 
 export const ACCESS_KEY = 'arbiter:access';
 export type Access = 'public' | 'admin' | 'tenant' | 'any' | 'scrape';
@@ -57,6 +58,11 @@ export interface TenantPrincipal {
   actor: ActorId;
   /** A JWT's: the trusted issuer's id and when the token expires (ms since the epoch). */
   jwt?: { issuerId: string; expiresAt: number };
+  /**
+   * A JWT's raw token, for outbound calls on the caller's behalf (token exchange). A non-enumerable property whose
+   * value hides the token from JSON and logs (`SubjectToken`): spreading or serialising the principal drops it.
+   */
+  readonly subject?: SubjectToken;
 }
 
 /** An operator: the root token, a named operator token, or an IdP's JWT with an operator role. */

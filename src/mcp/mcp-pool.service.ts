@@ -14,6 +14,8 @@ import {
 import { AppConfig } from '../config/app-config.js';
 import { abortable } from '../common/abortable.js';
 import { EgressError, parseHostList, type EgressPolicy } from '../common/net/egress.js';
+import { OutboundAuthError } from '../outbound-auth/outbound-auth.types.js';
+import { OutboundCredentials } from '../outbound-auth/outbound-credentials.service.js';
 import { mcpFetch } from './mcp-fetch.js';
 import type { McpServerConfig } from './mcp-registry.service.js';
 
@@ -74,7 +76,10 @@ export class McpPool implements OnModuleDestroy {
   private readonly conns = new Map<string, Connection>();
   private readonly policy: EgressPolicy;
 
-  constructor(private readonly config: AppConfig) {
+  constructor(
+    private readonly config: AppConfig,
+    private readonly credentials: OutboundCredentials,
+  ) {
     this.policy = { allowPrivate: config.mcpAllowPrivate, allowHosts: parseHostList(config.mcpAllowlist) };
   }
 
@@ -166,7 +171,13 @@ export class McpPool implements OnModuleDestroy {
             stderr: 'pipe',
           })
         : new StreamableHTTPClientTransport(new URL(server.url), {
-            fetch: mcpFetch(this.policy, server.headers, new URL(server.url).origin, this.config.mcpTimeoutMs),
+            fetch: mcpFetch(
+              this.policy,
+              server.headers,
+              this.credentials.credentialFor(server.auth),
+              new URL(server.url).origin,
+              this.config.mcpTimeoutMs,
+            ),
           });
     const conn: Connection = {
       key,
@@ -259,6 +270,8 @@ export class McpPool implements OnModuleDestroy {
           : `ERR: mcp server '${name}' unreachable: ${err.message}`,
       );
     }
+    if (err instanceof OutboundAuthError)
+      return new McpFailure(`ERR: mcp server '${name}' credentials: ${err.message}`);
     if (err instanceof StreamableHTTPError && typeof err.code === 'number' && err.code >= 100) {
       return new McpFailure(`ERR: mcp server '${name}' answered HTTP ${err.code}`);
     }

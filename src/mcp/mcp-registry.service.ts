@@ -7,12 +7,13 @@ import {
   ENV_NAME,
   httpUrl,
   isObject,
-  readBearerAuth,
   readEntries,
   readEntry,
   RegistryFileError,
   resolveEnvRefs,
 } from '../common/registry-file/registry-fields.js';
+import { checkAuthUrl, readOutboundAuth } from '../outbound-auth/auth-fields.js';
+import type { OutboundAuth } from '../outbound-auth/outbound-auth.types.js';
 
 interface Common {
   name: string;
@@ -40,6 +41,8 @@ export interface HttpServer extends Common {
   url: string;
   /** Headers sent on every request (secrets included: never shown). */
   headers: Record<string, string>;
+  /** How Arbiter authenticates to it (`auth`; none when absent). */
+  auth: OutboundAuth;
 }
 
 export type McpServerConfig = StdioServer | HttpServer;
@@ -134,7 +137,7 @@ export function parseMcpRegistry(
         missingEnv: missing,
         fingerprint: '',
         transport: 'http',
-        ...httpEntry(entry, at, env, missing, warnings),
+        ...httpEntry(entry, at, env, baseDir, missing, warnings),
       };
     } else {
       server = {
@@ -191,24 +194,27 @@ function httpEntry(
   entry: Record<string, unknown>,
   at: string,
   env: NodeJS.ProcessEnv,
+  baseDir: string,
   missing: string[],
   warnings: string[],
-): Pick<HttpServer, 'url' | 'headers'> {
+): Pick<HttpServer, 'url' | 'headers' | 'auth'> {
   // Always "is required" here: the entry is an HTTP server because of its type, whatever its url.
   if (typeof entry.url !== 'string') throw new RegistryFileError(`${at}.url is required and must be a string`);
   const url = httpUrl(entry.url, `${at}.url`);
   const headers = stringMap(entry.headers, `${at}.headers`, HEADER_NAME, HEADER_VALUE, 'header name');
   const refs = stringMap(entry.headers_env, `${at}.headers_env`, HEADER_NAME, ENV_NAME, 'header name');
   Object.assign(headers, fromEnv(refs, env, `${at}.headers_env`, missing, warnings));
+  let auth: OutboundAuth = { type: 'none' };
   if (entry.auth !== undefined) {
-    const auth = readBearerAuth(entry.auth, `${at}.auth`, true);
-    if ('token' in auth) headers.authorization = `Bearer ${auth.token}`;
-    else if ('tokenEnv' in auth) {
-      const token = fromEnv({ authorization: auth.tokenEnv }, env, `${at}.auth`, missing, warnings).authorization;
-      if (token) headers.authorization = `Bearer ${token}`;
+    const parsed = readOutboundAuth(entry.auth, `${at}.auth`, { env, baseDir });
+    auth = parsed.auth;
+    checkAuthUrl(auth, url, at);
+    for (const variable of parsed.missingEnv) {
+      missing.push(variable);
+      warnings.push(`${at}.auth: environment variable ${variable} is not set; the server cannot be used`);
     }
   }
-  return { url: url.href, headers };
+  return { url: url.href, headers, auth };
 }
 
 /**

@@ -1,5 +1,6 @@
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
+import { onBehalfOf } from '../outbound-auth/caller-context.js';
 import { AsyncQueue } from '../common/async-queue.js';
 import { parseHostList, type EgressPolicy } from '../common/net/egress.js';
 import { MemoryService } from './tools/memory.service.js';
@@ -86,7 +87,8 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
     if (signal.aborted) onAbort(); // canceled before we listened
     const loop = new TurnLoop(this.deps, ctx.tenantId, local.signal, (e) => events.push(e), ctx.durable, ctx.mayAct);
     let over = false;
-    const finished = loop.agentTurn(ctx.agent, messages, 0).then(
+    // Outbound calls of the turn (remote agents, MCP servers) act for the caller whose JWT `ctx.subject` holds.
+    const finished = onBehalfOf(ctx.subject, () => loop.agentTurn(ctx.agent, messages, 0)).then(
       (content) => {
         over = true;
         // A later turn of this run (a message that arrived meanwhile) sees this one.

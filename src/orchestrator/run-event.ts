@@ -1,3 +1,4 @@
+import type { SubjectToken } from '../common/subject-token.js';
 import type { ResolvedAgent } from '../registry/services/agents.js';
 
 /** One part of a user's input, already validated and rendered for the model. */
@@ -11,6 +12,11 @@ export interface RunInput {
 export interface RunContext {
   tenantId: string;
   agent: ResolvedAgent;
+  /**
+   * The JWT of the caller that started (or resumed) the run, for outbound credentials that act on the caller's
+   * behalf (token exchange); absent for an opaque token. In memory only: never stored, logged or serialised.
+   */
+  subject?: SubjectToken;
   taskId: string;
   contextId: string;
   /** The task's conversation so far (for a turn that continues it), oldest first. */

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type { MessageJson } from '../common/a2a-json.js';
+import type { SubjectToken } from '../common/subject-token.js';
 import { AppConfig } from '../config/app-config.js';
 import type { ChatMessage } from '../orchestrator/providers/provider.js';
 import type { ResolvedAgent } from '../registry/services/agents.js';
@@ -26,6 +27,8 @@ export interface SendInput {
   message: MessageJson;
   /** Stored on a new task (and shown in its `metadata`). */
   metadata?: Record<string, unknown>;
+  /** The caller's JWT, for the run's outbound calls on their behalf (see `RunContext.subject`). */
+  subject?: SubjectToken;
 }
 
 /** What `TaskIntake.create` answers. */
@@ -135,6 +138,7 @@ export class TaskIntake {
         taskId,
         contextId,
         history,
+        ...(input.subject ? { subject: input.subject } : {}),
         durable: creating.then(
           () => undefined,
           () => undefined,
@@ -225,6 +229,7 @@ export class TaskIntake {
           taskId: row.taskId,
           contextId: row.contextId,
           history: r.row.history.map(asChat),
+          ...(input.subject ? { subject: input.subject } : {}),
         },
         first: runInputOf(message, seq),
         cursor: r.events[r.events.length - 1]?.seq ?? seq,

@@ -32,9 +32,14 @@ type EverythingFactory = () => { server: McpServer; cleanup: (sessionId?: string
  * `@modelcontextprotocol/server-everything` over streamable HTTP, bound to
  * 127.0.0.1 only: its own server factory behind the SDK's server transport,
  * one session per client (as its `streamableHttp` launcher does, which
- * listens on every interface). Requests without `Bearer <token>` get 401.
+ * listens on every interface). Requests without `Bearer <token>` get 401
+ * (or, given a check instead of a token, those it refuses).
  */
-export async function startEverythingHttp(token: string): Promise<HttpMcp> {
+export async function startEverythingHttp(
+  token: string | ((authorization: string | undefined) => Promise<boolean>),
+): Promise<HttpMcp> {
+  const allowed =
+    typeof token === 'string' ? (a: string | undefined) => Promise.resolve(a === `Bearer ${token}`) : token;
   const entry = pathToFileURL(
     join(dirname(referenceServerEntry('@modelcontextprotocol/server-everything')), 'server', 'index.js'),
   ).href;
@@ -44,7 +49,7 @@ export async function startEverythingHttp(token: string): Promise<HttpMcp> {
   const http: Server = createServer((req, res) => {
     void (async () => {
       auth.push(req.headers.authorization);
-      if (req.headers.authorization !== `Bearer ${token}`) {
+      if (!(await allowed(req.headers.authorization))) {
         res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"unauthorized"}');
         return;
       }

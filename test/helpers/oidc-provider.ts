@@ -60,7 +60,7 @@ export interface TestIdp {
 /** Starts an IdP on a free loopback port (default clients: `demoClients`). */
 export async function startIdp(
   clients: readonly LocalIdpClient[] = demoClients,
-  opts: { keys?: SigningJwk[]; ttlSeconds?: number } = {},
+  opts: { keys?: SigningJwk[]; ttlSeconds?: number; resources?: Record<string, string> } = {},
 ): Promise<TestIdp> {
   const idp: LocalIdp = await startLocalIdp({ port: 0, host: '127.0.0.1', clients, ...opts });
   const secrets = new Map(idp.clients.map((c) => [c.id, c.secret]));

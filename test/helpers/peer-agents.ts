@@ -123,7 +123,7 @@ function geminiExecutor(): AgentExecutor {
   };
 }
 
-function voltExecutor(agentId: string): AgentExecutor {
+export function voltExecutor(agentId: string): AgentExecutor {
   return {
     execute(ctx, bus) {
       const { taskId, contextId } = ctx;
@@ -180,7 +180,7 @@ async function serve(mount: (app: express.Express, url: string) => void): Promis
   };
 }
 
-const card = (name: string, description: string, rpcUrl: string, skill: string) =>
+export const card = (name: string, description: string, rpcUrl: string, skill: string) =>
   AgentCard.fromJSON({
     name,
     description,

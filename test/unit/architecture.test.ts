@@ -12,8 +12,8 @@ import { describe, it } from 'node:test';
 const LAYERS: string[][] = [
   ['version.ts', 'config', 'tracing'],
   ['common'],
-  ['database', 'metrics'],
-  ['tenants'],
+  ['database', 'metrics', 'secrets'],
+  ['tenants', 'outbound-auth'],
   ['registry', 'a2a-outbound', 'mcp', 'health'],
   ['orchestrator'],
   ['tasks'],

@@ -138,6 +138,7 @@ describe('configuration: the settings areas', () => {
       'ANTHROPIC_API_KEY',
       'ARBITER_ADMIN_TOKEN',
       'ARBITER_METRICS_TOKEN',
+      'ARBITER_SECRETS_KEY',
       'BRAVE_SEARCH_API_KEY',
       'DATABASE_URL',
       'OPENAI_API_KEY',

@@ -27,10 +27,10 @@ describe('a2a_agents.json', () => {
     assert.deepEqual(agents.get('weatherbot'), {
       name: 'weatherbot',
       url: 'https://weather.example.com/v1/a2a/agents/weather',
-      token: 'secret-wb',
+      auth: { type: 'bearer', token: 'secret-wb' },
     });
-    assert.equal(agents.get('rfc-reviewer')?.token, 'atr_x');
-    assert.equal(agents.get('open')?.token, '');
+    assert.deepEqual(agents.get('rfc-reviewer')?.auth, { type: 'bearer', token: 'atr_x' });
+    assert.deepEqual(agents.get('open')?.auth, { type: 'none' });
     assert.equal(agents.get('unset')?.missingTokenEnv, 'NOPE_NOT_SET');
     assert.equal(agents.get('volt')?.cardUrl, 'https://volt.example.com/.well-known/support/agent-card.json');
     assert.equal(agents.get('open')?.cardUrl, undefined);
@@ -59,7 +59,10 @@ describe('a2a_agents.json', () => {
     bad({ agents: { x: { url: 'ftp://h/' } } }, /agents\.x\.url must be an absolute http\(s\) URL/);
     bad({ agents: { x: {} } }, /agents\.x\.url is required/);
     bad({ agents: { x: { url: 'https://u:p@h/' } } }, /must not carry credentials/);
-    bad({ agents: { x: { url: 'https://h/', auth: { type: 'oauth2' } } } }, /agents\.x\.auth\.type must be "bearer"/);
+    bad(
+      { agents: { x: { url: 'https://h/', auth: { type: 'oauth2' } } } },
+      /agents\.x\.auth\.type must be one of bearer, header/,
+    );
     bad({ agents: { x: { url: 'https://h/', auth: { token: 'a', token_env: 'B' } } } }, /token or token_env, not both/);
     bad(
       { agents: { x: { url: 'https://h/', auth: { token_env: 'no spaces' } } } },

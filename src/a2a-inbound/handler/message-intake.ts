@@ -51,7 +51,12 @@ export class MessageIntake {
     await this.quotas.takeSend(ctx.principal);
     // A refused webhook refuses the message before any task exists.
     if (p.push) await this.push.checkWebhook(p.push.config.url, p.push.urlField);
-    const input = { tenantId: ctx.principal.tenantId, agent: ctx.agent, message: p.message };
+    const input = {
+      tenantId: ctx.principal.tenantId,
+      agent: ctx.agent,
+      message: p.message,
+      ...(ctx.principal.subject ? { subject: ctx.principal.subject } : {}),
+    };
     if (p.message.taskId) {
       // A config the task has no room for refuses the message before it is taken.
       if (p.push) await this.push.checkRoom(pushScope(ctx), p.message.taskId, p.push.config, p.push.dialect);

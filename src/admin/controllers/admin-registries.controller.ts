@@ -34,7 +34,7 @@ export class AdminRegistriesController {
       name: a.name,
       url: bareUrl(a.url),
       card_url: a.cardUrl ? bareUrl(a.cardUrl) : null,
-      auth: a.token || a.missingTokenEnv ? 'bearer' : 'none',
+      auth: a.auth.type,
       missing_env: a.missingTokenEnv ? [a.missingTokenEnv] : [],
     }));
     return { file: this.remotes.path, error: this.remotes.lastError, items };

@@ -103,6 +103,8 @@ export interface EgressRequest {
   timeoutMs: number;
   maxBytes: number;
   maxRedirects?: number;
+  /** A TLS client certificate (mTLS), and the CA of the server's certificate when not a public one; https only, never to a redirect's other origin. */
+  tls?: { cert: string; key: string; ca?: string };
 }
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
@@ -163,10 +165,11 @@ async function follow(
   let method = req.method ?? 'GET';
   let body = req.body;
   let headers = req.headers ?? {};
+  let tls = req.tls;
   for (let hop = 0; ; hop++) {
     let res: IncomingMessage;
     try {
-      res = await send(url, policy, { ...req, method, body, headers }, signal);
+      res = await send(url, policy, { ...req, method, body, headers, tls }, signal);
     } catch (err) {
       if (err instanceof EgressError) throw err;
       if (req.signal?.aborted) throw new EgressError('cancelled', 'cancelled');
@@ -184,7 +187,10 @@ async function follow(
         throw new EgressError('bad_url', 'the redirect location is not a valid URL');
       }
       // Credentials never follow a redirect to another origin.
-      if (next.origin !== url.origin) headers = withoutCredentials(headers);
+      if (next.origin !== url.origin) {
+        headers = withoutCredentials(headers);
+        tls = undefined;
+      }
       url = checkUrl(next, policy);
       if (res.statusCode === 303 || ((res.statusCode === 301 || res.statusCode === 302) && method === 'POST')) {
         method = 'GET';
@@ -247,6 +253,7 @@ function sendNow(
       lookup: guardedLookup(url, policy),
       // A fresh connection every time: a pooled socket would skip the lookup (and the check) entirely.
       agent: false,
+      ...(url.protocol === 'https:' && req.tls ? req.tls : {}),
     });
     r.once('response', resolve);
     r.once('error', (err: Error & { cause?: unknown }) => reject(err.cause instanceof EgressError ? err.cause : err));

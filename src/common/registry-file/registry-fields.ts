@@ -2,7 +2,7 @@ import { jsonSyntaxProblem, parseJsonText } from '../json-guard.js';
 
 /**
  * The field rules registry files share (`a2a_agents.json`, `mcp_servers.json`): the top level, entry names,
- * URLs, bearer auth and `*_env` references to host environment variables. Each registry keeps its own schema
+ * URLs and `*_env` references to host environment variables. Each registry keeps its own schema
  * and calls these for the parts they have in common.
  */
 
@@ -56,39 +56,6 @@ export function httpUrl(value: unknown, at: string): URL {
   }
   if (url.username || url.password) throw new RegistryFileError(`${at} must not carry credentials; use auth`);
   return url;
-}
-
-/** A bearer token given inline, or the name of the host variable that holds it. */
-export type BearerAuth = { token: string } | { tokenEnv: string } | Record<string, never>;
-
-/**
- * `"auth": { "type": "bearer", "token": "…" }` or `{ "token_env": "VAR" }`. With `required`, exactly one of
- * them must be given; otherwise at most one (no token at all is allowed).
- */
-export function readBearerAuth(auth: unknown, at: string, required: boolean): BearerAuth {
-  if (!isObject(auth)) throw new RegistryFileError(`${at} must be an object`);
-  for (const k of Object.keys(auth)) {
-    if (!['type', 'token', 'token_env'].includes(k)) throw new RegistryFileError(`${at}: unknown field "${k}"`);
-  }
-  if (auth.type !== undefined && auth.type !== 'bearer') {
-    throw new RegistryFileError(`${at}.type must be "bearer" (the only supported type)`);
-  }
-  const given = (auth.token !== undefined ? 1 : 0) + (auth.token_env !== undefined ? 1 : 0);
-  if (required && given !== 1) throw new RegistryFileError(`${at}: give token or token_env (one of them)`);
-  if (given === 2) throw new RegistryFileError(`${at}: give token or token_env, not both`);
-  if (auth.token !== undefined) {
-    if (typeof auth.token !== 'string' || !/^[\x21-\x7e]{1,4096}$/.test(auth.token)) {
-      throw new RegistryFileError(`${at}.token must be printable ASCII without spaces`);
-    }
-    return { token: auth.token };
-  }
-  if (auth.token_env !== undefined) {
-    if (typeof auth.token_env !== 'string' || !ENV_NAME.test(auth.token_env)) {
-      throw new RegistryFileError(`${at}.token_env must be an environment variable name`);
-    }
-    return { tokenEnv: auth.token_env };
-  }
-  return {};
 }
 
 /**

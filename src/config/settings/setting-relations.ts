@@ -9,6 +9,9 @@ export function checkRelations(config: Settings): void {
   if (config.adminToken && config.adminTokenPath) {
     throw new ConfigError([`set ${envName('adminToken')} or ${envName('adminTokenPath')}, not both`]);
   }
+  if (config.secretsKey && config.secretsKeyFile) {
+    throw new ConfigError([`set ${envName('secretsKey')} or ${envName('secretsKeyFile')}, not both`]);
+  }
   notGreater(config, 'headersTimeoutMs', 'requestTimeoutMs');
   notGreater(config, 'maxFileBytes', 'maxMessageFileBytes');
   if (config.pushLeaseMs <= config.pushTimeoutMs) {

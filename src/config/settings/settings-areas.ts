@@ -8,6 +8,7 @@ import { PushSettings } from './push.settings.js';
 import { QuotaSettings } from './quota.settings.js';
 import { RemoteAgentSettings } from './remote-agent.settings.js';
 import { SearchSettings } from './search.settings.js';
+import { SecretsSettings } from './secrets.settings.js';
 import { ServerSettings } from './server.settings.js';
 import { StorageSettings } from './storage.settings.js';
 import { ToolSettings } from './tool.settings.js';
@@ -30,6 +31,7 @@ export const SETTINGS_AREAS = [
   { title: 'Tenant quotas', schema: QuotaSettings },
   { title: 'Identity providers', schema: IdentitySettings },
   { title: 'Signed agent cards', schema: CardSigningSettings },
+  { title: 'Stored credentials and outbound tokens', schema: SecretsSettings },
   { title: 'Models and turns', schema: ModelSettings },
   { title: 'Tools: /write and /fetch', schema: ToolSettings },
   { title: 'Web search: /search', schema: SearchSettings },
@@ -46,6 +48,7 @@ export type Settings = ServerSettings &
   QuotaSettings &
   IdentitySettings &
   CardSigningSettings &
+  SecretsSettings &
   ModelSettings &
   ToolSettings &
   SearchSettings &

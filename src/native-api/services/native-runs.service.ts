@@ -91,6 +91,7 @@ export class NativeRuns {
             ...(s.contextId ? { contextId: s.contextId } : {}),
           },
           metadata: key ? { [FINGERPRINT]: fingerprint } : {},
+          ...(s.principal.subject ? { subject: s.principal.subject } : {}),
         },
         { held, runningCap: cap },
       ),

@@ -5,6 +5,8 @@ import type { DataSource } from 'typeorm';
 import type { PushConfigState } from '../entities/push-config.entity.js';
 import type { PushConfigInput, PushConfigView, PushDialect } from '../../a2a-wire/push-config.js';
 import type { PushDeliveryView } from '../push-config.js';
+import { SecretBox } from '../../secrets/secret-box.js';
+import { pushSecretAad } from '../push-secrets.js';
 
 interface ConfigRow {
   config_id: string;
@@ -54,7 +56,10 @@ const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
  */
 @Injectable()
 export class PushConfigRepository {
-  constructor(@InjectDataSource() private readonly ds: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly ds: DataSource,
+    private readonly box: SecretBox,
+  ) {}
 
   /** Whether the tenant (and agent, when given) has this task. */
   async taskExists(tenantId: string, taskId: string, agentId?: string): Promise<boolean> {
@@ -77,7 +82,8 @@ export class PushConfigRepository {
 
   /**
    * Creates the config, or replaces the one with the same id (which
-   * revives a dead-lettered one: it resumes from its cursor). A new
+   * revives a dead-lettered one: it resumes from its cursor). Its token and
+   * credentials are stored sealed when a sealing key is set (`SecretBox`). A new
    * config's cursor is `fromSeq`, or the task's last event (only later
    * updates are pushed). Null when the task is not the tenant's.
    */
@@ -90,6 +96,8 @@ export class PushConfigRepository {
     dialect: PushDialect,
     fromSeq?: number,
   ): Promise<PushConfigView | null> {
+    const stored = (value: string | undefined, field: 'token' | 'credentials'): string | null =>
+      value === undefined ? null : this.box.toStored(value, pushSecretAad(tenantId, taskId, configId, field));
     const rows = await this.ds.query<ConfigRow[]>(
       `INSERT INTO push_configs AS c (id, tenant_id, task_id, config_id, dialect, url, token, auth_scheme, credentials,
                                       delivered_seq)
@@ -108,9 +116,9 @@ export class PushConfigRepository {
         configId,
         dialect,
         input.url,
-        input.token ?? null,
+        stored(input.token, 'token'),
         input.authentication?.scheme ?? null,
-        input.authentication?.credentials ?? null,
+        stored(input.authentication?.credentials, 'credentials'),
         fromSeq ?? null,
       ],
     );

@@ -10,11 +10,15 @@ export interface ClaimedConfig {
   id: string;
   tenantId: string;
   taskId: string;
+  /** The client's id of the config (its secrets are bound to it). */
+  configId: string;
   contextId: string;
   dialect: PushDialect;
   url: string;
+  /** As stored (`SecretBox.toStored`): sealed or marked plain. */
   token: string | null;
   authScheme: string | null;
+  /** As stored, like `token`. */
   credentials: string | null;
   deliveredSeq: number;
   attempts: number;
@@ -62,7 +66,8 @@ export class PushDeliveryRepository {
        )
        UPDATE push_configs c SET lease_owner = $1, lease_expires_at = now() + make_interval(secs => $2 / 1000.0)
          FROM due, a2a_tasks a WHERE c.id = due.id AND a.task_id = c.task_id
-       RETURNING c.id, c.tenant_id AS "tenantId", c.task_id AS "taskId", a.context_id AS "contextId", c.dialect, c.url, c.token,
+       RETURNING c.id, c.tenant_id AS "tenantId", c.task_id AS "taskId", c.config_id AS "configId",
+                 a.context_id AS "contextId", c.dialect, c.url, c.token,
                  c.auth_scheme AS "authScheme", c.credentials, c.delivered_seq AS "deliveredSeq", c.attempts`,
       [owner, leaseMs, limit],
     );

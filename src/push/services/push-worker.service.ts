@@ -9,6 +9,8 @@ import { PushDeliveryRepository, type ClaimedConfig } from '../repositories/push
 import { backoffMs, pushHeaders, pushPayload } from './push-payload.js';
 import { Metrics } from '../../metrics/metrics.service.js';
 import { TaskFiles } from '../../tasks/task-files.service.js';
+import { SecretBox, SecretsError } from '../../secrets/secret-box.js';
+import { pushSecretAad } from '../push-secrets.js';
 
 /** Configs one pass claims; a full pass is followed by another at once. */
 const CLAIM_BATCH = 16;
@@ -52,6 +54,7 @@ export class PushWorker implements OnApplicationBootstrap, BeforeApplicationShut
     private readonly identity: InstanceIdentity,
     private readonly metrics: Metrics,
     private readonly files: TaskFiles,
+    private readonly box: SecretBox,
   ) {
     this.policy = { allowPrivate: false, allowHosts: parseHostList(config.pushAllowlist) };
   }
@@ -117,9 +120,11 @@ export class PushWorker implements OnApplicationBootstrap, BeforeApplicationShut
   }
 
   /** Sends one config's undelivered updates in order, until caught up or a send fails. */
-  private async deliver(c: ClaimedConfig): Promise<void> {
+  private async deliver(claimed: ClaimedConfig): Promise<void> {
     const owner = this.identity.id;
     const lease = this.config.pushLeaseMs;
+    const c = this.opened(claimed);
+    if (typeof c === 'string') return await this.failed(claimed, c).catch(() => undefined);
     try {
       let cursor = c.deliveredSeq;
       for (;;) {
@@ -159,6 +164,19 @@ export class PushWorker implements OnApplicationBootstrap, BeforeApplicationShut
       if (!isDatabaseUnavailable(err)) {
         this.logger.warn({ err: safeError(err), config: c.id, task_id: c.taskId }, 'push: delivery pass failed');
       }
+    }
+  }
+
+  /** The config with its stored secrets opened, or why they do not open (a failed attempt, like a refused POST). */
+  private opened(c: ClaimedConfig): ClaimedConfig | string {
+    try {
+      const open = (v: string | null, field: 'token' | 'credentials'): string | null =>
+        v === null ? null : this.box.fromStored(v, pushSecretAad(c.tenantId, c.taskId, c.configId, field));
+      return { ...c, token: open(c.token, 'token'), credentials: open(c.credentials, 'credentials') };
+    } catch (err) {
+      if (!(err instanceof SecretsError)) throw err;
+      this.logger.error({ config: c.id, task_id: c.taskId, reason: err.code }, `push: ${err.message}`);
+      return `the webhook's stored credentials do not open (${err.code})`;
     }
   }
 

@@ -7,6 +7,7 @@ import {
   type Principal,
   type TenantScope,
 } from '../../common/auth.decorators.js';
+import { SubjectToken } from '../../common/subject-token.js';
 import { AppConfig } from '../../config/app-config.js';
 import { ReplicaCache } from '../../database/replica-cache.js';
 import { ReplicaChannel } from '../../database/replica-channel.service.js';
@@ -130,6 +131,10 @@ export class JwtPrincipals implements OnModuleInit, OnModuleDestroy {
       throw err;
     }
     const principal = (await this.principalOf(jwt.claims, jwt.issuer, jwt.expiresAt)) satisfies Principal;
+    // Kept (with the cached principal: the cache is by this token's hash) for calls on the caller's behalf.
+    if ('tenantId' in principal) {
+      Object.defineProperty(principal, 'subject', { value: new SubjectToken(token), enumerable: false });
+    }
     this.verified.set(hash, { principal, expiresAt: jwt.expiresAt, issuerId: jwt.issuer.id, kid: jwt.kid }, generation);
     return principal;
   }
