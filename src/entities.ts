@@ -11,6 +11,7 @@ import { TrustedIssuerEntity } from './tenants/entities/trusted-issuer.entity.js
 import { AuditEntryEntity } from './tenants/entities/audit-entry.entity.js';
 import { TenantTokenEntity } from './tenants/entities/tenant-token.entity.js';
 import { TenantEntity } from './tenants/entities/tenant.entity.js';
+import { TenantRegistryEntryEntity } from './tenant-registry/tenant-registry-entry.entity.js';
 
 /**
  * Every module's entities, gathered above the modules (like `AppModule`), so
@@ -30,4 +31,5 @@ export const ENTITIES: EntityList = [
   MemoryEntryEntity,
   ConversationEntity,
   PushConfigEntity,
+  TenantRegistryEntryEntity,
 ];

@@ -8,7 +8,8 @@ import { capBytes } from '../common/text.js';
 import { RemoteCards, type CachedCard } from './remote-cards.js';
 import { describeCallError, describeCardError, reason, staleCard } from './remote-errors.js';
 import { CardSignatureError } from '../common/card-signing/card-signature.js';
-import { RemoteRegistry, type RemoteAgent } from './remote-registry.service.js';
+import type { RemoteAgent } from './remote-registry.service.js';
+import { TenantRemotes } from './tenant-remotes.service.js';
 import { partsText, replyText } from './remote-reply.js';
 import type { MessageJson } from '../common/a2a-json.js';
 import { OutboundCredentials } from '../outbound-auth/outbound-credentials.service.js';
@@ -41,27 +42,27 @@ export class RemoteAgents {
 
   constructor(
     private readonly config: AppConfig,
-    readonly registry: RemoteRegistry,
+    private readonly remotes: TenantRemotes,
     credentials: OutboundCredentials,
   ) {
     this.cards = new RemoteCards(config, { allowPrivate: config.a2aAllowPrivate, allowHosts: new Set() }, credentials);
   }
 
-  /** The `/a2a` tool: `list`, `card <name>`, `call <name> <message>`. */
-  async tool(args: string, signal: AbortSignal): Promise<RemoteResult> {
+  /** The `/a2a` tool for a tenant (the remotes it sees): `list`, `card <name>`, `call <name> <message>`. */
+  async tool(args: string, tenantId: string, signal: AbortSignal): Promise<RemoteResult> {
     const m = /^(\S+)(?:\s+(\S+))?(?:\s+([\s\S]+))?$/.exec(args.trim());
     const sub = m?.[1];
     const name = m?.[2];
     const rest = m?.[3]?.trim();
-    if (sub === 'list' && !name) return { body: await this.listText(signal) };
-    if (sub === 'card' && name && !rest) return { body: await this.cardText(name, signal) };
-    if (sub === 'call' && name && rest) return this.call(name, rest, signal);
+    if (sub === 'list' && !name) return { body: await this.listText(tenantId, signal) };
+    if (sub === 'card' && name && !rest) return { body: await this.cardText(tenantId, name, signal) };
+    if (sub === 'call' && name && rest) return this.call(tenantId, name, rest, signal);
     return { body: 'ERR: usage: /a2a list | /a2a card <name> | /a2a call <name> <message>' };
   }
 
-  /** The master agent's roster section, or '' with no remotes. */
-  async roster(signal: AbortSignal): Promise<string> {
-    const remotes = this.registry.list();
+  /** The master agent's roster section (the remotes the tenant sees), or '' with none. */
+  async roster(tenantId: string, signal: AbortSignal): Promise<string> {
+    const remotes = await this.remotes.forTenant(tenantId);
     if (remotes.length === 0) return '';
     const lines = await Promise.all(remotes.map(async (r) => `  ${r.name} — ${await this.summary(r, signal)}`));
     return `REMOTE A2A AGENTS — delegate with /a2a call <name> <message> (distinct trust boundary; no shared memory):\n${lines.join('\n')}`;
@@ -79,15 +80,15 @@ export class RemoteAgents {
     }
   }
 
-  private async listText(signal: AbortSignal): Promise<string> {
-    const remotes = this.registry.list();
+  private async listText(tenantId: string, signal: AbortSignal): Promise<string> {
+    const remotes = await this.remotes.forTenant(tenantId);
     if (remotes.length === 0) return 'no remote agents configured';
     const lines = await Promise.all(remotes.map(async (r) => `${r.name} — ${await this.summary(r, signal)}`));
     return lines.join('\n');
   }
 
-  private async cardText(name: string, signal: AbortSignal): Promise<string> {
-    const remote = this.registry.get(name);
+  private async cardText(tenantId: string, name: string, signal: AbortSignal): Promise<string> {
+    const remote = await this.remotes.get(tenantId, name);
     if (!remote) return `ERR: no remote agent named '${name}'`;
     let cached: CachedCard;
     try {
@@ -119,8 +120,8 @@ export class RemoteAgents {
    * GetTask), within `ARBITER_A2A_TIMEOUT_MS`. The caller's cancellation
    * cancels the remote task (CancelTask) as well as the HTTP request.
    */
-  async call(name: string, text: string, signal: AbortSignal): Promise<RemoteResult> {
-    const remote = this.registry.get(name);
+  async call(tenantId: string, name: string, text: string, signal: AbortSignal): Promise<RemoteResult> {
+    const remote = await this.remotes.get(tenantId, name);
     if (!remote) return { body: `ERR: no remote agent named '${name}'` };
     if (remote.missingTokenEnv) {
       return { body: `ERR: HTTP 401: no token (environment variable ${remote.missingTokenEnv} is not set)` };
@@ -147,7 +148,7 @@ export class RemoteAgents {
       } catch (err) {
         if (!staleCard(err) || callSignal.aborted) throw err;
         // The remote may have moved: fetch the card once more and retry once.
-        this.cards.forget(remote.name);
+        this.cards.forget(remote);
         cached = await this.cards.cardFor(remote, callSignal);
         result = await cached.client.sendMessage(request, { signal: callSignal });
       }

@@ -15,6 +15,7 @@ import { reason } from './remote-errors.js';
 import { checkCard, type CardTrust } from './card-pinning.js';
 
 const MAX_TTL_MS = 86_400_000;
+const MAX_CARDS = 4_096;
 
 type Json = Record<string, unknown>;
 
@@ -50,17 +51,21 @@ export class RemoteCards {
   ) {}
 
   /** Drops a remote's cached card (its endpoint moved, or speaks another version now). */
-  forget(name: string): void {
-    this.cards.delete(name);
+  forget(remote: RemoteAgent): void {
+    this.cards.delete(cacheKey(remote));
   }
 
   /** The remote's card and client, cached (TTL, Cache-Control, ETag revalidation). */
   async cardFor(remote: RemoteAgent, signal: AbortSignal): Promise<CachedCard> {
     const key = `${remote.url}\n${remote.cardUrl ?? ''}\n${fingerprintOf(remote.auth)}\n${JSON.stringify(remote.cardSignature ?? null)}`;
-    const cached = this.cards.get(remote.name);
+    const cached = this.cards.get(cacheKey(remote));
     if (cached && cached.key === key && cached.expiresAt > Date.now()) return cached;
     const fresh = await this.fetchCard(remote, key, cached?.key === key ? cached : undefined, signal);
-    this.cards.set(remote.name, fresh);
+    // Bounded: tenants' own entries add to the operator's; the oldest card goes first.
+    if (!this.cards.has(cacheKey(remote)) && this.cards.size >= MAX_CARDS) {
+      this.cards.delete(this.cards.keys().next().value as string);
+    }
+    this.cards.set(cacheKey(remote), fresh);
     return fresh;
   }
 
@@ -158,6 +163,9 @@ export class RemoteCards {
     };
   }
 }
+
+/** Cards are kept by entry: an operator's by name, a tenant's own by tenant and name (two tenants' "peer" differ). */
+const cacheKey = (remote: RemoteAgent): string => `${remote.owner ?? ''}\n${remote.name}`;
 
 function looksLikeCard(v: unknown): v is Json {
   if (v === null || typeof v !== 'object' || Array.isArray(v)) return false;

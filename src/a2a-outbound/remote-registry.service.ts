@@ -2,8 +2,14 @@ import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
 import { RegistryFile, type RegistryContent } from '../common/registry-file/registry-file.js';
 import { dirname } from 'node:path';
-import { httpUrl, readEntries, readEntry, RegistryFileError } from '../common/registry-file/registry-fields.js';
-import { checkAuthUrl, readOutboundAuth } from '../outbound-auth/auth-fields.js';
+import {
+  httpUrl,
+  readEntries,
+  readEntry,
+  readTenantList,
+  RegistryFileError,
+} from '../common/registry-file/registry-fields.js';
+import { checkAuthUrl, readOutboundAuth, type AuthSource } from '../outbound-auth/auth-fields.js';
 import type { OutboundAuth } from '../outbound-auth/outbound-auth.types.js';
 import { readCardPin, type CardPin } from './card-pinning.js';
 
@@ -20,6 +26,10 @@ export interface RemoteAgent {
   missingTokenEnv?: string;
   /** `card_signature`: the keys the remote's card must be signed with (A2A §8.4.3). */
   cardSignature?: CardPin;
+  /** An operator's entry: the tenants that see it (`tenants`; absent: every tenant). */
+  tenants?: string[];
+  /** A tenant's own entry (`/v1/remote-agents`): that tenant's id. */
+  owner?: string;
 }
 
 export const REMOTE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
@@ -44,37 +54,58 @@ export function parseRegistry(
   const warnings: string[] = [];
   for (const [name, value] of Object.entries(readEntries(text, 'agents'))) {
     const at = `agents.${name}`;
-    const entry = readEntry(name, value, at, REMOTE_NAME);
-    for (const k of Object.keys(entry)) {
-      if (!['url', 'card_url', 'auth', 'card_signature'].includes(k)) {
-        throw new RegistryFileError(`${at}: unknown field "${k}"`);
-      }
-    }
-    const url = httpUrl(entry.url, `${at}.url`);
-    const cardUrl = entry.card_url === undefined ? undefined : httpUrl(entry.card_url, `${at}.card_url`).href;
-    const pin =
-      entry.card_signature === undefined ? undefined : readCardPin(entry.card_signature, `${at}.card_signature`);
-    // An empty `auth` (no token) is no credential, as before the other types existed.
-    const empty = entry.auth !== null && typeof entry.auth === 'object' && Object.keys(entry.auth).length === 0;
-    const { auth, missingEnv } =
-      entry.auth === undefined || empty
-        ? { auth: { type: 'none' } as const, missingEnv: [] }
-        : readOutboundAuth(entry.auth, `${at}.auth`, { env, baseDir });
-    checkAuthUrl(auth, url, at);
-    const missingTokenEnv = missingEnv[0];
-    if (missingTokenEnv) {
-      warnings.push(`${at}: environment variable ${missingTokenEnv} is not set; calls will fail with HTTP 401`);
-    }
-    agents.set(name, {
-      name,
-      url: url.href.replace(/\/+$/, ''),
-      ...(cardUrl ? { cardUrl } : {}),
-      auth,
-      ...(missingTokenEnv ? { missingTokenEnv } : {}),
-      ...(pin ? { cardSignature: pin } : {}),
-    });
+    const { agent, warning } = readRemoteEntry(name, readEntry(name, value, at, REMOTE_NAME), at, { env, baseDir });
+    if (warning) warnings.push(warning);
+    agents.set(name, agent);
   }
   return { agents, warnings };
+}
+
+const FILE_FIELDS = ['url', 'card_url', 'auth', 'card_signature', 'tenants'];
+const TENANT_FIELDS = ['url', 'card_url', 'auth', 'card_signature'];
+
+/**
+ * One entry: `url`, `card_url`, `auth` (and, in the operator's file — `source` names host variables and a base
+ * directory — `tenants`). A tenant's entry (`source` empty) may name neither variables nor files.
+ */
+export function readRemoteEntry(
+  name: string,
+  entry: Record<string, unknown>,
+  at: string,
+  source: AuthSource,
+): { agent: RemoteAgent; warning?: string } {
+  const operator = source.env !== undefined;
+  for (const k of Object.keys(entry)) {
+    if (!(operator ? FILE_FIELDS : TENANT_FIELDS).includes(k)) {
+      throw new RegistryFileError(`${at}: unknown field "${k}"`);
+    }
+  }
+  const url = httpUrl(entry.url, `${at}.url`);
+  const cardUrl = entry.card_url === undefined ? undefined : httpUrl(entry.card_url, `${at}.card_url`).href;
+  const tenants = readTenantList(entry.tenants, `${at}.tenants`);
+  const pin =
+    entry.card_signature === undefined ? undefined : readCardPin(entry.card_signature, `${at}.card_signature`);
+  // An empty `auth` (no token) is no credential, as before the other types existed.
+  const empty = entry.auth !== null && typeof entry.auth === 'object' && Object.keys(entry.auth).length === 0;
+  const { auth, missingEnv } =
+    entry.auth === undefined || empty
+      ? { auth: { type: 'none' } as const, missingEnv: [] }
+      : readOutboundAuth(entry.auth, `${at}.auth`, source);
+  checkAuthUrl(auth, url, at);
+  const missingTokenEnv = missingEnv[0];
+  const agent: RemoteAgent = {
+    name,
+    url: url.href.replace(/\/+$/, ''),
+    ...(cardUrl ? { cardUrl } : {}),
+    auth,
+    ...(missingTokenEnv ? { missingTokenEnv } : {}),
+    ...(tenants ? { tenants } : {}),
+    ...(pin ? { cardSignature: pin } : {}),
+  };
+  const warning = missingTokenEnv
+    ? `${at}: environment variable ${missingTokenEnv} is not set; calls will fail with HTTP 401`
+    : undefined;
+  return { agent, ...(warning ? { warning } : {}) };
 }
 
 /**

@@ -9,6 +9,7 @@ import {
   isObject,
   readEntries,
   readEntry,
+  readTenantList,
   RegistryFileError,
   resolveEnvRefs,
 } from '../common/registry-file/registry-fields.js';
@@ -23,6 +24,10 @@ interface Common {
   missingEnv: string[];
   /** Everything that identifies the connection: a registry edit that changes it makes a new one. */
   fingerprint: string;
+  /** An operator's entry: the tenants that see it (`tenants`; absent: every tenant). */
+  tenants?: string[];
+  /** A tenant's own entry (`/v1/mcp-servers`): that tenant's id. */
+  owner?: string;
 }
 
 /** A server Arbiter starts as a child process and talks to over stdin/stdout. */
@@ -49,8 +54,10 @@ export type McpServerConfig = StdioServer | HttpServer;
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
 const HEADER_VALUE = /^[\x20-\x7e\t]{0,8192}$/;
-const STDIO_FIELDS = ['type', 'command', 'args', 'env', 'env_env', 'cwd', 'description', 'disabled'];
-const HTTP_FIELDS = ['type', 'url', 'headers', 'headers_env', 'auth', 'description', 'disabled'];
+const STDIO_FIELDS = ['type', 'command', 'args', 'env', 'env_env', 'cwd', 'description', 'disabled', 'tenants'];
+const HTTP_FIELDS = ['type', 'url', 'headers', 'headers_env', 'auth', 'description', 'disabled', 'tenants'];
+/** A tenant's own server: streamable HTTP only (a tenant never starts a process here), no host variables. */
+const TENANT_FIELDS = ['type', 'url', 'headers', 'auth', 'description'];
 
 /** A problem in `mcp_servers.json`, naming the bad field. */
 export { RegistryFileError as McpRegistryError };
@@ -124,10 +131,8 @@ export function parseMcpRegistry(
     if (entry.disabled !== undefined && typeof entry.disabled !== 'boolean') {
       throw new RegistryFileError(`${at}.disabled must be true or false`);
     }
-    if (entry.description !== undefined && (typeof entry.description !== 'string' || entry.description.length > 500)) {
-      throw new RegistryFileError(`${at}.description must be a string of at most 500 characters`);
-    }
-    const description = typeof entry.description === 'string' ? entry.description.replace(/\s+/g, ' ').trim() : '';
+    const description = descriptionOf(entry, at);
+    const tenants = readTenantList(entry.tenants, `${at}.tenants`);
     const missing: string[] = [];
     let server: McpServerConfig;
     if (http) {
@@ -149,11 +154,51 @@ export function parseMcpRegistry(
         ...stdioEntry(entry, at, env, baseDir, missing, warnings),
       };
     }
+    if (tenants) server.tenants = tenants;
     server.fingerprint = JSON.stringify(server);
     if (entry.disabled === true) continue;
     servers.set(name, server);
   }
   return { servers, warnings };
+}
+
+function descriptionOf(entry: Record<string, unknown>, at: string): string {
+  if (entry.description !== undefined && (typeof entry.description !== 'string' || entry.description.length > 500)) {
+    throw new RegistryFileError(`${at}.description must be a string of at most 500 characters`);
+  }
+  return typeof entry.description === 'string' ? entry.description.replace(/\s+/g, ' ').trim() : '';
+}
+
+/**
+ * A tenant's own server (`/v1/mcp-servers`), validated as a file's streamable-HTTP entry is, without what only the
+ * operator may name: a command to start, host variables (`headers_env`, `*_env`), files (`*_file`).
+ */
+export function readTenantMcpEntry(
+  name: string,
+  entry: Record<string, unknown>,
+  at: string,
+  owner: string,
+): HttpServer {
+  if (entry.type !== undefined && !['http', 'streamable-http', 'streamableHttp'].includes(entry.type as string)) {
+    throw new RegistryFileError(`${at}.type must be "http": a tenant's MCP servers are reached over streamable HTTP`);
+  }
+  for (const k of Object.keys(entry)) {
+    if (!TENANT_FIELDS.includes(k)) {
+      throw new RegistryFileError(`${at}: unknown field "${k}" for a tenant's MCP server (streamable HTTP only)`);
+    }
+  }
+  const description = descriptionOf(entry, at);
+  const server: HttpServer = {
+    name,
+    description,
+    missingEnv: [],
+    fingerprint: '',
+    transport: 'http',
+    ...httpEntry(entry, at, {}, undefined, [], []),
+    owner,
+  };
+  server.fingerprint = JSON.stringify(server);
+  return server;
 }
 
 function stdioEntry(
@@ -194,7 +239,7 @@ function httpEntry(
   entry: Record<string, unknown>,
   at: string,
   env: NodeJS.ProcessEnv,
-  baseDir: string,
+  baseDir: string | undefined,
   missing: string[],
   warnings: string[],
 ): Pick<HttpServer, 'url' | 'headers' | 'auth'> {
@@ -206,7 +251,8 @@ function httpEntry(
   Object.assign(headers, fromEnv(refs, env, `${at}.headers_env`, missing, warnings));
   let auth: OutboundAuth = { type: 'none' };
   if (entry.auth !== undefined) {
-    const parsed = readOutboundAuth(entry.auth, `${at}.auth`, { env, baseDir });
+    // A tenant's entry (no base directory) names no host variables and no files.
+    const parsed = readOutboundAuth(entry.auth, `${at}.auth`, baseDir === undefined ? {} : { env, baseDir });
     auth = parsed.auth;
     checkAuthUrl(auth, url, at);
     for (const variable of parsed.missingEnv) {

@@ -4,7 +4,8 @@ import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { capBytes } from '../common/text.js';
 import { jsonSyntaxProblem, parseJsonText } from '../common/json-guard.js';
 import { McpFailure, McpPool } from './mcp-pool.service.js';
-import { McpRegistry, type McpServerConfig } from './mcp-registry.service.js';
+import type { McpServerConfig } from './mcp-registry.service.js';
+import { TenantMcpServers } from './tenant-mcp-servers.service.js';
 
 const RESULT_CAP = 16 * 1024;
 const MAX_ARGS = 64 * 1024;
@@ -33,7 +34,7 @@ export class McpTool {
   private readonly validator = new AjvJsonSchemaValidator();
 
   constructor(
-    readonly registry: McpRegistry,
+    private readonly servers: TenantMcpServers,
     private readonly pool: McpPool,
   ) {}
 
@@ -43,9 +44,10 @@ export class McpTool {
     const [, sub, server, tool, json] = m ?? [];
     try {
       if (sub === 'list' && !server) return await this.list(caller, signal);
-      if (sub === 'tools' && server && !tool) return await this.toolsText(this.pick(server, caller), caller, signal);
+      if (sub === 'tools' && server && !tool)
+        return await this.toolsText(await this.pick(server, caller), caller, signal);
       if (sub === 'call' && server && tool)
-        return await this.call(this.pick(server, caller), tool, json, caller, signal);
+        return await this.call(await this.pick(server, caller), tool, json, caller, signal);
       return MCP_USAGE;
     } catch (err) {
       signal.throwIfAborted();
@@ -54,14 +56,16 @@ export class McpTool {
     }
   }
 
-  /** Servers this caller may use, in name order. */
-  available(caller: McpCaller): McpServerConfig[] {
-    return this.registry.list().filter((s) => !caller.servers || caller.servers.includes(s.name));
+  /** Servers this caller may use (of those its tenant sees), in name order. */
+  async available(caller: McpCaller): Promise<McpServerConfig[]> {
+    return (await this.servers.forTenant(caller.tenantId)).filter(
+      (s) => !caller.servers || caller.servers.includes(s.name),
+    );
   }
 
   /** The master agent's roster section, or '' with no servers. Starts nothing: tool names only of open connections. */
-  roster(caller: McpCaller): string {
-    const servers = this.available(caller);
+  async roster(caller: McpCaller): Promise<string> {
+    const servers = await this.available(caller);
     if (servers.length === 0) return '';
     const lines = servers.map((s) => {
       const tools = this.pool.knownTools(caller.tenantId, s);
@@ -73,8 +77,8 @@ export class McpTool {
     return `MCP SERVERS — see their tools with /mcp tools <server>, call one with /mcp call <server> <tool> <json-args>:\n${lines.join('\n')}`;
   }
 
-  private pick(name: string, caller: McpCaller): McpServerConfig {
-    const server = this.registry.get(name);
+  private async pick(name: string, caller: McpCaller): Promise<McpServerConfig> {
+    const server = await this.servers.get(caller.tenantId, name);
     if (!server) throw new McpFailure(`ERR: no mcp server named '${name}'`);
     if (caller.servers && !caller.servers.includes(name)) {
       throw new McpFailure(
@@ -85,8 +89,9 @@ export class McpTool {
   }
 
   private async list(caller: McpCaller, signal: AbortSignal): Promise<string> {
-    if (this.registry.list().length === 0) return 'no mcp servers configured';
-    const servers = this.available(caller);
+    const all = await this.servers.forTenant(caller.tenantId);
+    if (all.length === 0) return 'no mcp servers configured';
+    const servers = all.filter((s) => !caller.servers || caller.servers.includes(s.name));
     if (servers.length === 0) return 'no mcp servers available to this agent';
     const blocks = await Promise.all(
       servers.map(async (s) => {

@@ -180,7 +180,7 @@ export class CommandStep {
       case 'fetch':
         return fetchAsText(w.args, this.deps.fetchPolicy, this.deps.config.fetchTimeoutMs, this.signal);
       case 'a2a': {
-        const r = await this.deps.remotes.tool(w.args, this.signal);
+        const r = await this.deps.remotes.tool(w.args, this.tenantId, this.signal);
         if (r.remoteTaskId) detail.remote_task_id = r.remoteTaskId;
         return r.body;
       }

@@ -155,13 +155,15 @@ export class TurnLoop {
     if (agent.id === MASTER_AGENT_ID) {
       const [roster, remote] = await Promise.all([
         this.deps.catalog.roster(this.tenantId),
-        this.deps.remotes.roster(this.signal),
+        this.deps.remotes.roster(this.tenantId, this.signal),
       ]);
       if (roster) system += `\n\n${roster}`;
       if (remote) system += `\n\n${remote}`;
       const grants = toolGrants(agent.constitution);
       const mcp =
-        grants.length === 0 || grants.includes('/mcp') ? this.deps.mcp.roster(mcpCallerOf(this.tenantId, agent)) : '';
+        grants.length === 0 || grants.includes('/mcp')
+          ? await this.deps.mcp.roster(mcpCallerOf(this.tenantId, agent))
+          : '';
       if (mcp) system += `\n\n${mcp}`;
     }
     return system;

@@ -227,3 +227,20 @@ function tlsIdentity(raw: Record<string, unknown>, at: string, source: AuthSourc
   const ca = pem('ca', false);
   return { cert, key, ...(ca ? { ca } : {}) };
 }
+
+/** The fields of each `auth` type that hold a secret (what a tenant's stored entry keeps sealed). */
+const SECRET_FIELDS: Record<OutboundAuth['type'], readonly string[]> = {
+  none: [],
+  bearer: ['token'],
+  header: ['value'],
+  oauth2_client_credentials: ['client_secret'],
+  mtls: ['key'],
+  token_exchange: ['client_secret'],
+};
+
+/** The secret fields a raw `auth` object (already validated) gives: those to seal, and to show only as "set". */
+export function authSecretFields(raw: unknown): string[] {
+  if (!isObject(raw)) return [];
+  const type = (raw.type ?? 'bearer') as OutboundAuth['type'];
+  return (SECRET_FIELDS[type] ?? []).filter((f) => raw[f] !== undefined);
+}

@@ -26,6 +26,7 @@ const TABLES = [
   'replica_usage',
   'task_events',
   'task_files',
+  'tenant_registry_entries',
   'tenant_running',
   'tenant_tokens',
   'tenants',

@@ -13,7 +13,7 @@ const LAYERS: string[][] = [
   ['version.ts', 'config', 'tracing'],
   ['common'],
   ['database', 'metrics', 'secrets'],
-  ['tenants', 'outbound-auth'],
+  ['tenants', 'outbound-auth', 'tenant-registry'],
   ['registry', 'a2a-outbound', 'mcp', 'health'],
   ['orchestrator'],
   ['tasks'],

@@ -36,6 +36,7 @@ export class AdminRegistriesController {
       card_url: a.cardUrl ? bareUrl(a.cardUrl) : null,
       auth: a.auth.type,
       missing_env: a.missingTokenEnv ? [a.missingTokenEnv] : [],
+      ...(a.tenants ? { tenants: a.tenants } : {}),
     }));
     return { file: this.remotes.path, error: this.remotes.lastError, items };
   }
@@ -48,6 +49,7 @@ export class AdminRegistriesController {
       description: s.description,
       ...(s.transport === 'http' ? { url: bareUrl(s.url) } : { command: s.command, args_count: s.args.length }),
       missing_env: s.missingEnv,
+      ...(s.tenants ? { tenants: s.tenants } : {}),
     }));
     return { file: this.mcp.path, error: this.mcp.lastError, items };
   }

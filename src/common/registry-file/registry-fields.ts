@@ -75,3 +75,21 @@ export function resolveEnvRefs(
   }
   return { values, missing };
 }
+
+const TENANT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * An entry's optional `tenants` list: the ids of the tenants that see it (absent: every tenant, as before the
+ * list existed). An empty list hides the entry from everyone, which is a way to keep it without using it.
+ */
+export function readTenantList(v: unknown, at: string): string[] | undefined {
+  if (v === undefined) return undefined;
+  if (!Array.isArray(v) || v.length > 10_000 || !v.every((t) => typeof t === 'string' && TENANT_ID.test(t))) {
+    throw new RegistryFileError(`${at} must be a list of tenant ids (UUIDs)`);
+  }
+  return [...new Set((v as string[]).map((t) => t.toLowerCase()))];
+}
+
+/** Whether an operator's entry (with its optional `tenants` list) is visible to a tenant. */
+export const visibleTo = (entry: { tenants?: readonly string[] }, tenantId: string): boolean =>
+  !entry.tenants || entry.tenants.includes(tenantId.toLowerCase());

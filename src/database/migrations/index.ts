@@ -12,6 +12,7 @@ import { TenantRunning1763870000000 } from './1763870000000-tenant-running.js';
 import { RateGrants1763880000000 } from './1763880000000-rate-grants.js';
 import { Identity1763890000000 } from './1763890000000-identity.js';
 import { PushSecrets1763900000000 } from './1763900000000-push-secrets.js';
+import { TenantRegistries1763910000000 } from './1763910000000-tenant-registries.js';
 
 /** Every migration, oldest first. Never edit one that has been committed; add a new one. */
 export const MIGRATIONS = [
@@ -29,4 +30,5 @@ export const MIGRATIONS = [
   RateGrants1763880000000,
   Identity1763890000000,
   PushSecrets1763900000000,
+  TenantRegistries1763910000000,
 ];

@@ -1,0 +1,243 @@
+// Also loaded by the test runner (--import); here too so that running this file alone keeps the tripwire.
+import '../helpers/loopback-only.js';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { getDataSourceToken } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+import { FakeProvider, type ScriptCall, type ScriptReply } from '../helpers/fake-provider.js';
+import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
+import { readSse } from '../helpers/a2a.js';
+import { startEverythingHttp, type HttpMcp } from '../helpers/mcp-servers.js';
+import { startVoltLike, type PeerAgent } from '../helpers/peer-agents.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+const MCP_TOKEN = 'tenant-mcp-secret-0001';
+
+describe('per-tenant registries: /v1/remote-agents and /v1/mcp-servers', () => {
+  let fake: FakeProvider;
+  let server: TestServer;
+  let keyless: TestServer;
+  let a: TestTenant;
+  let b: TestTenant;
+  let c: TestTenant;
+  let d: TestTenant;
+  let alpha: PeerAgent;
+  let beta: PeerAgent;
+  let mcp: HttpMcp;
+
+  const script = (model: string, fn: (c: ScriptCall) => ScriptReply): string => {
+    fake.scripts.set(model, fn);
+    return `openai/${model}`;
+  };
+  const requestsFor = (model: string) => fake.requests.filter((r) => r.body.model === model);
+  const lastMessage = (r: { body: any }): string => r.body.messages[r.body.messages.length - 1].content;
+
+  /** Runs `commands` as one scripted response of a fresh agent of `tenant`; returns what the model got back. */
+  let n = 0;
+  const run = async (tenant: TestTenant, commands: string): Promise<string> => {
+    const model = script(`reg-${++n}`, (call) => (call.call === 1 ? commands : 'done'));
+    const id = `reg-${n}`;
+    await newAgent(tenant, { id, model });
+    const res = await fetch(`${server.url}/v1/agents/${id}/chat`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tenant.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'go' }),
+    });
+    await readSse(res);
+    const sent = requestsFor(`reg-${n}`);
+    return sent.length > 1 ? lastMessage(sent.at(-1)!) : '';
+  };
+  const voltEntry = (peer: PeerAgent, id: string) => ({
+    url: `${peer.url}/a2a/${id}`,
+    card_url: `${peer.url}/.well-known/${id}/agent-card.json`,
+  });
+  const db = () => server.running.app.get<DataSource>(getDataSourceToken());
+
+  before(async () => {
+    fake = new FakeProvider();
+    await fake.start();
+    alpha = await startVoltLike('alpha');
+    beta = await startVoltLike('beta');
+    mcp = await startEverythingHttp(MCP_TOKEN);
+    const env = { OPENAI_BASE_URL: `${fake.url}/v1`, ARBITER_DEFAULT_MODEL: 'openai/master' };
+    // Loopback peers need the operator's allow-private switches; tenant entries are held to them as the files are.
+    server = await startTestServer({
+      env: {
+        ...env,
+        ARBITER_A2A_ALLOW_PRIVATE: 'true',
+        ARBITER_MCP_ALLOW_PRIVATE: 'true',
+        ARBITER_A2A_CARD_TTL_MS: '0',
+        ARBITER_SECRETS_KEY: randomBytes(32).toString('base64'),
+      },
+    });
+    keyless = await startTestServer({ env });
+    [a, b, c, d] = [
+      await newTenant(server, 'reg-a'),
+      await newTenant(server, 'reg-b'),
+      await newTenant(server, 'reg-c'),
+      await newTenant(server, 'reg-d'),
+    ];
+    await newAgent(c, { id: 'for-a', model: script('for-a-m', (call) => `for-a says: ${call.last}`) });
+    writeFileSync(
+      join(server.home, 'a2a_agents.json'),
+      JSON.stringify({
+        agents: {
+          peer: voltEntry(alpha, 'alpha'),
+          only_a: { ...voltEntry(alpha, 'alpha'), tenants: [a.id] },
+        },
+      }),
+    );
+  });
+  after(async () => {
+    await server.close();
+    await keyless.close();
+    await alpha.close();
+    await beta.close();
+    await mcp.close();
+    await fake.stop();
+  });
+
+  it('two tenants with a remote of the same name each see and call only their own; a tenant without one gets the shared entry', async () => {
+    const created = await a.client.post('/v1/remote-agents', {
+      name: 'peer',
+      url: `${server.url}/v1/a2a/agents/for-a`,
+      auth: { type: 'bearer', token: c.token },
+    });
+    assert.equal(created.status, 201, created.text);
+    assert.deepEqual(created.body.auth, { type: 'bearer', token: 'set' });
+    assert.ok(!created.text.includes(c.token));
+    assert.equal((await b.client.post('/v1/remote-agents', { name: 'peer', ...voltEntry(beta, 'beta') })).status, 201);
+
+    assert.match(await run(a, '/a2a call peer hello'), /\nfor-a says: hello\n/);
+    assert.match(await run(b, '/a2a call peer hello'), /\nbeta heard: hello\n/);
+    assert.match(await run(d, '/a2a call peer hello'), /\nalpha heard: hello\n/);
+    // The roster of A's master agent names A's own peer (C's agent behind it), not the shared one.
+    const list = await run(a, '/a2a list');
+    assert.match(list, /\nonly_a — /);
+    assert.match(list, /\npeer — /);
+    assert.doesNotMatch(list, /beta/);
+  });
+
+  it('a shared file entry with a tenants list is seen by those tenants only', async () => {
+    assert.match(await run(a, '/a2a call only_a hi'), /\nalpha heard: hi\n/);
+    assert.match(await run(b, '/a2a call only_a hi'), /ERR: no remote agent named 'only_a'/);
+    assert.doesNotMatch(await run(b, '/a2a list'), /only_a/);
+    const admin = await server.admin.get('/v1/admin/registries/a2a-agents');
+    assert.deepEqual(admin.body.items.find((i: { name: string }) => i.name === 'only_a').tenants, [a.id]);
+  });
+
+  it('reads never carry a secret; the row holds ciphertext only; the audit rows neither', async () => {
+    const one = await a.client.get('/v1/remote-agents/peer');
+    assert.equal(one.status, 200);
+    assert.deepEqual(one.body.auth, { type: 'bearer', token: 'set' });
+    const list = await a.client.get('/v1/remote-agents');
+    assert.deepEqual(
+      list.body.items.map((i: { name: string }) => i.name),
+      ['peer'],
+    );
+    assert.ok(!list.text.includes(c.token) && !one.text.includes(c.token));
+    const rows = await db().query<{ config: unknown; secrets: string }[]>(
+      `SELECT config, secrets FROM tenant_registry_entries WHERE tenant_id = $1`,
+      [a.id],
+    );
+    assert.equal(rows.length, 1);
+    assert.match(rows[0].secrets, /^v1:[^:]+:[^:]+:[^:]+$/);
+    assert.ok(!JSON.stringify(rows).includes(c.token), 'the token is nowhere in the row');
+    const audit = await db().query<{ action: string; actor_id: string; detail: unknown }[]>(
+      `SELECT action, actor_id, detail FROM audit_log WHERE tenant_id = $1 AND action LIKE 'remote_agent.%'`,
+      [a.id],
+    );
+    assert.deepEqual(
+      audit.map((r) => r.action),
+      ['remote_agent.create'],
+    );
+    assert.match(audit[0].actor_id, /^token:/);
+    assert.ok(!JSON.stringify(audit).includes(c.token));
+    // B's read of its own list does not show A's.
+    assert.ok(!(await b.client.get('/v1/remote-agents')).text.includes('for-a'));
+    assert.equal((await b.client.get('/v1/remote-agents/nope')).status, 404);
+  });
+
+  it('PATCH and DELETE: the change is used at once; deleting uncovers the shared entry', async () => {
+    const patched = await b.client.patch('/v1/remote-agents/peer', voltEntry(alpha, 'alpha'));
+    assert.equal(patched.status, 200, patched.text);
+    assert.match(await run(b, '/a2a call peer again'), /\nalpha heard: again\n/);
+    assert.equal((await a.client.delete('/v1/remote-agents/peer')).status, 204);
+    assert.match(await run(a, '/a2a call peer back'), /\nalpha heard: back\n/);
+    assert.equal((await a.client.delete('/v1/remote-agents/peer')).status, 404);
+  });
+
+  it('a tenant may name no host variable, file, command or operator-only field; private addresses follow the operator', async () => {
+    const refused = async (on: TestServer, tenant: TestTenant, path: string, body: object, field: RegExp) => {
+      const res = await on.as(tenant.token).post(path, body);
+      assert.equal(res.status, 400, `${JSON.stringify(body)}: ${res.text}`);
+      assert.match(JSON.stringify(res.body.details), field);
+      return res;
+    };
+    const url = `${beta.url}/a2a/beta`;
+    await refused(server, a, '/v1/remote-agents', { name: 'x', url, auth: { token_env: 'HOME' } }, /auth\.token_env/);
+    await refused(
+      server,
+      a,
+      '/v1/remote-agents',
+      { name: 'x', url, auth: { type: 'mtls', cert_file: '/etc/passwd', key_file: '/etc/shadow' } },
+      /auth\.cert_file/,
+    );
+    await refused(server, a, '/v1/remote-agents', { name: 'x', url, tenants: [b.id] }, /tenants/);
+    await refused(server, a, '/v1/mcp-servers', { name: 'x', url: mcp.url, command: 'sh' }, /command/);
+    await refused(server, a, '/v1/mcp-servers', { name: 'x', url: mcp.url, headers_env: { a: 'HOME' } }, /headers_env/);
+    await refused(
+      server,
+      a,
+      '/v1/remote-agents',
+      { name: 'x', url: 'http://169.254.169.254/a2a' },
+      /link-local|blocked/,
+    );
+    // Without ARBITER_A2A_ALLOW_PRIVATE a tenant's loopback entry is refused, naming the setting.
+    const t = await newTenant(keyless, 'keyless-t');
+    const loop = await refused(keyless, t, '/v1/remote-agents', { name: 'x', url }, /ARBITER_A2A_ALLOW_PRIVATE/);
+    assert.match(loop.text, /loopback/);
+    // No sealing key: an inline secret is refused, naming ARBITER_SECRETS_KEY; an entry without one is taken.
+    const nokey = await refused(
+      keyless,
+      t,
+      '/v1/remote-agents',
+      { name: 'x', url: 'https://peer.example.com/a2a', auth: { type: 'bearer', token: 'atr_secret' } },
+      /auth\.token/,
+    );
+    assert.match(nokey.text, /ARBITER_SECRETS_KEY/);
+    const open = await keyless
+      .as(t.token)
+      .post('/v1/remote-agents', { name: 'x', url: 'https://peer.example.com/a2a' });
+    assert.equal(open.status, 201, open.text);
+  });
+
+  it('MCP: a tenant’s own server over streamable HTTP (its token sealed), seen and called by that tenant only', async () => {
+    const created = await a.client.post('/v1/mcp-servers', {
+      name: 'mine',
+      url: mcp.url,
+      description: 'A’s tools',
+      headers: { 'x-extra': 'header-secret-1' },
+      auth: { type: 'bearer', token: MCP_TOKEN },
+    });
+    assert.equal(created.status, 201, created.text);
+    assert.deepEqual(created.body.auth, { type: 'bearer', token: 'set' });
+    assert.deepEqual(created.body.headers, { 'x-extra': 'set' });
+    assert.equal(
+      await run(a, '/mcp call mine echo {"message":"hi"}'),
+      '[/mcp call mine echo {"message":"hi"}]\nEcho: hi\n[END MCP]',
+    );
+    assert.match(await run(a, '/mcp list'), /^\[\/mcp list\]\nmine \(http\) — A’s tools: \d+ tools\n/);
+    assert.match(await run(b, '/mcp call mine echo {"message":"hi"}'), /ERR: no mcp server named 'mine'/);
+    assert.match(await run(b, '/mcp list'), /no mcp servers configured/);
+    const rows = await db().query<{ secrets: string }[]>(
+      `SELECT config, secrets FROM tenant_registry_entries WHERE tenant_id = $1 AND kind = 'mcp'`,
+      [a.id],
+    );
+    assert.ok(!JSON.stringify(rows).includes(MCP_TOKEN) && !JSON.stringify(rows).includes('header-secret-1'));
+    assert.ok(!(await a.client.get('/v1/mcp-servers')).text.includes(MCP_TOKEN));
+  });
+});
