@@ -73,7 +73,7 @@ describe('registry files: RemoteRegistry and McpRegistry on the shared loader', 
     assert.deepEqual(remotes.get('weather'), {
       name: 'weather',
       url: 'https://weather.example/a2a',
-      token: 'env-token-123',
+      auth: { type: 'bearer', token: 'env-token-123' },
     });
     assert.deepEqual(mcp.get('files')?.missingEnv, ['ARBITER_TEST_REGISTRY_UNSET']);
     assert.deepEqual(logs.lines, [
