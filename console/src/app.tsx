@@ -5,6 +5,7 @@ import { Registries, Tenants } from './admin';
 import { Audit } from './audit';
 import { AgentDetail, AgentList, NewAgent, OpenAgent } from './agents';
 import { Chat } from './chat';
+import { KINDS, NewRegistryEntry, RegistryEntryPage, RegistryList, type RegistryKind } from './own-registries';
 import { currentPath, match, navigate, useRoute } from './router';
 import { loadSession, saveSession, SessionChannel, type Session } from './session';
 import { expiredOf, SignIn, Who, type Expired } from './signin';
@@ -15,6 +16,8 @@ import { Link, NotAllowed, PageTitle } from './ui';
 const TENANT_NAV: { to: string; label: string; may: (a: Access) => boolean }[] = [
   { to: '/agents', label: 'Agents', may: (a) => a.readAgents || a.invoke },
   { to: '/tasks', label: 'Tasks', may: (a) => a.readTasks },
+  { to: '/remote-agents', label: 'Remote agents', may: (a) => a.readAgents },
+  { to: '/mcp-servers', label: 'MCP servers', may: (a) => a.readAgents },
 ];
 const ADMIN_NAV = [
   { to: '/tenants', label: 'Tenants' },
@@ -74,6 +77,31 @@ function Routes(props: { api: Api; session: Session; access: Access }) {
   }
   if (path === '/tasks') {
     return access.readTasks ? <TaskList api={api} search={search} /> : denied('Reading tasks', NEEDS.readTasks);
+  }
+  for (const kind of Object.keys(KINDS) as RegistryKind[]) {
+    const base = KINDS[kind].path;
+    if (path === base) {
+      return access.readAgents ? (
+        <RegistryList api={api} kind={kind} key={kind} />
+      ) : (
+        denied(`Listing ${KINDS[kind].title.toLowerCase()}`, NEEDS.readAgents)
+      );
+    }
+    if (path === `${base}/new`) {
+      return access.writeAgents ? (
+        <NewRegistryEntry api={api} kind={kind} key={kind} />
+      ) : (
+        denied(`Adding a ${KINDS[kind].one}`, NEEDS.writeAgents)
+      );
+    }
+    const one = match(`${base}/:name`, path);
+    if (one?.name) {
+      return access.readAgents ? (
+        <RegistryEntryPage api={api} kind={kind} name={one.name} key={`${kind}/${one.name}`} />
+      ) : (
+        denied(`Reading a ${KINDS[kind].one}`, NEEDS.readAgents)
+      );
+    }
   }
   let m = match('/agents/:id/chat', path);
   if (m?.id) return access.invoke ? <Chat api={api} id={m.id} key={m.id} /> : denied('Chatting', NEEDS.invoke);

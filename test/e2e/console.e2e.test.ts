@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -128,6 +129,8 @@ describe('web console (/console) in Chromium', { skip }, () => {
         OPENAI_BASE_URL: `${fake.url}/v1`,
         OPENAI_API_KEY: 'sk-test-console-0001',
         ARBITER_IDENTITY_ALLOWLIST: new URL(idp.issuer).host,
+        // Inline secrets of a tenant's remote agents and MCP servers are sealed: a key, or they are refused.
+        ARBITER_SECRETS_KEY: randomBytes(32).toString('base64'),
       },
       prepareHome: (home) => {
         writeFileSync(
@@ -686,7 +689,7 @@ describe('web console (/console) in Chromium', { skip }, () => {
     await admin.getByRole('cell', { name: 'revoked' }).waitFor();
 
     assert.equal((await server.as(tenantToken).get('/v1/agents')).status, 401, 'the old token is refused');
-    await tenant.getByRole('link', { name: 'Agents' }).click();
+    await tenant.getByRole('link', { name: 'Agents', exact: true }).click();
     await tenant.getByText(/Signed out: invalid or revoked token/).waitFor();
     await tenant.getByLabel('Token').fill(tenantToken);
     await tenant.getByRole('button', { name: 'Sign in' }).click();
@@ -752,6 +755,105 @@ describe('web console (/console) in Chromium', { skip }, () => {
       const refused = tab.page.getByTestId('missing-scope');
       await refused.waitFor();
       assert.match((await refused.textContent()) ?? '', /needs the scopes a2a:invoke or agents:read or tasks:read/);
+    } finally {
+      await tab.ctx.close();
+    }
+  });
+
+  it('tenant: adds a remote agent with a bearer token (shown as set), edits its url, deletes it; agents:read only reads', async () => {
+    const secret = `remote-bearer-${randomBytes(12).toString('hex')}`;
+    const writer = await tokenWith(['agents:read', 'agents:write']);
+    const { ctx, page } = await openTab(browser, server.url, offOrigin);
+    try {
+      await signIn(page, writer, 'Agents');
+      await page.getByRole('link', { name: 'Remote agents' }).click();
+      await page.getByRole('heading', { level: 1, name: 'Remote agents' }).waitFor();
+      await page.getByRole('link', { name: 'New remote agent' }).click();
+      await page.getByRole('heading', { level: 1, name: 'New remote agent' }).waitFor();
+      await page.getByLabel('Name').fill('peer');
+      await page.getByLabel('URL', { exact: true }).fill('ftp://peer.example.com/a2a');
+      await page.getByLabel('Type').selectOption('bearer');
+      const token = page.getByLabel('Token');
+      assert.equal(await token.getAttribute('type'), 'password', 'a secret is typed into a password field');
+      // A secret left out is asked for at its field, before any call.
+      await page.getByRole('button', { name: 'Add remote agent' }).click();
+      await page.locator('.field-error[data-field="auth.token"]').waitFor();
+      await token.fill(secret);
+      // The server's 400 names the field: shown on it, and it takes the focus.
+      await page.getByRole('button', { name: 'Add remote agent' }).click();
+      await page.locator('.field-error[data-field="url"]').waitFor();
+      assert.equal(await page.evaluate('document.activeElement.id'), 'r-url');
+      await page.getByLabel('URL', { exact: true }).fill('https://peer.example.com/a2a');
+      await page.getByRole('button', { name: 'Add remote agent' }).click();
+      await page.getByRole('heading', { level: 1, name: 'Remote agent peer' }).waitFor();
+      await page.getByTestId('secrets-note').getByText('every secret must be given again').waitFor();
+      assert.equal(await page.getByLabel('Token').inputValue(), '', 'a stored secret is never filled in');
+
+      await page.getByRole('link', { name: 'All remote agents' }).click();
+      const row = page.locator('tr[data-entry="peer"]');
+      await row.waitFor();
+      assert.match((await row.textContent()) ?? '', /https:\/\/peer\.example\.com\/a2a.*bearer.*token: set/);
+      assert.ok(!(await page.content()).includes(secret), 'the secret is not on the page');
+      await shot(page, 'remote-agents');
+
+      // Editing the url alone keeps the credentials (auth is not sent); changing them asks for the secret again.
+      await row.getByRole('link', { name: 'peer' }).click();
+      await page.getByLabel('URL', { exact: true }).fill('https://peer2.example.com/a2a');
+      await page.getByRole('button', { name: 'Save changes' }).click();
+      await page.getByRole('status').getByText('Saved.').waitFor();
+      const stored = await server.as(writer).get('/v1/remote-agents/peer');
+      assert.equal(stored.body.url, 'https://peer2.example.com/a2a');
+      assert.deepEqual(stored.body.auth, { type: 'bearer', token: 'set' }, 'the secret is kept');
+      await page.getByLabel('Type').selectOption('header');
+      await page.getByLabel('Header name').fill('X-Api-Key');
+      await page.getByRole('button', { name: 'Save changes' }).click();
+      await page
+        .locator('.field-error[data-field="auth.value"]')
+        .getByText(/given again/)
+        .waitFor();
+      assert.deepEqual((await server.as(writer).get('/v1/remote-agents/peer')).body.auth, {
+        type: 'bearer',
+        token: 'set',
+      });
+
+      // agents:read only: the list, no controls that change anything.
+      const reader = await tokenWith(['agents:read']);
+      const tab = await openTab(browser, server.url, offOrigin);
+      try {
+        await signIn(tab.page, reader, 'Agents');
+        await tab.page.getByRole('link', { name: 'MCP servers' }).waitFor();
+        await tab.page.getByRole('link', { name: 'Remote agents' }).click();
+        await tab.page.locator('tr[data-entry="peer"]').getByText('https://peer2.example.com/a2a').waitFor();
+        await tab.page.getByTestId('read-only').getByText('agents:write').waitFor();
+        assert.equal(await tab.page.getByRole('link', { name: 'New remote agent' }).count(), 0);
+        await tab.page.getByRole('link', { name: 'peer', exact: true }).click();
+        await tab.page.getByRole('heading', { level: 1, name: 'Remote agent peer' }).waitFor();
+        await tab.page.getByTestId('read-only').waitFor();
+        for (const name of ['Delete remote agent', 'Save changes']) {
+          assert.equal(await tab.page.getByRole('button', { name }).count(), 0, name);
+        }
+        await tab.page.goto('/console/remote-agents/new');
+        await tab.page.getByTestId('not-allowed').getByText('agents:write').waitFor();
+      } finally {
+        await tab.ctx.close();
+      }
+
+      // Delete, with a confirm (the tab accepts dialogs).
+      await page.getByRole('button', { name: 'Delete remote agent' }).click();
+      await page.getByRole('heading', { level: 1, name: 'Remote agents' }).waitFor();
+      await page.getByText('None yet.').waitFor();
+      assert.equal((await server.as(writer).get('/v1/remote-agents/peer')).status, 404);
+    } finally {
+      await ctx.close();
+    }
+    // A credential with neither agents scope has no such pages in its navigation.
+    const invoker = await tokenWith(['a2a:invoke']);
+    const tab = await openTab(browser, server.url, offOrigin);
+    try {
+      await signIn(tab.page, invoker, 'Agents');
+      for (const name of ['Remote agents', 'MCP servers']) {
+        assert.equal(await tab.page.getByRole('link', { name }).count(), 0, name);
+      }
     } finally {
       await tab.ctx.close();
     }
