@@ -11,6 +11,8 @@ import { TrustedIssuerEntity } from './tenants/entities/trusted-issuer.entity.js
 import { AuditEntryEntity } from './tenants/entities/audit-entry.entity.js';
 import { TenantTokenEntity } from './tenants/entities/tenant-token.entity.js';
 import { TenantEntity } from './tenants/entities/tenant.entity.js';
+import { UsageLedgerEntity } from './usage/entities/usage-ledger.entity.js';
+import { UsageDailyEntity, UsageHourlyEntity } from './usage/entities/usage-rollup.entity.js';
 
 /**
  * Every module's entities, gathered above the modules (like `AppModule`), so
@@ -30,4 +32,7 @@ export const ENTITIES: EntityList = [
   MemoryEntryEntity,
   ConversationEntity,
   PushConfigEntity,
+  UsageLedgerEntity,
+  UsageHourlyEntity,
+  UsageDailyEntity,
 ];

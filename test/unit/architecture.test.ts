@@ -12,7 +12,7 @@ import { describe, it } from 'node:test';
 const LAYERS: string[][] = [
   ['version.ts', 'config', 'tracing'],
   ['common'],
-  ['database', 'metrics'],
+  ['database', 'metrics', 'usage'],
   ['tenants'],
   ['registry', 'a2a-outbound', 'mcp', 'health'],
   ['orchestrator'],

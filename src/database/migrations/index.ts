@@ -11,6 +11,7 @@ import { TaskMessageHash1763860000000 } from './1763860000000-task-message-hash.
 import { TenantRunning1763870000000 } from './1763870000000-tenant-running.js';
 import { RateGrants1763880000000 } from './1763880000000-rate-grants.js';
 import { Identity1763890000000 } from './1763890000000-identity.js';
+import { Usage1763900000000 } from './1763900000000-usage.js';
 
 /** Every migration, oldest first. Never edit one that has been committed; add a new one. */
 export const MIGRATIONS = [
@@ -27,4 +28,5 @@ export const MIGRATIONS = [
   TenantRunning1763870000000,
   RateGrants1763880000000,
   Identity1763890000000,
+  Usage1763900000000,
 ];
