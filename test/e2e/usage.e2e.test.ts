@@ -1,7 +1,7 @@
 // Also loaded by the test runner (--import); here too so that running this file alone keeps the tripwire.
 import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DataSource } from 'typeorm';
@@ -9,6 +9,7 @@ import { readSse } from '../helpers/a2a.js';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { FakeProvider } from '../helpers/fake-provider.js';
 import { metric } from '../helpers/metrics.js';
+import { freshDatabase } from '../helpers/database.js';
 import { startTestServer, tempHome, type TestServer } from '../helpers/server.js';
 
 /** Prices per million tokens: an old price that later calls must not get, and the one in force. */
@@ -36,6 +37,7 @@ describe('usage accounting: ledger, rollups, prices and the usage reports', () =
   let server: TestServer;
   let a: TestTenant;
   let b: TestTenant;
+  let home: string;
 
   /** Runs one request to its end (the stream's `done`): every write of the run has committed by then. */
   const run = async (tenant: TestTenant, agent: string, message: string): Promise<void> => {
@@ -54,7 +56,7 @@ describe('usage accounting: ledger, rollups, prices and the usage reports', () =
   before(async () => {
     fake = new FakeProvider();
     await fake.start();
-    const home = tempHome();
+    home = tempHome();
     writeFileSync(join(home, 'prices.json'), JSON.stringify(PRICES));
     // The default model (the index agent's) delegates once when asked to, and answers.
     fake.scripts.set('priced-a', (c) => {
@@ -92,6 +94,7 @@ describe('usage accounting: ledger, rollups, prices and the usage reports', () =
   after(async () => {
     await server.close();
     await fake.stop();
+    rmSync(home, { recursive: true, force: true });
   });
 
   it('writes a ledger row per model call, costed at the price in force, zero for bad or missing usage', async () => {
@@ -304,7 +307,16 @@ describe('usage accounting: ledger, rollups, prices and the usage reports', () =
     for (const [file, message] of bad) {
       const home = tempHome();
       writeFileSync(join(home, 'prices.json'), JSON.stringify(file));
-      await assert.rejects(startTestServer({ home, env: { ARBITER_PRICES_FILE: join(home, 'prices.json') } }), message);
+      const db = await freshDatabase();
+      try {
+        await assert.rejects(
+          startTestServer({ home, db, env: { ARBITER_PRICES_FILE: join(home, 'prices.json') } }),
+          message,
+        );
+      } finally {
+        await db.drop();
+        rmSync(home, { recursive: true, force: true });
+      }
     }
   });
 });
