@@ -12,6 +12,8 @@ import { AuditEntryEntity } from './tenants/entities/audit-entry.entity.js';
 import { TenantTokenEntity } from './tenants/entities/tenant-token.entity.js';
 import { TenantEntity } from './tenants/entities/tenant.entity.js';
 import { TenantRegistryEntryEntity } from './tenant-registry/tenant-registry-entry.entity.js';
+import { UsageLedgerEntity } from './usage/entities/usage-ledger.entity.js';
+import { UsageDailyEntity, UsageHourlyEntity } from './usage/entities/usage-rollup.entity.js';
 
 /**
  * Every module's entities, gathered above the modules (like `AppModule`), so
@@ -32,4 +34,7 @@ export const ENTITIES: EntityList = [
   ConversationEntity,
   PushConfigEntity,
   TenantRegistryEntryEntity,
+  UsageLedgerEntity,
+  UsageHourlyEntity,
+  UsageDailyEntity,
 ];

@@ -7,10 +7,18 @@ import { AdminIdentityController } from './controllers/admin-identity.controller
 import { AdminTasksController } from './controllers/admin-tasks.controller.js';
 import { AdminRegistriesController } from './controllers/admin-registries.controller.js';
 import { AdminTenantsController } from './controllers/admin-tenants.controller.js';
+import { AdminUsageController } from './controllers/admin-usage.controller.js';
+import { UsageModule } from '../usage/usage.module.js';
 
-/** `/v1/admin/*`: the operators' routes over tenants, identity (issuers, operator tokens), tasks, and the registries as loaded. */
+/** `/v1/admin/*`: the operators' routes over tenants, identity (issuers, operator tokens), tasks, usage, and the registries as loaded. */
 @Module({
-  imports: [TenantsModule, TasksModule, A2aOutboundModule, McpModule],
-  controllers: [AdminTenantsController, AdminIdentityController, AdminTasksController, AdminRegistriesController],
+  imports: [TenantsModule, TasksModule, A2aOutboundModule, McpModule, UsageModule],
+  controllers: [
+    AdminTenantsController,
+    AdminIdentityController,
+    AdminTasksController,
+    AdminRegistriesController,
+    AdminUsageController,
+  ],
 })
 export class AdminModule {}

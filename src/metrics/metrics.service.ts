@@ -25,7 +25,8 @@ const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60
  * (tests run several in one process). Everything is a counter, gauge or
  * histogram updated where the work happens, or a gauge read at scrape time
  * (`collect`), so a scrape costs the hot path nothing. No label carries a
- * task id, a token or a tenant id.
+ * task id or a token; only the usage counters carry a tenant id (bounded,
+ * like agents and models).
  */
 @Injectable()
 export class Metrics {
@@ -33,6 +34,7 @@ export class Metrics {
   private readonly agents = new BoundedLabel(200);
   private readonly models = new BoundedLabel(50);
   private readonly tools = new BoundedLabel(50);
+  private readonly tenants = new BoundedLabel(100);
 
   readonly httpRequests = new Counter({
     name: 'arbiter_http_requests_total',
@@ -93,6 +95,18 @@ export class Metrics {
     name: 'arbiter_model_tokens_total',
     help: 'Tokens reported by providers, by provider, model and direction (input, output)',
     labelNames: ['provider', 'model', 'direction'],
+    registers: [this.registry],
+  });
+  readonly usageTokens = new Counter({
+    name: 'arbiter_usage_tokens_total',
+    help: 'Tokens of accounted model calls (committed with their task event), by tenant id, agent, model and kind (input, output, cached; cached is part of input); past 100 tenants, 200 agents, 50 models: "other"',
+    labelNames: ['tenant', 'agent', 'model', 'kind'],
+    registers: [this.registry],
+  });
+  readonly usageCost = new Counter({
+    name: 'arbiter_usage_cost_total',
+    help: 'Cost of accounted model calls at the configured prices (ARBITER_PRICES_FILE), in its currency, by tenant id, agent and model',
+    labelNames: ['tenant', 'agent', 'model', 'currency'],
     registers: [this.registry],
   });
   readonly breakerState = new Gauge({
@@ -172,6 +186,10 @@ export class Metrics {
 
   model(id: string): string {
     return this.models.of(id);
+  }
+
+  tenant(id: string): string {
+    return this.tenants.of(id);
   }
 
   tool(name: string): string {

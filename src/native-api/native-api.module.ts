@@ -7,17 +7,20 @@ import { TenantsModule } from '../tenants/tenants.module.js';
 import { ConversationsController } from './controllers/conversations.controller.js';
 import { OrchestrateController } from './controllers/orchestrate.controller.js';
 import { RequestsController } from './controllers/requests.controller.js';
+import { UsageController } from './controllers/usage.controller.js';
+import { UsageModule } from '../usage/usage.module.js';
 import { ConversationService } from './services/conversations.service.js';
 import { NativeRuns } from './services/native-runs.service.js';
 import { NativeTail } from './services/native-tail.service.js';
 
 /**
  * Arbiter's native API over the task engine: `/v1/orchestrate`, agent chat,
- * conversations, and `/v1/requests` with the native event catalogue.
+ * conversations, `/v1/requests` with the native event catalogue, and
+ * `/v1/usage` (the tenant's model usage and cost).
  */
 @Module({
-  imports: [TasksModule, RegistryModule, HealthModule, TenantsModule, QuotasModule],
-  controllers: [OrchestrateController, ConversationsController, RequestsController],
+  imports: [TasksModule, RegistryModule, HealthModule, TenantsModule, QuotasModule, UsageModule],
+  controllers: [OrchestrateController, ConversationsController, RequestsController, UsageController],
   providers: [NativeRuns, NativeTail, ConversationService],
 })
 export class NativeApiModule {}

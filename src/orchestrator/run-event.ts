@@ -1,5 +1,6 @@
 import type { SubjectToken } from '../common/subject-token.js';
 import type { ResolvedAgent } from '../registry/services/agents.js';
+import type { ModelCallUsage } from '../usage/usage-call.js';
 
 /** One part of a user's input, already validated and rendered for the model. */
 export interface RunInput {
@@ -63,8 +64,11 @@ export type RunEvent =
   | { type: 'file'; path: string; bytes: Buffer; mediaType: string; depth: number; agent: string }
   /** A delegated agent's whole reply, at the end of its turn. */
   | { type: 'sub_agent_response'; agent: string; depth: number; content: string }
-  /** Token counts so far for this turn. */
-  | { type: 'usage'; inputTokens: number; outputTokens: number }
+  /**
+   * Token counts so far for this turn; `call`, the model call that moved them
+   * (absent for the offline echo model, which is not accounted).
+   */
+  | { type: 'usage'; inputTokens: number; outputTokens: number; call?: ModelCallUsage }
   /** The turn needs more input from the user (task goes to input-required). */
   | { type: 'input_required'; prompt: string }
   /** The turn finished; `content` is the full reply. */

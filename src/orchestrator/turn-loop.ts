@@ -108,20 +108,35 @@ export class TurnLoop {
         target.kind === 'echo'
           ? provider.complete(req, this.signal)
           : this.deps.router.stream(provider, req, this.signal);
-      let callUsage = { inputTokens: 0, outputTokens: 0 };
+      // A provider that reports no usage leaves the call at 0 tokens: it is accounted all the same.
+      let callUsage = { inputTokens: 0, outputTokens: 0, cachedTokens: 0 };
       for await (const ev of stream) {
         if (ev.type === 'text') {
           raw += ev.delta;
           show(scanner.push(ev.delta));
         } else if (ev.type === 'usage') {
-          callUsage = { inputTokens: ev.inputTokens, outputTokens: ev.outputTokens };
+          callUsage = {
+            inputTokens: ev.inputTokens,
+            outputTokens: ev.outputTokens,
+            cachedTokens: ev.cachedTokens ?? 0,
+          };
         }
       }
       const end = scanner.end();
       show(end.tail);
       this.usage.inputTokens += callUsage.inputTokens;
       this.usage.outputTokens += callUsage.outputTokens;
-      this.emit({ type: 'usage', ...this.usage });
+      const { inputTokens, outputTokens } = this.usage;
+      this.emit(
+        target.kind === 'echo'
+          ? { type: 'usage', inputTokens, outputTokens }
+          : {
+              type: 'usage',
+              inputTokens,
+              outputTokens,
+              call: { agent: agent.id, provider: provider.name, model, ...callUsage },
+            },
+      );
       allVisible.push(end.visible);
       if (end.writs.length === 0) {
         const reply = end.visible.trim() ? end.visible : allVisible.join('\n\n');

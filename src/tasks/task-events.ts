@@ -1,4 +1,5 @@
 import type { ArtifactJson, MessageJson } from '../common/a2a-json.js';
+import type { AccountedCall } from '../usage/usage-call.js';
 import type { TaskStateName } from './task-state.js';
 
 /**
@@ -14,8 +15,12 @@ export type TaskEventBody =
   | { kind: 'artifact'; payload: { artifact: ArtifactJson; append: boolean; lastChunk: boolean } }
   /** A delegated sub-agent's text as it streams (native streams only; A2A gets its whole reply as an artifact). */
   | { kind: 'text'; payload: { depth: number; agent: string; delta: string } }
-  /** Token counts of the task so far. */
-  | { kind: 'usage'; payload: { inputTokens: number; outputTokens: number } };
+  /**
+   * Token counts of the task so far. `calls`, the model calls it reports, is
+   * not part of the event: the statement that writes the event writes them
+   * to the usage ledger (and its rollups) in the same transaction.
+   */
+  | { kind: 'usage'; payload: { inputTokens: number; outputTokens: number }; calls?: AccountedCall[] };
 
 export type TaskEventKind = TaskEventBody['kind'];
 

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { OrchestratorModule } from '../orchestrator/orchestrator.module.js';
+import { UsageModule } from '../usage/usage.module.js';
 import { EventBus } from './event-log/event-bus.js';
 import { EventLog } from './event-log/event-log.service.js';
 import { ReplicaNotices } from './event-log/replica-notices.service.js';
@@ -30,7 +31,7 @@ import { TaskViews } from './task-views.service.js';
  * running-task caps.
  */
 @Module({
-  imports: [OrchestratorModule],
+  imports: [OrchestratorModule, UsageModule],
   providers: [
     TaskReads,
     EventReads,

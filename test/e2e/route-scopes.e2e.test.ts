@@ -44,6 +44,7 @@ const TASKS = ['a2a:invoke', 'tasks:read'] as const;
 const AGENTS_READ = ['agents:read', 'agents:write'] as const;
 const AGENTS_WRITE = ['agents:write'] as const;
 const CARD = ['a2a:invoke', 'agents:read', 'tasks:read'] as const;
+const USAGE = ['tasks:read', 'agents:read', 'agents:write'] as const;
 
 /** The Nest routes (`METHOD /path` as Express has it). */
 const ROUTES: Readonly<Record<string, Expected>> = {
@@ -88,6 +89,7 @@ const ROUTES: Readonly<Record<string, Expected>> = {
   'POST /v1/requests/:id/cancel': INVOKE,
   'GET /v1/requests/:id/events': TASKS,
   'GET /v1/requests/:id/push-configs': TASKS,
+  'GET /v1/usage': USAGE,
 
   'POST /v1/admin/tenants': 'admin',
   'GET /v1/admin/tenants': 'admin',
@@ -99,6 +101,7 @@ const ROUTES: Readonly<Record<string, Expected>> = {
   'POST /v1/admin/tenants/:id/tokens': 'admin',
   'DELETE /v1/admin/tenants/:id/tokens/:tokenId': 'admin',
   'GET /v1/admin/audit': 'admin',
+  'GET /v1/admin/usage': 'admin',
   'POST /v1/admin/tasks/:id/cancel': 'admin',
   'GET /v1/admin/registries/a2a-agents': 'admin',
   'GET /v1/admin/registries/mcp-servers': 'admin',

@@ -48,6 +48,13 @@ export interface ScriptedReply {
   startWhen?: Promise<unknown>;
   /** Sends the first piece, then waits for this before the rest: e.g. until the client has seen that piece. */
   continueWhen?: Promise<unknown>;
+  /**
+   * The usage the stream reports (default: 10 input tokens, one output token per piece), as the wire has it —
+   * any JSON value, to send garbage — or `none` for a stream that reports no usage. `cached` are part of
+   * `input` (OpenAI's `prompt_tokens_details.cached_tokens`; Anthropic's `cache_read_input_tokens`, which it
+   * counts apart from `input_tokens`).
+   */
+  usage?: { input?: unknown; output?: unknown; cached?: unknown } | 'none';
 }
 
 export class FakeProvider {
@@ -95,9 +102,14 @@ export class FakeProvider {
     const send = (event: string | undefined, data: unknown): void => {
       res.write(`${event ? `event: ${event}\n` : ''}data: ${JSON.stringify(data)}\n\n`);
     };
-    if (anthropic)
-      send('message_start', { type: 'message_start', message: { usage: { input_tokens: 10, output_tokens: 1 } } });
     const pieces = r.text.match(/[^\n]{1,7}|\n/g) ?? [];
+    const u = r.usage === 'none' ? undefined : { input: 10, output: pieces.length, ...r.usage };
+    if (anthropic) {
+      const cached = typeof u?.cached === 'number' ? u.cached : undefined;
+      const input = typeof u?.input === 'number' && cached !== undefined ? u.input - cached : u?.input;
+      const usage = u ? { input_tokens: input, output_tokens: 1, cache_read_input_tokens: u.cached } : undefined;
+      send('message_start', { type: 'message_start', message: usage ? { usage } : {} });
+    }
     for (const [i, piece] of pieces.entries()) {
       if (i === 1 && r.continueWhen) await r.continueWhen;
       if (closed) return;
@@ -124,12 +136,15 @@ export class FakeProvider {
       send('message_delta', {
         type: 'message_delta',
         delta: { stop_reason: 'end_turn' },
-        usage: { output_tokens: pieces.length },
+        ...(u ? { usage: { output_tokens: u.output } } : {}),
       });
       send('message_stop', { type: 'message_stop' });
     } else {
       send(undefined, { choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
-      send(undefined, { choices: [], usage: { prompt_tokens: 10, completion_tokens: pieces.length } });
+      if (u) {
+        const details = u.cached === undefined ? {} : { prompt_tokens_details: { cached_tokens: u.cached } };
+        send(undefined, { choices: [], usage: { prompt_tokens: u.input, completion_tokens: u.output, ...details } });
+      }
       res.write('data: [DONE]\n\n');
     }
     res.end();

@@ -31,6 +31,9 @@ const TABLES = [
   'tenant_tokens',
   'tenants',
   'trusted_issuers',
+  'usage_daily',
+  'usage_hourly',
+  'usage_ledger',
 ];
 
 describe(`migrations (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'})`, () => {

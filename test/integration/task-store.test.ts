@@ -17,6 +17,7 @@ import type { ArtifactJson } from '../../src/common/a2a-json.js';
 import { freshDatabase, REAL_POSTGRES, type TestDatabase } from '../helpers/database.js';
 import { tempHome } from '../helpers/server.js';
 import { rmSync } from 'node:fs';
+import { UsageMeter } from '../../src/usage/usage-meter.js';
 
 const TENANT = '00000000-0000-4000-8000-00000000000a';
 const ts = () => new Date().toISOString();
@@ -41,7 +42,8 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
     const sql = new Sql(ds);
     tasks = new TaskReads(ds, sql);
     repo = new EventReads(ds, sql);
-    writes = new TaskLogWriter(ds, sql, identity, new Metrics(), repo);
+    const metrics = new Metrics();
+    writes = new TaskLogWriter(ds, sql, identity, metrics, repo, new UsageMeter(metrics));
   });
   after(async () => {
     await ds.destroy();

@@ -12,7 +12,7 @@ import { describe, it } from 'node:test';
 const LAYERS: string[][] = [
   ['version.ts', 'config', 'tracing'],
   ['common'],
-  ['database', 'metrics', 'secrets'],
+  ['database', 'metrics', 'secrets', 'usage'],
   ['tenants', 'outbound-auth', 'tenant-registry'],
   ['registry', 'a2a-outbound', 'mcp', 'health'],
   ['orchestrator'],

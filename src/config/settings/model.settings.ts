@@ -33,6 +33,14 @@ export class ModelSettings {
   /** Where `openrouter/<model>` goes (any OpenRouter-compatible gateway). */
   @UrlEnv('OPENROUTER_BASE_URL', 'http') openrouterBaseUrl = 'https://openrouter.ai/api/v1';
 
+  /**
+   * A JSON file of model prices (per million input, output and cached tokens, one currency, with the dates they
+   * apply from): each model call's cost is computed with them when it is accounted; a bad file stops the start,
+   * naming the entry and field. See [Usage and costs](usage.md).
+   * @default unset → calls are accounted in tokens, without a cost
+   */
+  @TextEnv('ARBITER_PRICES_FILE', { allowed: 'a file path' }) pricesFile?: string;
+
   /** One model call attempt's timeout. */
   @DurationEnv('ARBITER_PROVIDER_TIMEOUT_MS', 1000, 3_600_000) providerTimeoutMs = 120_000;
 

@@ -1,9 +1,17 @@
+import { tokenCount } from '../../usage/usage-call.js';
 import { parseChunk, postSse } from './http-stream.js';
 import { ProviderError, type CompletionEvent, type CompletionRequest, type Provider } from './provider.js';
 
 interface AnthropicEvent {
   type?: unknown;
-  message?: { usage?: { input_tokens?: unknown; output_tokens?: unknown } };
+  message?: {
+    usage?: {
+      input_tokens?: unknown;
+      output_tokens?: unknown;
+      cache_read_input_tokens?: unknown;
+      cache_creation_input_tokens?: unknown;
+    };
+  };
   delta?: { type?: unknown; text?: unknown; stop_reason?: unknown };
   usage?: { output_tokens?: unknown };
   error?: { type?: unknown };
@@ -30,15 +38,18 @@ export class AnthropicProvider implements Provider {
     };
     const headers = { 'x-api-key': this.apiKey, 'anthropic-version': '2023-06-01' };
     const url = `${this.baseUrl.replace(/\/+$/, '')}/v1/messages`;
+    // Anthropic counts cache reads and writes apart from `input_tokens`; Arbiter's input counts them all.
     let input = 0;
+    let cached = 0;
     let output = 0;
     for await (const { data } of postSse(this.name, url, headers, body, signal, this.timeoutMs)) {
       const ev = (parseChunk(this.name, data) ?? {}) as AnthropicEvent;
       switch (ev.type) {
         case 'message_start': {
           const u = ev.message?.usage;
-          if (typeof u?.input_tokens === 'number') input = u.input_tokens;
-          if (typeof u?.output_tokens === 'number') output = u.output_tokens;
+          cached = tokenCount(u?.cache_read_input_tokens);
+          input = tokenCount(u?.input_tokens) + cached + tokenCount(u?.cache_creation_input_tokens);
+          output = tokenCount(u?.output_tokens);
           break;
         }
         case 'content_block_delta':
@@ -50,11 +61,11 @@ export class AnthropicProvider implements Provider {
           }
           break;
         case 'message_delta':
-          if (typeof ev.usage?.output_tokens === 'number') output = ev.usage.output_tokens;
+          if (ev.usage?.output_tokens !== undefined) output = tokenCount(ev.usage.output_tokens);
           if (typeof ev.delta?.stop_reason === 'string') yield { type: 'stop', reason: ev.delta.stop_reason };
           break;
         case 'message_stop':
-          yield { type: 'usage', inputTokens: input, outputTokens: output };
+          yield { type: 'usage', inputTokens: input, outputTokens: output, cachedTokens: cached };
           return;
         case 'error':
           throw new ProviderError(

@@ -1,9 +1,14 @@
+import { tokenCount } from '../../usage/usage-call.js';
 import { parseChunk, postSse } from './http-stream.js';
 import { ProviderError, type CompletionEvent, type CompletionRequest, type Provider } from './provider.js';
 
 interface Chunk {
   choices?: { delta?: { content?: unknown }; finish_reason?: unknown }[];
-  usage?: { prompt_tokens?: unknown; completion_tokens?: unknown } | null;
+  usage?: {
+    prompt_tokens?: unknown;
+    completion_tokens?: unknown;
+    prompt_tokens_details?: { cached_tokens?: unknown };
+  } | null;
   error?: unknown;
 }
 
@@ -68,8 +73,15 @@ export class OpenAiCompatibleProvider implements Provider {
         yield { type: 'stop', reason: finish };
       }
       const u = chunk.usage;
-      if (u && typeof u.prompt_tokens === 'number' && typeof u.completion_tokens === 'number') {
-        yield { type: 'usage', inputTokens: u.prompt_tokens, outputTokens: u.completion_tokens };
+      if (u && typeof u === 'object') {
+        // Counts that are absent, negative or not whole numbers are recorded as 0 (`tokenCount`).
+        const cached = tokenCount(u.prompt_tokens_details?.cached_tokens);
+        yield {
+          type: 'usage',
+          inputTokens: tokenCount(u.prompt_tokens),
+          outputTokens: tokenCount(u.completion_tokens),
+          cachedTokens: cached,
+        };
       }
     }
     if (!ended) {

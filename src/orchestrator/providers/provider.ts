@@ -15,7 +15,8 @@ export interface CompletionRequest {
 
 export type CompletionEvent =
   | { type: 'text'; delta: string }
-  | { type: 'usage'; inputTokens: number; outputTokens: number }
+  /** The call's tokens (whole numbers ≥ 0, see `tokenCount`); `cachedTokens` are part of `inputTokens`. */
+  | { type: 'usage'; inputTokens: number; outputTokens: number; cachedTokens?: number }
   | { type: 'stop'; reason: string };
 
 /** Stable codes for provider failures: what clients and logs see, never the provider's raw text or keys. */

@@ -15,6 +15,8 @@ import { CREATE, createRecord } from '../statements/create.sql.js';
 import { anyLeftSql, endManySql, lockCandidatesSql } from '../statements/end.sql.js';
 import { fileRow, toStoredEvents, type EventRow } from '../statements/fragments.sql.js';
 import { DELETE_ENDED_IN_CONTEXT, PURGE_ENDED } from '../statements/remove.sql.js';
+import { callsOf } from '../statements/usage.sql.js';
+import { UsageMeter } from '../../usage/usage-meter.js';
 import { runningCapReached } from '../task.errors.js';
 import { stored, type StoredTaskEvent, type TaskEventBody } from '../task-events.js';
 import type { NewTaskFile } from '../task-files.js';
@@ -83,6 +85,7 @@ export class TaskLogWriter {
     private readonly identity: InstanceIdentity,
     private readonly metrics: Metrics,
     private readonly events: EventReads,
+    private readonly meter: UsageMeter,
   ) {
     const onBatch = (size: number): void => {
       this.batches.statements++;
@@ -264,6 +267,7 @@ export class TaskLogWriter {
       const createdAt = at.toISOString();
       const events = item.events.map((e, k) => stored(e, item.taskId, first + k + 1, createdAt));
       out[r.i] = item.change.state ? { events: events, row } : { events: events };
+      this.meter.record(r.tenantId, callsOf(item.events));
       if (item.change.state && isSettled(item.change.state)) {
         this.metrics.tasksEnded.inc({ state: item.change.state, agent: this.metrics.agent(row.agentId) });
       }
@@ -284,6 +288,7 @@ export class TaskLogWriter {
     return items.map((item, i) => {
       if (refused.has(i)) return runningCapReached(item.task.runningCap ?? 0);
       const f = folded[i];
+      this.meter.record(item.task.tenantId, callsOf(f.events));
       const events = f.events.map((e, k) => stored(e, item.task.taskId, k + 1, createdAt));
       // The appends merged into it are answered now, each with its own events (and the row, if it moved the state).
       const tail = item.tail.splice(0);

@@ -2,6 +2,8 @@ import type { RunContext, RunEvent, RunInput } from '../../orchestrator/run-even
 import { ARBITER_ARTIFACT_META, type ArtifactJson, type MessageJson, type PartJson } from '../../common/a2a-json.js';
 import type { TaskEventBody } from '../task-events.js';
 import { describeStoredFile, fileRefOf, newFile, type NewTaskFile } from '../task-files.js';
+import type { CallPrice } from '../../usage/price-book.js';
+import { accountedCall } from '../../usage/usage-call.js';
 
 /**
  * The one place that knows how a run's events are written to the log and
@@ -89,6 +91,8 @@ export class RunEventMapper {
     private readonly ctx: Pick<RunContext, 'taskId' | 'contextId'>,
     private turn: number,
     private readonly base: { input: number; output: number },
+    /** The price of a model call made now (null: none configured). */
+    private readonly priceOf: (provider: string, model: string) => CallPrice | null = () => null,
   ) {
     this.tokens = { ...base };
   }
@@ -131,7 +135,11 @@ export class RunEventMapper {
       case 'usage':
         this.tokens.input = this.base.input + ev.inputTokens;
         this.tokens.output = this.base.output + ev.outputTokens;
-        return { kind: 'usage', payload: { inputTokens: this.tokens.input, outputTokens: this.tokens.output } };
+        return {
+          kind: 'usage',
+          payload: { inputTokens: this.tokens.input, outputTokens: this.tokens.output },
+          ...(ev.call ? { calls: [accountedCall(ev.call, this.priceOf(ev.call.provider, ev.call.model))] } : {}),
+        };
       default: {
         const unreachable: never = ev;
         return unreachable;

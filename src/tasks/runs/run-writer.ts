@@ -126,7 +126,9 @@ export function mergeChunks(events: TaskEventBody[]): TaskEventBody[] {
       continue;
     }
     if (prev?.kind === 'usage' && e.kind === 'usage') {
-      out[out.length - 1] = e;
+      // The later counts stand (they are cumulative); every call either reports is accounted.
+      const calls = [...(prev.calls ?? []), ...(e.calls ?? [])];
+      out[out.length - 1] = calls.length ? { kind: 'usage', payload: e.payload, calls } : e;
       continue;
     }
     out.push(e);

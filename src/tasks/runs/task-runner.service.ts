@@ -19,6 +19,7 @@ import { RunAbandoned, RunRegistry, type HeldRun, type QueuedInput } from './run
 import { RunWriter } from './run-writer.js';
 import { LeaseFence } from './lease-fence.js';
 import { Metrics } from '../../metrics/metrics.service.js';
+import { Prices } from '../../usage/prices.service.js';
 import { currentContext, inSpan } from '../../tracing/spans.js';
 
 export interface RunStart {
@@ -56,6 +57,7 @@ export class TaskRunner {
     @Inject(ORCHESTRATOR) private readonly orchestrator: Orchestrator,
     private readonly metrics: Metrics,
     private readonly fence: LeaseFence,
+    private readonly prices: Prices,
   ) {
     metrics.onCollect(metrics.runsInFlight, (g) => g.set(registry.size));
   }
@@ -90,7 +92,9 @@ export class TaskRunner {
     let first = true;
     const ctx: RunContext = { ...start.ctx, mayAct: (signal) => this.fence.pass(signal) };
     const writer = new RunWriter(ctx.taskId, this.log);
-    const mapper = new RunEventMapper(ctx, turnsIn(ctx.taskId, start.artifacts), start.tokens);
+    const mapper = new RunEventMapper(ctx, turnsIn(ctx.taskId, start.artifacts), start.tokens, (provider, model) =>
+      this.prices.of(provider, model),
+    );
     const artifacts = new ArtifactFold(start.artifacts);
     let taken = start.first.seq;
     const known = () => ({ artifacts: artifacts.list(), tokens: mapper.tokens });

@@ -4,6 +4,7 @@ import type { TaskEventBody } from '../task-events.js';
 import { allowedFrom, NON_TERMINAL_STATES } from '../task-state.js';
 import { FILE_RECORD, fileRow, statusTimestamp } from './fragments.sql.js';
 import { notifyWrites, TASK_AND_SEQ } from './notify.sql.js';
+import { callsOf, usageCtes } from './usage.sql.js';
 
 /** The task row's columns (aliased `a`) as a `TaskRow`; the heavy ones only when the append settled the task. */
 const ROW = `a.tenant_id AS "tenantId", a.agent_id AS "agentId", a.context_id AS "contextId", a.state,
@@ -21,7 +22,8 @@ const ROW = `a.tenant_id AS "tenantId", a.agent_id AS "agentId", a.context_id AS
  * `last_seq`; an item whose condition fails writes nothing and returns no
  * row. A history is rewritten only by an item that adds to it, and the
  * content sizes (`history_bytes`, `artifacts_bytes`, `extra_bytes`) follow
- * what changed. One notice on commit names every task written.
+ * what changed. One notice on commit names every task written. The model
+ * calls its usage events report are accounted with it (`usage.sql.ts`).
  * $1: the items (`appendRecord`), $2: this replica's id.
  */
 export const APPEND: Statement = {
@@ -30,7 +32,7 @@ export const APPEND: Statement = {
     SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(i int, task_id varchar, events jsonb, n int, state varchar,
       set_status boolean, status_message jsonb, error_message text, history jsonb, artifacts jsonb,
       input_tokens int, output_tokens int, allowed text[], status_at timestamptz, set_lease boolean,
-      lease_owner varchar, lease_ms int, inputs_upto int, files jsonb)
+      lease_owner varchar, lease_ms int, inputs_upto int, files jsonb, calls jsonb)
   ), t AS (
     UPDATE a2a_tasks a SET
       last_seq = a.last_seq + x.n,
@@ -54,7 +56,7 @@ export const APPEND: Statement = {
     FROM x
     WHERE a.task_id = x.task_id AND a.state = ANY(x.allowed)
       AND (x.inputs_upto IS NULL OR a.last_input_seq <= x.inputs_upto)
-    RETURNING x.i, x.n, x.events, x.files, a.task_id, a.last_seq, ${ROW}
+    RETURNING x.i, x.n, x.events, x.files, x.calls, a.task_id, a.last_seq, ${ROW}
   ), f AS (
     INSERT INTO task_files (id, tenant_id, task_id, media_type, filename, size, bytes)
     SELECT ff.id, t."tenantId", t.task_id, ff.media_type, ff.filename, ff.size, decode(ff.b64, 'base64')
@@ -66,7 +68,7 @@ export const APPEND: Statement = {
   ), n AS (
     SELECT ${notifyWrites('$2', `string_agg(${TASK_AND_SEQ}, '|')`)} AS sent
       FROM t HAVING count(*) > 0
-  )
+  )${usageCtes(`SELECT t."tenantId" AS tenant_id, t.task_id, t.calls FROM t WHERE t.calls IS NOT NULL`)}
   SELECT t.i, t.task_id AS "taskId", t.last_seq AS "lastSeq", now() AS at,
     t."tenantId", t."agentId", t."contextId", t.state, t."createdAt", t."updatedAt", t."errorMessage",
     t."inputTokens", t."outputTokens", t."statusMessage", t.history, t.artifacts, t.metadata
@@ -101,5 +103,6 @@ export function appendRecord(
     lease_ms: change.lease?.ms ?? 0,
     inputs_upto: change.inputsUpTo ?? null,
     files: change.files?.length ? change.files.map(fileRow) : null,
+    calls: callsOf(events),
   };
 }

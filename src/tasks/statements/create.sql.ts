@@ -3,6 +3,7 @@ import type { Folded } from '../repositories/merged-creation.js';
 import type { Lease, NewTask } from '../repositories/task-log.types.js';
 import type { TaskEventBody } from '../task-events.js';
 import { FILE_RECORD, fileRow, RUNNING_SQL, statusTimestamp } from './fragments.sql.js';
+import { callsOf, usageCtes } from './usage.sql.js';
 
 /**
  * New tasks with their first events, many in one statement — and, for a
@@ -13,6 +14,7 @@ import { FILE_RECORD, fileRow, RUNNING_SQL, statusTimestamp } from './fragments.
  * tenants concerned are locked (`tenant_running` FOR UPDATE) and what fits
  * goes in, in submission order; `refused` lists the rest, which wrote
  * nothing. No notice: nobody can watch a task before its creation commits.
+ * The model calls of merged usage events are accounted with it (`usage.sql.ts`).
  * $1: the tasks (`createRecord`).
  */
 export const CREATE: Statement = {
@@ -21,7 +23,7 @@ export const CREATE: Statement = {
     SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(i int, task_id varchar, tenant_id uuid, agent_id varchar,
       context_id varchar, state varchar, status_at timestamptz, history jsonb, metadata jsonb, n int, last_input int,
       owner varchar, lease_ms int, message_id varchar, message_hash varchar, events jsonb, files jsonb, status_message jsonb,
-      error_message text, artifacts jsonb, input_tokens int, output_tokens int, cap int)
+      error_message text, artifacts jsonb, input_tokens int, output_tokens int, cap int, calls jsonb)
   ), locked AS (
     -- The running counts of the tenants this statement starts runs for, locked until commit: FOR UPDATE reads the
     -- latest count, whatever the statement's snapshot. Locked in tenant order, like the triggers that count.
@@ -56,7 +58,7 @@ export const CREATE: Statement = {
     INSERT INTO task_events (task_id, seq, kind, payload)
     SELECT x.task_id, ev.ord::int, ev.value->>'kind', ev.value->'payload'
       FROM t JOIN x ON x.task_id = t.task_id, jsonb_array_elements(x.events) WITH ORDINALITY AS ev(value, ord)
-  )
+  )${usageCtes('SELECT x.tenant_id, x.task_id, x.calls FROM t JOIN x ON x.task_id = t.task_id WHERE x.calls IS NOT NULL')}
   SELECT now() AS at, count(*)::int AS n,
     (SELECT COALESCE(array_agg(x.i), '{}') FROM x WHERE x.i NOT IN (SELECT i FROM ok)) AS refused
   FROM t`,
@@ -94,5 +96,6 @@ export function createRecord(
     input_tokens: f.tokens?.input ?? null,
     output_tokens: f.tokens?.output ?? null,
     cap: task.runningCap ?? 0,
+    calls: callsOf(f.events),
   };
 }

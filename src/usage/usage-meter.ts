@@ -1,0 +1,22 @@
+import { Injectable } from '@nestjs/common';
+import { Metrics } from '../metrics/metrics.service.js';
+import { callCost, type AccountedCall } from './usage-call.js';
+
+/** Counts accounted calls in the Prometheus usage counters, once their statement has committed. */
+@Injectable()
+export class UsageMeter {
+  constructor(private readonly metrics: Metrics) {}
+
+  record(tenantId: string, calls: readonly AccountedCall[] | null): void {
+    if (!calls) return;
+    const m = this.metrics;
+    const tenant = m.tenant(tenantId);
+    for (const c of calls) {
+      const labels = { tenant, agent: m.agent(c.agent), model: m.model(`${c.provider}/${c.model}`) };
+      m.usageTokens.inc({ ...labels, kind: 'input' }, c.input);
+      m.usageTokens.inc({ ...labels, kind: 'output' }, c.output);
+      if (c.cached) m.usageTokens.inc({ ...labels, kind: 'cached' }, c.cached);
+      if (c.currency) m.usageCost.inc({ ...labels, currency: c.currency }, callCost(c));
+    }
+  }
+}
