@@ -18,6 +18,7 @@ import { ENTITIES } from '../../src/entities.js';
 import { Metrics } from '../../src/metrics/metrics.service.js';
 import { EventReads } from '../../src/tasks/repositories/event-reads.repository.js';
 import { TaskLogWriter } from '../../src/tasks/repositories/task-log.writer.js';
+import { UsageMeter } from '../../src/usage/usage-meter.js';
 import type { NewTask } from '../../src/tasks/repositories/task-log.types.js';
 import { TaskReads } from '../../src/tasks/repositories/task-reads.repository.js';
 import { readNotice, TASK_EVENTS_CHANNEL } from '../../src/tasks/statements/notify.sql.js';
@@ -82,7 +83,7 @@ describe(`task log writer (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGl
     });
     moduleRef = await Test.createTestingModule({
       imports: [ConfigModule.forRoot(config), DatabaseModule.forRoot(ENTITIES)],
-      providers: [Metrics, EventReads, TaskReads, TaskLogWriter],
+      providers: [Metrics, EventReads, TaskReads, TaskLogWriter, UsageMeter],
     }).compile();
     ds = moduleRef.get<DataSource>(getDataSourceToken());
     writer = moduleRef.get(TaskLogWriter);
