@@ -1,3 +1,4 @@
+import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import {
@@ -224,8 +225,39 @@ function tlsIdentity(raw: Record<string, unknown>, at: string, source: AuthSourc
   };
   const cert = pem('cert', true) ?? '';
   const key = pem('key', true) ?? '';
+  checkClientCertificate(cert, key, at);
   const ca = pem('ca', false);
   return { cert, key, ...(ca ? { ca } : {}) };
+}
+
+/**
+ * A client certificate that would fail every handshake is refused when it is read, saying why: not a
+ * certificate, expired or not yet valid, or a key that is not its own.
+ */
+export function checkClientCertificate(cert: string, key: string, at: string, now = Date.now()): void {
+  let x509: X509Certificate;
+  try {
+    x509 = new X509Certificate(cert);
+  } catch {
+    throw new RegistryFileError(`${at}.cert is not a valid X.509 certificate`);
+  }
+  const notAfter = Date.parse(x509.validTo);
+  const notBefore = Date.parse(x509.validFrom);
+  if (notAfter < now) {
+    throw new RegistryFileError(`${at}.cert: the client certificate expired on ${new Date(notAfter).toISOString()}`);
+  }
+  if (notBefore > now) {
+    throw new RegistryFileError(
+      `${at}.cert: the client certificate is not valid before ${new Date(notBefore).toISOString()}`,
+    );
+  }
+  let privateKey;
+  try {
+    privateKey = createPrivateKey(key);
+  } catch {
+    throw new RegistryFileError(`${at}.key is not a valid private key (PEM)`);
+  }
+  if (!x509.checkPrivateKey(privateKey)) throw new RegistryFileError(`${at}.key is not the certificate's key`);
 }
 
 /** The fields of each `auth` type that hold a secret (what a tenant's stored entry keeps sealed). */

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, X509Certificate } from 'node:crypto';
 import type { SubjectToken } from '../common/subject-token.js';
 import { OutboundAuthError, type OAuthClient, type OutboundAuth, type TlsIdentity } from './outbound-auth.types.js';
 import { TokenCache } from './token-cache.js';
@@ -46,8 +46,23 @@ export function credentialOf(auth: OutboundAuth, fetchToken: TokenFetcher): Cred
       };
     case 'header':
       return { headers: () => Promise.resolve({ [auth.name]: auth.value }), refused: NO_RETRY };
-    case 'mtls':
-      return { tls: auth.tls, headers: () => Promise.resolve({}), refused: NO_RETRY };
+    case 'mtls': {
+      // A certificate that expires while loaded: the call says so rather than fail the handshake.
+      const notAfter = Date.parse(new X509Certificate(auth.tls.cert).validTo);
+      return {
+        tls: auth.tls,
+        headers: () =>
+          Date.now() > notAfter
+            ? Promise.reject(
+                new OutboundAuthError(
+                  'unusable',
+                  `the client certificate expired on ${new Date(notAfter).toISOString()}`,
+                ),
+              )
+            : Promise.resolve({}),
+        refused: NO_RETRY,
+      };
+    }
     case 'oauth2_client_credentials': {
       const cache = new TokenCache(() => fetchToken(auth, { grant_type: 'client_credentials' }));
       return {

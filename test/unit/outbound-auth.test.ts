@@ -14,9 +14,11 @@ import { checkAuthUrl, readOutboundAuth, type AuthSource } from '../../src/outbo
 import { credentialOf, sendWithCredential } from '../../src/outbound-auth/credentials.js';
 import { OutboundAuthError, type OAuthClient } from '../../src/outbound-auth/outbound-auth.types.js';
 import { DEFAULT_LIFETIME_S, requestToken } from '../../src/outbound-auth/token-endpoint.js';
+import { makeClientCerts } from '../helpers/client-certs.js';
 
-const PEM = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
-const KEY = '-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n';
+const CERTS = makeClientCerts();
+const PEM = CERTS.cert;
+const KEY = CERTS.key;
 const operator = (dir = '.') => ({ env: { SECRET: 's3cret', EMPTY: '' }, baseDir: dir });
 const bad = (raw: unknown, pattern: RegExp, source: AuthSource = operator()) =>
   assert.throws(
@@ -109,6 +111,16 @@ describe('outbound auth in the operator files', () => {
       /actor_token must be true or false/,
     );
     bad({ type: 'header', name: 'X-A', value: 'v', token: 'x' }, /unknown field "token" for header/);
+  });
+
+  it('a client certificate that cannot work is refused when read: expired, not a certificate, not its key', () => {
+    bad(
+      { type: 'mtls', cert: CERTS.expired.cert, key: CERTS.expired.key },
+      /agents\.x\.auth\.cert: the client certificate expired on 2020-01-02T00:00:00\.000Z/,
+    );
+    bad({ type: 'mtls', cert: PEM, key: CERTS.otherKey }, /agents\.x\.auth\.key is not the certificate's key/);
+    bad({ type: 'mtls', cert: KEY, key: KEY }, /agents\.x\.auth\.cert is not a valid X\.509 certificate/);
+    bad({ type: 'mtls', cert: PEM, key: PEM }, /agents\.x\.auth\.key is not a valid private key/);
   });
 
   it('an mtls entry must be https', () => {
