@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 // Also loaded by the test runner (--import); here too so that running this file alone keeps the tripwire.
 import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
@@ -119,6 +120,7 @@ describe('outbound credentials: /a2a to guarded remotes (OAuth client credential
     server = await startTestServer({
       env: {
         ARBITER_A2A_ALLOW_PRIVATE: 'true',
+        ARBITER_SECRETS_KEY: randomBytes(32).toString('base64'),
         ARBITER_IDENTITY_ALLOWLIST: idpHost,
         ARBITER_TOKEN_ENDPOINT_ALLOWLIST: `${idpHost},127.0.0.1:9,${new URL(html.url).host}`,
       },
@@ -229,5 +231,36 @@ describe('outbound credentials: /a2a to guarded remotes (OAuth client credential
     assert.ok(!out.includes(jwt), 'the caller’s token is not echoed anywhere');
     // An opaque token has no JWT to exchange: the call is refused, saying why.
     assert.match(await run('/a2a call exchanger hi'), /ERR: credentials: token_exchange acts on behalf of the caller/);
+
+    // The tenant registers its own OAuth-protected remote through the API (its client secret stored sealed), and
+    // its agent delegates to it on behalf of the calling user; another tenant has no such remote.
+    const builder = await server.admin.post(`/v1/admin/tenants/${acme.body.tenant.id}/tokens`, {
+      scopes: ['agents:write'],
+    });
+    assert.equal(builder.status, 201, builder.text);
+    const own = await server.as(builder.body.token).post('/v1/remote-agents', {
+      name: 'own-exchanger',
+      url: secure.url,
+      auth: {
+        type: 'token_exchange',
+        token_url: `${idp.issuer}/token`,
+        client_id: OUTBOUND.id,
+        client_secret: SECRET,
+        resource: REMOTE_RESOURCE,
+        actor_token: true,
+      },
+    });
+    assert.equal(own.status, 201, own.text);
+    assert.ok(!own.text.includes(SECRET), 'the secret is never read back');
+    const since = secure.seen.length;
+    const fresh = await idp.token('acme-agent', { scope: 'a2a:invoke' });
+    assert.match(await run('/a2a call own-exchanger for acme', fresh), /secure heard: for acme/);
+    const mine = secure.seen.slice(since).filter((s) => s.status === 200);
+    assert.ok(mine.length > 0);
+    for (const s of mine) {
+      assert.equal(s.claims?.sub, 'acme-agent');
+      assert.deepEqual(s.claims?.act, { sub: OUTBOUND.id });
+    }
+    assert.match(await run('/a2a call own-exchanger hi'), /ERR: no remote agent named 'own-exchanger'/);
   });
 });
