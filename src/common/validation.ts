@@ -37,6 +37,9 @@ function applicableMessage(constraints: Record<string, string>): string {
 }
 
 /** Flattens class-validator's tree into `{field, messages}` with dotted paths: one message per field. */
+/** A UUID in its canonical text form (any version, any case): the ids of tenants, tokens, issuers. */
+export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 export function flattenValidationErrors(errors: ValidationError[], prefix = ''): FieldError[] {
   const out: FieldError[] = [];
   for (const e of errors) {

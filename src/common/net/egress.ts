@@ -31,7 +31,8 @@ export class EgressError extends Error {
   }
 }
 
-function hostListed(url: URL, policy: EgressPolicy): boolean {
+/** Is the URL's `host` or `host:port` in the policy's allow list (the operator's allowlist settings)? */
+export function hostListed(url: URL, policy: EgressPolicy): boolean {
   const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
   const port = url.port || (url.protocol === 'https:' ? '443' : '80');
   return policy.allowHosts.has(host) || policy.allowHosts.has(`${host}:${port}`);

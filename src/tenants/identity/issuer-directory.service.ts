@@ -7,9 +7,9 @@ import { validateSync } from 'class-validator';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { ChangeBy } from '../../common/auth.decorators.js';
 import { DomainError, type FieldError } from '../../common/errors.js';
-import { parseHostList } from '../../common/net/egress.js';
+import { hostListed, parseHostList } from '../../common/net/egress.js';
 import { safeError } from '../../common/safe-error.js';
-import { flattenValidationErrors } from '../../common/validation.js';
+import { flattenValidationErrors, UUID_PATTERN } from '../../common/validation.js';
 import { AppConfig } from '../../config/app-config.js';
 import { ReplicaChannel } from '../../database/replica-channel.service.js';
 import { TrustedIssuerEntity } from '../entities/trusted-issuer.entity.js';
@@ -20,8 +20,6 @@ import { ASYMMETRIC_ALGORITHMS, type AsymmetricAlgorithm, type TrustedIssuer } f
 
 /** The replica channel of issuer changes: `<issuer id>`; every replica reloads the directory. */
 export const ISSUERS_CHANNEL = 'arbiter_issuers';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** What the admin API answers for an issuer. */
 export interface IssuerView {
@@ -204,16 +202,14 @@ export class IssuerDirectory implements OnModuleInit {
   /** Field problems of a body (400), and a plain-http issuer whose host is not allow-listed. */
   private check(dto: IssuerPatchDto, creating: boolean): void {
     const problems: FieldError[] = issuerProblems(dto, creating);
-    const listed = parseHostList(this.config.identityAllowlist);
+    const policy = { allowPrivate: false, allowHosts: parseHostList(this.config.identityAllowlist) };
     for (const [field, raw] of [
       ['issuer', dto.issuer],
       ['jwks_uri', dto.jwks_uri],
     ] as const) {
       if (!raw) continue;
       const url = new URL(raw);
-      const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
-      const port = url.port || (url.protocol === 'https:' ? '443' : '80');
-      if (url.protocol === 'http:' && !listed.has(host) && !listed.has(`${host}:${port}`)) {
+      if (url.protocol === 'http:' && !hostListed(url, policy)) {
         problems.push({
           field,
           messages: [`${field} must be https (plain http only for hosts in ARBITER_IDENTITY_ALLOWLIST)`],
@@ -230,7 +226,7 @@ export class IssuerDirectory implements OnModuleInit {
   }
 
   private async mustFind(em: EntityManager, id: string): Promise<TrustedIssuerEntity> {
-    const row = UUID.test(id) ? await em.findOneBy(TrustedIssuerEntity, { id }) : null;
+    const row = UUID_PATTERN.test(id) ? await em.findOneBy(TrustedIssuerEntity, { id }) : null;
     if (!row) throw DomainError.notFound('trusted issuer');
     return row;
   }

@@ -1,5 +1,11 @@
 import { importJWK, type CryptoKey, type JWK } from 'jose';
-import { EgressError, egressRequest, type EgressPolicy, type EgressResponse } from '../../common/net/egress.js';
+import {
+  EgressError,
+  egressRequest,
+  type EgressPolicy,
+  type EgressResponse,
+  hostListed,
+} from '../../common/net/egress.js';
 import type { AsymmetricAlgorithm, TrustedIssuer } from './trusted-issuer.js';
 
 /**
@@ -73,8 +79,7 @@ export function requireSafeUrl(raw: string, policy: EgressPolicy, what: string):
   }
   if (url.protocol === 'https:') return url;
   if (url.protocol !== 'http:') throw new KeySourceError(`${what} must be https`);
-  const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  if (policy.allowHosts.has(host) || policy.allowHosts.has(`${host}:${url.port || '80'}`)) return url;
+  if (hostListed(url, policy)) return url;
   throw new KeySourceError(`${what} is plain http and its host is not in ARBITER_IDENTITY_ALLOWLIST`);
 }
 

@@ -3,6 +3,7 @@ import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { IsNull, type DataSource } from 'typeorm';
 import type { ChangeBy, OperatorPrincipal, OperatorRole } from '../../common/auth.decorators.js';
+import { UUID_PATTERN } from '../../common/validation.js';
 import { DomainError } from '../../common/errors.js';
 import { safeError } from '../../common/safe-error.js';
 import { ReplicaCache } from '../../database/replica-cache.js';
@@ -35,7 +36,6 @@ const view = (o: OperatorTokenEntity): OperatorView => ({
 });
 
 const OPERATOR_TOKEN = /^adm_[0-9a-f]{64}$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const TOUCH_EVERY_MS = 60_000;
 
 /**
@@ -106,7 +106,7 @@ export class OperatorTokens implements OnModuleInit {
 
   /** Revokes a named operator token; refused from the next request on, on every replica, when this answers. */
   async revoke(id: string, by: ChangeBy): Promise<OperatorView> {
-    if (!UUID.test(id)) throw DomainError.notFound('active operator token');
+    if (!UUID_PATTERN.test(id)) throw DomainError.notFound('active operator token');
     const { row, heard } = await this.ds.transaction(async (em) => {
       const res = await em.update(OperatorTokenEntity, { id, revokedAt: IsNull() }, { revokedAt: () => 'now()' });
       if (!res.affected) throw DomainError.notFound('active operator token');

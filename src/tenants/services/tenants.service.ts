@@ -3,6 +3,7 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { CURSOR_FIELDS, decodeCursor, encodeCursor } from '../../common/cursor.js';
 import { TENANT_SCOPES, type ChangeBy, type TenantScope } from '../../common/auth.decorators.js';
+import { UUID_PATTERN } from '../../common/validation.js';
 import { DomainError } from '../../common/errors.js';
 import { DEFAULT_PAGE_SIZE, type Page } from '../../common/pagination.dto.js';
 import { TenantTokenEntity } from '../entities/tenant-token.entity.js';
@@ -24,8 +25,6 @@ import { OpenStreams, type AccessChange } from './open-streams.service.js';
 import { generateTenantToken, sha256Hex, tokenPrefix } from './token-crypto.js';
 
 export type { AuditView, IssuedToken, TenantView, TokenView } from './tenant-views.js';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Tenant lifecycle and token management; every change writes an audit row
@@ -210,7 +209,7 @@ export class TenantsService {
     return this.revoking(
       async (em) => {
         await this.mustFind(id, em);
-        if (!UUID.test(tokenId) || !(await this.tenants.revokeToken(em, id, tokenId))) {
+        if (!UUID_PATTERN.test(tokenId) || !(await this.tenants.revokeToken(em, id, tokenId))) {
           throw DomainError.notFound('active token');
         }
         await this.audit.record(em, { action: 'token.revoke', tenantId: id, detail: { token_id: tokenId }, by });
@@ -259,7 +258,7 @@ export class TenantsService {
   }
 
   private checkId(id: string): string {
-    if (!UUID.test(id)) throw DomainError.notFound('tenant');
+    if (!UUID_PATTERN.test(id)) throw DomainError.notFound('tenant');
     return id;
   }
 
