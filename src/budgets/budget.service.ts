@@ -9,10 +9,7 @@ import { AgentCatalog } from '../registry/services/agent-catalog.service.js';
 import { ACCESS_CHANNEL, changeOf } from '../tenants/services/open-streams.service.js';
 import { AuditLog } from '../tenants/services/audit-log.service.js';
 import { Prices } from '../usage/prices.service.js';
-import type { AccountedCall } from '../usage/usage-call.js';
-import { UsageMeter } from '../usage/usage-meter.js';
 import {
-  BUDGET_KEYS,
   checkAgainst,
   exhausted,
   exhaustedMessage,
@@ -21,38 +18,16 @@ import {
   parseLimits,
   periodOf,
   periods,
-  ratios,
-  ZERO_SPEND,
-  type BudgetKey,
   type BudgetLimits,
-  type PeriodSpend,
 } from './budget-limits.js';
 import { BudgetRepository, type TenantBudgets } from './budget.repository.js';
+import { BudgetViews, windowOf, type BudgetUse } from './budget-views.service.js';
 
 /** The channel of agent budget changes: the tenant's id. (Tenant budgets ride on `tenant_limits` notices.) */
 export const BUDGETS_CHANNEL = 'arbiter_budgets';
 
-/** What was used in one period, as the budget views answer it. */
-export interface PeriodUse {
-  tokens: number;
-  cost: number;
-  from: string;
-  resets_at: string;
-}
-export interface BudgetUse {
-  limits: BudgetLimits;
-  used: { day: PeriodUse; month: PeriodUse };
-}
-export interface TenantBudgetsView {
-  tenant: BudgetUse;
-  agents: ({ agent: string } & BudgetUse)[];
-}
-
 /** The quota keys the tenant limits body carries beside the budgets. */
 export const QUOTA_KEYS = ['sends_per_minute', 'max_running_tasks', 'max_open_streams'] as const;
-
-type Window = ReturnType<typeof periods>;
-const windowOf = (w: Window) => ({ dayFrom: w.day.from, monthFrom: w.month.from, monthEnd: w.month.resetsAt });
 
 /**
  * Token and cost budgets per tenant and per agent (docs/budgets.md), by UTC
@@ -71,10 +46,6 @@ export class Budgets implements OnModuleInit, OnApplicationBootstrap {
   private complete = false;
   private readonly unknown = new Set<string>();
   private generation = 0;
-  /** Threshold crossings recorded (here or, as the database said, elsewhere): `tenant|agent|budget|period`. */
-  private readonly crossed = new Set<string>();
-  /** Tenants whose threshold check is running, and whether calls came in meanwhile. */
-  private readonly checking = new Map<string, boolean>();
 
   constructor(
     private readonly repo: BudgetRepository,
@@ -84,10 +55,8 @@ export class Budgets implements OnModuleInit, OnApplicationBootstrap {
     private readonly metrics: Metrics,
     private readonly audit: AuditLog,
     private readonly catalog: AgentCatalog,
-    meter: UsageMeter,
-  ) {
-    meter.onAccounted((tenantId, calls) => this.accounted(tenantId, calls));
-  }
+    private readonly views: BudgetViews,
+  ) {}
 
   onModuleInit(): void {
     this.channel.listenApplied(BUDGETS_CHANNEL, (tenantId) => this.forget(tenantId));
@@ -136,14 +105,14 @@ export class Budgets implements OnModuleInit, OnApplicationBootstrap {
   }
 
   /** The tenant's budgets if known here without a read (null: none); undefined: to be read. */
-  private cached(tenantId: string): TenantBudgets | null | undefined {
+  cached(tenantId: string): TenantBudgets | null | undefined {
     if (!this.usable()) return undefined;
     const k = this.known.get(tenantId);
     if (k !== undefined) return k;
     return this.complete && !this.unknown.has(tenantId) ? null : undefined;
   }
 
-  private async budgetsOf(tenantId: string): Promise<TenantBudgets | null> {
+  async budgetsOf(tenantId: string): Promise<TenantBudgets | null> {
     const c = this.cached(tenantId);
     if (c !== undefined) return c;
     const g = this.generation;
@@ -186,84 +155,6 @@ export class Budgets implements OnModuleInit, OnApplicationBootstrap {
     if (!hit) return;
     this.metrics.budgetRefusals.inc({ budget: hit.e.key, whose: hit.kind, where });
     throw DomainError.budgetExhausted(exhaustedMessage(hit.whose, hit.e), w[periodOf(hit.e.key)].resetsAt, hit.e.key);
-  }
-
-  // ---- views ----
-
-  private use(limits: BudgetLimits, spend: PeriodSpend, w: Window): BudgetUse {
-    const p = (k: 'day' | 'month'): PeriodUse => ({
-      tokens: spend[k].tokens,
-      cost: spend[k].cost,
-      from: w[k].from.toISOString(),
-      resets_at: w[k].resetsAt.toISOString(),
-    });
-    return { limits: { ...limits }, used: { day: p('day'), month: p('month') } };
-  }
-
-  get header(): { currency: string | null; warn_at_percent: number } {
-    return { currency: this.prices.currency, warn_at_percent: this.config.budgetWarnPercent };
-  }
-
-  /** Each tenant's budgets and use (tenants with none are given with no limits). */
-  private async views(
-    tenants: { id: string; budgets: TenantBudgets | null }[],
-  ): Promise<Map<string, TenantBudgetsView>> {
-    const w = periods();
-    const spend = tenants.length
-      ? await this.repo.spendByAgent(
-          tenants.map((t) => t.id),
-          windowOf(w),
-        )
-      : new Map<string, Map<string, PeriodSpend>>();
-    const out = new Map<string, TenantBudgetsView>();
-    for (const { id, budgets } of tenants) {
-      const byAgent = spend.get(id) ?? new Map<string, PeriodSpend>();
-      const total: PeriodSpend = { day: { tokens: 0, cost: 0 }, month: { tokens: 0, cost: 0 } };
-      for (const s of byAgent.values()) {
-        for (const k of ['day', 'month'] as const) {
-          total[k].tokens += s[k].tokens;
-          total[k].cost += s[k].cost;
-        }
-      }
-      for (const k of ['day', 'month'] as const) total[k].cost = Number(total[k].cost.toFixed(12));
-      const agents = [...new Set([...(budgets?.agents.keys() ?? []), ...byAgent.keys()])].sort();
-      out.set(id, {
-        tenant: this.use(budgets?.tenant ?? NO_LIMITS, total, w),
-        agents: agents.map((agent) => ({
-          agent,
-          ...this.use(budgets?.agents.get(agent) ?? NO_LIMITS, byAgent.get(agent) ?? ZERO_SPEND, w),
-        })),
-      });
-    }
-    return out;
-  }
-
-  /** `GET /v1/budgets`: the tenant's budgets and what it and its agents used this UTC day and month. */
-  async tenantView(
-    tenantId: string,
-  ): Promise<{ currency: string | null; warn_at_percent: number } & TenantBudgetsView> {
-    const b = (await this.repo.load(tenantId)).get(tenantId) ?? null;
-    const v = (await this.views([{ id: tenantId, budgets: b }])).get(tenantId)!;
-    return { ...this.header, ...v };
-  }
-
-  /** `GET /v1/admin/budgets`: one tenant's (with its id), or every tenant with a budget. */
-  async adminView(tenantId?: string): Promise<unknown> {
-    if (tenantId) {
-      const name = await this.repo.tenantName(tenantId);
-      if (name === null) throw DomainError.notFound('tenant');
-      return { tenant_id: tenantId, ...(await this.tenantView(tenantId)) };
-    }
-    const all = await this.repo.load();
-    const list = [...all.values()].sort(
-      (a, b) => a.tenantName.localeCompare(b.tenantName) || a.tenantId.localeCompare(b.tenantId),
-    );
-    const views = await this.views(list.map((b) => ({ id: b.tenantId, budgets: b })));
-    return {
-      ...this.header,
-      // `tenant_id`, as with `?tenant=`: `tenant` is the tenant's own budget and use, as in every other form.
-      tenants: list.map((b) => ({ tenant_id: b.tenantId, tenant_name: b.tenantName, ...views.get(b.tenantId)! })),
-    };
   }
 
   // ---- changes ----
@@ -314,7 +205,7 @@ export class Budgets implements OnModuleInit, OnApplicationBootstrap {
         by,
       });
     });
-    return { agent: agentId, ...this.use(full, spend.agent, w) };
+    return { agent: agentId, ...this.views.use(full, spend.agent, w) };
   }
 
   /** `DELETE /v1/agents/:id/budget`. */
@@ -341,104 +232,4 @@ export class Budgets implements OnModuleInit, OnApplicationBootstrap {
     this.forget(tenantId);
     await echo.done;
   }
-
-  // ---- the soft threshold ----
-
-  /** Calls committed here: checks the tenant's budgets against the soft threshold, off the request path. */
-  private accounted(tenantId: string, _calls: readonly AccountedCall[]): void {
-    if (this.cached(tenantId) === null) return;
-    if (this.checking.has(tenantId)) {
-      this.checking.set(tenantId, true);
-      return;
-    }
-    this.checking.set(tenantId, false);
-    void (async () => {
-      try {
-        do {
-          this.checking.set(tenantId, false);
-          await this.thresholds(tenantId);
-        } while (this.checking.get(tenantId));
-      } catch (err) {
-        this.logger.warn({ err: safeError(err), tenantId }, 'could not check budget thresholds');
-      } finally {
-        this.checking.delete(tenantId);
-      }
-    })();
-  }
-
-  /** Settles once no threshold check is running (for tests and shutdown). */
-  async idle(): Promise<void> {
-    while (this.checking.size) await new Promise((r) => setTimeout(r, 10));
-  }
-
-  private async thresholds(tenantId: string): Promise<void> {
-    const b = await this.budgetsOf(tenantId);
-    if (!b) return;
-    const view = (await this.views([{ id: tenantId, budgets: b }])).get(tenantId)!;
-    const w = periods();
-    const m = this.metrics;
-    const tenant = m.tenant(tenantId);
-    const entries: { agent: string; limits: BudgetLimits; spend: PeriodSpend }[] = [];
-    if (b.tenant) entries.push({ agent: '', limits: b.tenant, spend: spendOfUse(view.tenant) });
-    for (const a of view.agents) {
-      const limits = b.agents.get(a.agent);
-      if (limits) entries.push({ agent: a.agent, limits, spend: spendOfUse(a) });
-    }
-    const warn = this.config.budgetWarnPercent / 100;
-    for (const e of entries) {
-      const agent = e.agent ? m.agent(e.agent) : '';
-      for (const r of ratios(e.limits, e.spend)) {
-        m.budgetUsedRatio.set({ tenant, agent, budget: r.key }, r.ratio);
-        if (r.ratio < warn) continue;
-        await this.crossing(tenantId, e.agent, r.key, w[periodOf(r.key)].from, r.used, e.limits[r.key]!, agent);
-      }
-    }
-  }
-
-  private async crossing(
-    tenantId: string,
-    agentId: string,
-    key: BudgetKey,
-    periodStart: Date,
-    used: number,
-    limit: number,
-    agentLabel: string,
-  ): Promise<void> {
-    const id = `${tenantId}|${agentId}|${key}|${periodStart.toISOString()}`;
-    if (this.crossed.has(id)) return;
-    const recorded = await this.repo.transaction(async (em) => {
-      const first = await this.repo.markThreshold(em, { tenantId, agentId, budget: key, periodStart, used });
-      if (first) {
-        await this.audit.record(em, {
-          action: 'budget.threshold',
-          tenantId,
-          detail: {
-            ...(agentId ? { agent_id: agentId } : {}),
-            budget: key,
-            limit,
-            used,
-            percent: this.config.budgetWarnPercent,
-            period_start: periodStart.toISOString(),
-          },
-          by: { actor: 'system' },
-        });
-      }
-      return first;
-    });
-    if (this.crossed.size > 100_000) this.crossed.clear();
-    this.crossed.add(id);
-    if (recorded)
-      this.metrics.budgetThresholdCrossings.inc({
-        tenant: this.metrics.tenant(tenantId),
-        agent: agentLabel,
-        budget: key,
-      });
-  }
 }
-
-const spendOfUse = (u: BudgetUse): PeriodSpend => ({
-  day: { tokens: u.used.day.tokens, cost: u.used.day.cost },
-  month: { tokens: u.used.month.tokens, cost: u.used.month.cost },
-});
-
-export { BUDGET_KEYS };

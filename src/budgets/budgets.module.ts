@@ -4,6 +4,8 @@ import { TenantsModule } from '../tenants/tenants.module.js';
 import { UsageModule } from '../usage/usage.module.js';
 import { BudgetRepository } from './budget.repository.js';
 import { Budgets } from './budget.service.js';
+import { BudgetThresholds } from './budget-thresholds.service.js';
+import { BudgetViews } from './budget-views.service.js';
 import { BudgetsController } from './controllers/budgets.controller.js';
 import { AdminBudgetsController } from './controllers/admin-budgets.controller.js';
 
@@ -15,7 +17,7 @@ import { AdminBudgetsController } from './controllers/admin-budgets.controller.j
 @Module({
   imports: [TenantsModule, UsageModule, RegistryModule],
   controllers: [BudgetsController, AdminBudgetsController],
-  providers: [BudgetRepository, Budgets],
+  providers: [BudgetRepository, Budgets, BudgetViews, BudgetThresholds],
   exports: [Budgets],
 })
 export class BudgetsModule {}

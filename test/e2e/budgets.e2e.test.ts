@@ -23,7 +23,7 @@ import { FakeProvider } from '../helpers/fake-provider.js';
 import { metric } from '../helpers/metrics.js';
 import { GRPC_ON, startTestServer, tempHome, type TestServer } from '../helpers/server.js';
 import { decodeStatusDetails, STATUS_DETAILS_KEY } from '../../src/a2a-inbound/grpc/grpc-errors.js';
-import { Budgets } from '../../src/budgets/budget.service.js';
+import { BudgetThresholds } from '../../src/budgets/budget-thresholds.service.js';
 
 const PRICES = { currency: 'USD', prices: [{ model: 'openai/bud-*', input_per_million: 2, output_per_million: 8 }] };
 /** Every call: 1000 tokens (600 input, 100 of them cached, and 400 output); (600 × 2 + 400 × 8) / 10⁶ = 0.0044 USD. */
@@ -267,7 +267,7 @@ describe('budgets: token and cost limits per tenant and agent', () => {
 
     it('the soft threshold: one audit row and one counted crossing per budget and period', async () => {
       // 2000 of 1500 crossed 80% (once, after the second call); more accounted calls record nothing more.
-      await server.running.app.get(Budgets).idle();
+      await server.running.app.get(BudgetThresholds).idle();
       const rows = await waitFor(async () => {
         const r = await audit(t.id, 'budget.threshold');
         return r.length ? r : undefined;

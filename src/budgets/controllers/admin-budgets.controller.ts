@@ -5,6 +5,7 @@ import { AdminOnly } from '../../common/auth.decorators.js';
 import { DocQuery } from '../../common/api-docs.js';
 import { DocAdminBudgets } from '../budget-docs.js';
 import { Budgets } from '../budget.service.js';
+import { BudgetViews } from '../budget-views.service.js';
 
 export class AdminBudgetsQueryDto {
   /** Only this tenant's budgets (its id). */
@@ -18,13 +19,16 @@ export class AdminBudgetsQueryDto {
 @ApiTags('admin')
 @Controller('v1/admin/budgets')
 export class AdminBudgetsController {
-  constructor(private readonly budgets: Budgets) {}
+  constructor(
+    private readonly budgets: Budgets,
+    private readonly views: BudgetViews,
+  ) {}
 
   @Get()
   @Header('Cache-Control', 'no-store')
   @DocQuery(AdminBudgetsQueryDto)
   @DocAdminBudgets()
   list(@Query() q: AdminBudgetsQueryDto) {
-    return this.budgets.adminView(q.tenant);
+    return this.views.adminView(q.tenant);
   }
 }

@@ -10,12 +10,16 @@ import {
 import { DocBody } from '../../common/api-docs.js';
 import { AGENT_USE_SCHEMA, DocTenantBudgets, LIMITS_SCHEMA } from '../budget-docs.js';
 import { Budgets } from '../budget.service.js';
+import { BudgetViews } from '../budget-views.service.js';
 
 /** A tenant's budgets: reading them, and setting its agents' own within the tenant's (docs/budgets.md). */
 @ApiTags('agents')
 @Controller('v1')
 export class BudgetsController {
-  constructor(private readonly budgets: Budgets) {}
+  constructor(
+    private readonly budgets: Budgets,
+    private readonly views: BudgetViews,
+  ) {}
 
   /** The tenant's budgets and its and its agents' use this UTC day and month. */
   @RequireScope('tasks:read', 'agents:read', 'agents:write')
@@ -23,7 +27,7 @@ export class BudgetsController {
   @Header('Cache-Control', 'no-store')
   @DocTenantBudgets()
   list(@CurrentTenant() t: TenantPrincipal) {
-    return this.budgets.tenantView(t.tenantId);
+    return this.views.tenantView(t.tenantId);
   }
 
   /**
