@@ -41,10 +41,10 @@ export interface RunContext {
    * turn makes it and how many accounted calls the run has reported so far:
    * undefined when no budget applies, else a promise that rejects with a
    * `budget_exhausted` `DomainError` when the tenant's or the agent's budget
-   * is spent (counting the run's own calls, once they are committed). Absent:
-   * never checked.
+   * is spent (counting the run's own calls, once they are committed), or
+   * with `signal`'s reason when it aborts first. Absent: never checked.
    */
-  beforeModelCall?: (agentId: string, reported: number) => Promise<void> | undefined;
+  beforeModelCall?: (agentId: string, reported: number, signal: AbortSignal) => Promise<void> | undefined;
 }
 
 /**

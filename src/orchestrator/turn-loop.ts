@@ -109,7 +109,7 @@ export class TurnLoop {
       };
       if (target.kind !== 'echo') {
         // Each call outside the process first checks the budgets against the spend committed so far.
-        const allowed = this.beforeModelCall?.(agent.id, this.reported);
+        const allowed = this.beforeModelCall?.(agent.id, this.reported, this.signal);
         if (allowed) await allowed;
         this.signal.throwIfAborted();
       }

@@ -107,10 +107,24 @@ export class TaskRunner {
       ...start.ctx,
       mayAct: (signal) => this.fence.pass(signal),
       // Before each model call: the run's own calls so far committed, then the budgets read (none: no work).
-      beforeModelCall: (agentId, reported) => {
+      beforeModelCall: (agentId, reported, abort) => {
         if (!this.budgets.applies(start.ctx.tenantId, agentId)) return undefined;
         return (async () => {
-          if (queuedCalls < reported) await new Promise<void>((resolve) => waiting.push({ n: reported, resolve }));
+          if (queuedCalls < reported) {
+            // The runner may stop reading (the task ended elsewhere): the turn's abort ends the wait then.
+            await new Promise<void>((resolve, reject) => {
+              const onAbort = (): void => reject(abort.reason instanceof Error ? abort.reason : new Error('aborted'));
+              if (abort.aborted) return onAbort();
+              abort.addEventListener('abort', onAbort, { once: true });
+              waiting.push({
+                n: reported,
+                resolve: () => {
+                  abort.removeEventListener('abort', onAbort);
+                  resolve();
+                },
+              });
+            });
+          }
           await writer.flush();
           await this.budgets.guard(start.ctx.tenantId, agentId, 'run');
         })();
