@@ -16,6 +16,7 @@ import { PushModule } from './push/push.module.js';
 import { NativeApiModule } from './native-api/native-api.module.js';
 import { TenantsModule } from './tenants/tenants.module.js';
 import { AdminModule } from './admin/admin.module.js';
+import { BudgetsModule } from './budgets/budgets.module.js';
 import { ConsoleModule } from './console/console.module.js';
 import { SecretsModule } from './secrets/secrets.module.js';
 
@@ -33,6 +34,7 @@ export class AppModule {
         TenantsModule,
         RegistryModule,
         TasksModule,
+        BudgetsModule,
         PushModule,
         A2aInboundModule,
         NativeApiModule,

@@ -12,6 +12,8 @@ import { AuditEntryEntity } from './tenants/entities/audit-entry.entity.js';
 import { TenantTokenEntity } from './tenants/entities/tenant-token.entity.js';
 import { TenantEntity } from './tenants/entities/tenant.entity.js';
 import { TenantRegistryEntryEntity } from './tenant-registry/tenant-registry-entry.entity.js';
+import { AgentBudgetEntity } from './budgets/entities/agent-budget.entity.js';
+import { BudgetThresholdEntity } from './budgets/entities/budget-threshold.entity.js';
 import { UsageLedgerEntity } from './usage/entities/usage-ledger.entity.js';
 import { UsageDailyEntity, UsageHourlyEntity } from './usage/entities/usage-rollup.entity.js';
 
@@ -37,4 +39,6 @@ export const ENTITIES: EntityList = [
   UsageLedgerEntity,
   UsageHourlyEntity,
   UsageDailyEntity,
+  AgentBudgetEntity,
+  BudgetThresholdEntity,
 ];

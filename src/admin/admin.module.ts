@@ -1,3 +1,4 @@
+import { BudgetsModule } from '../budgets/budgets.module.js';
 import { Module } from '@nestjs/common';
 import { A2aOutboundModule } from '../a2a-outbound/a2a-outbound.module.js';
 import { McpModule } from '../mcp/mcp.module.js';
@@ -12,7 +13,7 @@ import { UsageModule } from '../usage/usage.module.js';
 
 /** `/v1/admin/*`: the operators' routes over tenants, identity (issuers, operator tokens), tasks, usage, and the registries as loaded. */
 @Module({
-  imports: [TenantsModule, TasksModule, A2aOutboundModule, McpModule, UsageModule],
+  imports: [TenantsModule, TasksModule, A2aOutboundModule, McpModule, UsageModule, BudgetsModule],
   controllers: [
     AdminTenantsController,
     AdminIdentityController,

@@ -12,6 +12,7 @@ export type ErrorCode =
   | 'read_only'
   | 'unprocessable'
   | 'rate_limited'
+  | 'budget_exhausted'
   | 'unavailable'
   | 'internal';
 
@@ -68,6 +69,24 @@ export class DomainError extends Error {
     return err;
   }
 
+  /** When a spent budget resets (ISO 8601), for a `budget_exhausted` refusal. */
+  resetsAt?: string;
+
+  /**
+   * A token or cost budget is spent (HTTP 429 with `Retry-After` until it resets; on A2A -32000
+   * `BUDGET_EXHAUSTED` with `resets_at`). `budget` names it (`tokens_per_month` …).
+   */
+  static budgetExhausted(message: string, resetsAt: Date, budget: string, now = Date.now()): DomainError {
+    const err = new DomainError('budget_exhausted', message);
+    err.resetsAt = resetsAt.toISOString();
+    err.budget = budget;
+    err.retryAfterSeconds = Math.max(1, Math.ceil((resetsAt.getTime() - now) / 1000));
+    return err;
+  }
+
+  /** The budget a `budget_exhausted` refusal names. */
+  budget?: string;
+
   /** The scopes that would have allowed a refused request (403 `insufficient_scope`). */
   requiredScopes?: readonly string[];
 
@@ -107,6 +126,7 @@ export function httpStatusOf(code: ErrorCode): number {
     case 'unprocessable':
       return 422;
     case 'rate_limited':
+    case 'budget_exhausted':
       return 429;
     case 'unsupported_media_type':
       return 415;

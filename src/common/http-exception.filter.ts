@@ -10,6 +10,9 @@ export interface ErrorBody {
   details?: FieldError[];
   /** A 403 for a missing scope: the scopes that would have allowed the request. */
   required_scopes?: readonly string[];
+  /** A `budget_exhausted` refusal: the budget that is spent and when it resets (ISO 8601). */
+  budget?: string;
+  resets_at?: string;
   request_id?: string;
 }
 
@@ -57,6 +60,7 @@ export function toErrorResponse(err: unknown, requestId: string | undefined): { 
         code: err.code,
         details: err.details,
         ...(err.requiredScopes ? { required_scopes: err.requiredScopes } : {}),
+        ...(err.resetsAt ? { budget: err.budget, resets_at: err.resetsAt } : {}),
         request_id: requestId,
       },
     };

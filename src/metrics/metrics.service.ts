@@ -176,6 +176,25 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly budgetRefusals = new Counter({
+    name: 'arbiter_budget_refusals_total',
+    help: 'Runs refused before they started (where="start") or stopped before a model call (where="run") because a token or cost budget was spent, by budget (tokens_per_day …) and whose (tenant, agent)',
+    labelNames: ['budget', 'whose', 'where'],
+    registers: [this.registry],
+  });
+  readonly budgetThresholdCrossings = new Counter({
+    name: 'arbiter_budget_threshold_crossings_total',
+    help: 'Budgets whose spend crossed ARBITER_BUDGET_WARN_PERCENT, once per budget and period over every replica, by tenant id, agent ("" for the tenant\'s own budget) and budget',
+    labelNames: ['tenant', 'agent', 'budget'],
+    registers: [this.registry],
+  });
+  readonly budgetUsedRatio = new Gauge({
+    name: 'arbiter_budget_used_ratio',
+    help: 'Share of a budget spent in its current period (1 = spent), as of the last call accounted here, by tenant id, agent ("" for the tenant\'s own budget) and budget',
+    labelNames: ['tenant', 'agent', 'budget'],
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'arbiter_' });
   }

@@ -1,5 +1,6 @@
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
+import { DomainError } from '../common/errors.js';
 import { onBehalfOf } from '../outbound-auth/caller-context.js';
 import { AsyncQueue } from '../common/async-queue.js';
 import { parseHostList, type EgressPolicy } from '../common/net/egress.js';
@@ -85,7 +86,15 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
     const onAbort = (): void => local.abort(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
     if (signal.aborted) onAbort(); // canceled before we listened
-    const loop = new TurnLoop(this.deps, ctx.tenantId, local.signal, (e) => events.push(e), ctx.durable, ctx.mayAct);
+    const loop = new TurnLoop(
+      this.deps,
+      ctx.tenantId,
+      local.signal,
+      (e) => events.push(e),
+      ctx.durable,
+      ctx.mayAct,
+      ctx.beforeModelCall,
+    );
     let over = false;
     // Outbound calls of the turn (remote agents, MCP servers) act for the caller whose JWT `ctx.subject` holds.
     const finished = onBehalfOf(ctx.subject, () => loop.agentTurn(ctx.agent, messages, 0)).then(
@@ -104,6 +113,13 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
         over = true;
         if (local.signal.aborted) {
           events.fail(local.signal.reason instanceof Error ? local.signal.reason : new Error('aborted'));
+          return;
+        }
+        if (err instanceof DomainError && err.code === 'budget_exhausted') {
+          // A budget spent between two model calls: the run ends failed, saying which budget.
+          events.push({ type: 'usage', ...loop.usage });
+          events.push({ type: 'error', code: 'budget_exhausted', message: err.message });
+          events.close();
           return;
         }
         if (err instanceof ProviderError) {

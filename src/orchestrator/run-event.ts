@@ -36,6 +36,15 @@ export interface RunContext {
    * Absent: always.
    */
   mayAct?: (signal: AbortSignal) => Promise<void>;
+  /**
+   * Called before each model call outside the process, with the agent whose
+   * turn makes it and how many accounted calls the run has reported so far:
+   * undefined when no budget applies, else a promise that rejects with a
+   * `budget_exhausted` `DomainError` when the tenant's or the agent's budget
+   * is spent (counting the run's own calls, once they are committed), or
+   * with `signal`'s reason when it aborts first. Absent: never checked.
+   */
+  beforeModelCall?: (agentId: string, reported: number, signal: AbortSignal) => Promise<void> | undefined;
 }
 
 /**

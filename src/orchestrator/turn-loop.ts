@@ -9,7 +9,7 @@ import { CommandStep, frame, MAX_COMMANDS, mcpCallerOf, short } from './command-
 import { EchoProvider } from './providers/echo.model.js';
 import type { ModelRouter } from './providers/model-router.service.js';
 import type { ChatMessage, Provider } from './providers/provider.js';
-import type { RunEvent } from './run-event.js';
+import type { RunContext, RunEvent } from './run-event.js';
 import { systemPrompt } from './system-prompt.js';
 import { toolHelp } from './tool-help.js';
 import type { MemoryService } from './tools/memory.service.js';
@@ -38,6 +38,8 @@ export interface TurnDeps {
 export class TurnLoop {
   /** Tokens over every model call of the run, sub-agents included. */
   readonly usage = { inputTokens: 0, outputTokens: 0 };
+  /** Model calls reported (usage events with a call) so far. */
+  private reported = 0;
   private readonly commands: CommandStep;
 
   constructor(
@@ -49,6 +51,8 @@ export class TurnLoop {
     private readonly durable: Promise<void> = Promise.resolve(),
     /** The replica may act (see `RunContext.mayAct`). */
     private readonly mayAct?: (signal: AbortSignal) => Promise<void>,
+    /** The budgets allow another call (see `RunContext.beforeModelCall`). */
+    private readonly beforeModelCall?: RunContext['beforeModelCall'],
   ) {
     this.commands = new CommandStep(deps, tenantId, signal, emit, (agent, messages, depth) =>
       this.agentTurn(agent, messages, depth),
@@ -103,6 +107,12 @@ export class TurnLoop {
         lastShown = text;
         this.emit({ type: 'text', delta: text, depth, agent: agent.id });
       };
+      if (target.kind !== 'echo') {
+        // Each call outside the process first checks the budgets against the spend committed so far.
+        const allowed = this.beforeModelCall?.(agent.id, this.reported, this.signal);
+        if (allowed) await allowed;
+        this.signal.throwIfAborted();
+      }
       const req = { model, system, messages: mergeRoles(convo), maxTokens: c.max_tokens, temperature: c.temperature };
       const stream =
         target.kind === 'echo'
@@ -127,6 +137,7 @@ export class TurnLoop {
       this.usage.inputTokens += callUsage.inputTokens;
       this.usage.outputTokens += callUsage.outputTokens;
       const { inputTokens, outputTokens } = this.usage;
+      if (target.kind !== 'echo') this.reported++;
       this.emit(
         target.kind === 'echo'
           ? { type: 'usage', inputTokens, outputTokens }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type { MessageJson } from '../common/a2a-json.js';
 import type { SubjectToken } from '../common/subject-token.js';
+import { Budgets } from '../budgets/budget.service.js';
 import { AppConfig } from '../config/app-config.js';
 import type { ChatMessage } from '../orchestrator/providers/provider.js';
 import type { ResolvedAgent } from '../registry/services/agents.js';
@@ -92,6 +93,7 @@ export class TaskIntake {
     private readonly runner: TaskRunner,
     private readonly leases: LeaseService,
     private readonly config: AppConfig,
+    private readonly budgets: Budgets,
   ) {}
 
   /**
@@ -104,6 +106,9 @@ export class TaskIntake {
    * (`RunContext.durable`). If the creation fails, the run is abandoned and has written nothing.
    */
   async create(input: SendInput, opts: CreateOptions = {}): Promise<Created> {
+    // A tenant or agent whose budget is spent starts no run (no work at all without budgets).
+    const spent = this.budgets.guard(input.tenantId, input.agent.id, 'start');
+    if (spent) await spent;
     const taskId = randomUUID();
     const contextId = input.message.contextId || randomUUID();
     const { message: withRefs, files } = storeFiles(input.message, this.config.maxTextFileBytes);
@@ -199,6 +204,8 @@ export class TaskIntake {
     if (input.message.contextId && input.message.contextId !== row.contextId) {
       throw TaskError.invalidParams('message.contextId', 'does not match the context of the task');
     }
+    const spent = this.budgets.guard(input.tenantId, input.agent.id, 'start');
+    if (spent) await spent;
     const { message: withRefs, files } = storeFiles(input.message, this.config.maxTextFileBytes);
     const message: MessageJson = { ...withRefs, taskId: row.taskId, contextId: row.contextId };
     const working: TaskEventBody = { kind: 'status', payload: { state: 'TASK_STATE_WORKING', timestamp: now() } };

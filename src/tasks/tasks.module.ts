@@ -1,3 +1,4 @@
+import { BudgetsModule } from '../budgets/budgets.module.js';
 import { Module } from '@nestjs/common';
 import { OrchestratorModule } from '../orchestrator/orchestrator.module.js';
 import { UsageModule } from '../usage/usage.module.js';
@@ -31,7 +32,7 @@ import { TaskViews } from './task-views.service.js';
  * running-task caps.
  */
 @Module({
-  imports: [OrchestratorModule, UsageModule],
+  imports: [OrchestratorModule, UsageModule, BudgetsModule],
   providers: [
     TaskReads,
     EventReads,

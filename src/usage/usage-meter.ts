@@ -5,10 +5,18 @@ import { callCost, type AccountedCall } from './usage-call.js';
 /** Counts accounted calls in the Prometheus usage counters, once their statement has committed. */
 @Injectable()
 export class UsageMeter {
+  private readonly listeners: ((tenantId: string, calls: readonly AccountedCall[]) => void)[] = [];
+
   constructor(private readonly metrics: Metrics) {}
+
+  /** Calls `listener` with every tenant's calls once they are accounted (committed), on this replica. */
+  onAccounted(listener: (tenantId: string, calls: readonly AccountedCall[]) => void): void {
+    this.listeners.push(listener);
+  }
 
   record(tenantId: string, calls: readonly AccountedCall[] | null): void {
     if (!calls) return;
+    for (const l of this.listeners) l(tenantId, calls);
     const m = this.metrics;
     const tenant = m.tenant(tenantId);
     for (const c of calls) {

@@ -90,6 +90,9 @@ const ROUTES: Readonly<Record<string, Expected>> = {
   'GET /v1/requests/:id/events': TASKS,
   'GET /v1/requests/:id/push-configs': TASKS,
   'GET /v1/usage': USAGE,
+  'GET /v1/budgets': USAGE,
+  'PUT /v1/agents/:id/budget': AGENTS_WRITE,
+  'DELETE /v1/agents/:id/budget': AGENTS_WRITE,
 
   'POST /v1/admin/tenants': 'admin',
   'GET /v1/admin/tenants': 'admin',
@@ -102,6 +105,7 @@ const ROUTES: Readonly<Record<string, Expected>> = {
   'DELETE /v1/admin/tenants/:id/tokens/:tokenId': 'admin',
   'GET /v1/admin/audit': 'admin',
   'GET /v1/admin/usage': 'admin',
+  'GET /v1/admin/budgets': 'admin',
   'POST /v1/admin/tasks/:id/cancel': 'admin',
   'GET /v1/admin/registries/a2a-agents': 'admin',
   'GET /v1/admin/registries/mcp-servers': 'admin',

@@ -46,6 +46,9 @@ export class HttpClient {
   patch<T = any>(path: string, json?: unknown, headers?: Record<string, string>) {
     return this.request<T>('PATCH', path, { json, headers });
   }
+  put<T = any>(path: string, json?: unknown, headers?: Record<string, string>) {
+    return this.request<T>('PUT', path, { json, headers });
+  }
   delete<T = any>(path: string, headers?: Record<string, string>) {
     return this.request<T>('DELETE', path, { headers });
   }

@@ -15,8 +15,10 @@ import { spawnSync } from 'node:child_process';
 
 const TABLES = [
   'a2a_tasks',
+  'agent_budgets',
   'agents',
   'audit_log',
+  'budget_thresholds',
   'conversations',
   'memory_entries',
   'migrations',

@@ -15,7 +15,7 @@ const LAYERS: string[][] = [
   ['database', 'metrics', 'secrets', 'usage'],
   ['tenants', 'outbound-auth', 'tenant-registry'],
   ['registry', 'a2a-outbound', 'mcp', 'health'],
-  ['orchestrator'],
+  ['orchestrator', 'budgets'],
   ['tasks'],
   ['a2a-wire', 'push', 'quotas'],
   ['a2a-inbound', 'native-api', 'admin', 'openapi', 'console'],

@@ -90,6 +90,19 @@ export function classify(err: unknown): Classified | undefined {
           message: err.message,
           metadata: { retryable: 'true', retry_after_seconds: String(err.retryAfterSeconds ?? 1) },
         };
+      case 'budget_exhausted':
+        // Server-defined too (-32000 range): retryable once the budget's period has reset.
+        return {
+          code: -32000,
+          reason: 'BUDGET_EXHAUSTED',
+          message: err.message,
+          metadata: {
+            retryable: 'true',
+            budget: err.budget ?? '',
+            resets_at: err.resetsAt ?? '',
+            retry_after_seconds: String(err.retryAfterSeconds ?? 1),
+          },
+        };
       case 'validation_failed':
         return { ...BY_KIND.invalid_params, message: err.message, field: err.details?.[0]?.field };
       case 'invalid_json':

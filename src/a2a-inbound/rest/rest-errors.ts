@@ -41,6 +41,7 @@ const BY_REASON: Record<string, { http: number; status: string }> = {
   UNAUTHENTICATED: { http: 401, status: 'UNAUTHENTICATED' },
   PERMISSION_DENIED: { http: 403, status: 'PERMISSION_DENIED' },
   RESOURCE_EXHAUSTED: { http: 429, status: 'RESOURCE_EXHAUSTED' },
+  BUDGET_EXHAUSTED: { http: 429, status: 'RESOURCE_EXHAUSTED' },
   INTERNAL: { http: 500, status: 'INTERNAL' },
 };
 
@@ -91,7 +92,7 @@ export function toRestError(err: unknown, onUnexpected?: (err: unknown) => void)
   if (c) {
     const retryable = c.metadata?.retryable === 'true';
     const mapped =
-      BY_REASON[c.reason] && c.reason === 'RESOURCE_EXHAUSTED'
+      BY_REASON[c.reason] && (c.reason === 'RESOURCE_EXHAUSTED' || c.reason === 'BUDGET_EXHAUSTED')
         ? BY_REASON[c.reason]
         : retryable
           ? { http: 503, status: 'UNAVAILABLE' }

@@ -3,6 +3,7 @@ import { ApiTags } from '@nestjs/swagger';
 import { AdminOnly, ChangedBy, type ChangeBy } from '../../common/auth.decorators.js';
 import { DocQuery } from '../../common/api-docs.js';
 import { DEFAULT_PAGE_SIZE, PageQueryDto } from '../../common/pagination.dto.js';
+import { Budgets } from '../../budgets/budget.service.js';
 import { TaskService } from '../../tasks/task.service.js';
 import {
   AuditQueryDto,
@@ -21,6 +22,7 @@ export class AdminTenantsController {
   constructor(
     private readonly tenants: TenantsService,
     private readonly tasks: TaskService,
+    private readonly budgets: Budgets,
   ) {}
 
   /** A tenant and its first token (`scopes` default every tenant scope; `issue_token: false` for none). */
@@ -61,7 +63,12 @@ export class AdminTenantsController {
   /** Quota overrides: keys left out are unchanged, null restores the default, 0 is unlimited. */
   @Patch('tenants/:id/limits')
   async limits(@Param('id') id: string, @Body() dto: TenantLimitsDto, @ChangedBy() by: ChangeBy) {
-    return this.tenants.setLimits(id, dto, by);
+    const tenant = await this.tenants.get(id);
+    // Budgets: costs need prices, and none may be set below what the tenant already spent in its period.
+    const budgets = await this.budgets.checkTenantLimits(tenant.id, { ...dto });
+    const view = await this.tenants.setLimits(id, { ...dto, ...budgets }, by);
+    this.budgets.forget(id);
+    return view;
   }
 
   @Get('tenants/:id/tokens')

@@ -18,4 +18,11 @@ export class QuotaSettings {
    * PostgreSQL.
    */
   @DurationEnv('ARBITER_QUOTA_SYNC_MS', 50, 60_000) quotaSyncMs = 1_000;
+
+  /**
+   * A tenant's or agent's budget (token or cost limit per UTC day or month) whose spend reaches this percentage is
+   * recorded once per period: an audit row `budget.threshold` and `arbiter_budget_threshold_crossings_total`. See
+   * [Budgets](budgets.md).
+   */
+  @IntEnv('ARBITER_BUDGET_WARN_PERCENT', 1, 100) budgetWarnPercent = 80;
 }

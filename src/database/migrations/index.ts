@@ -14,6 +14,7 @@ import { Identity1763890000000 } from './1763890000000-identity.js';
 import { PushSecrets1763900000000 } from './1763900000000-push-secrets.js';
 import { TenantRegistries1763910000000 } from './1763910000000-tenant-registries.js';
 import { Usage1763920000000 } from './1763920000000-usage.js';
+import { Budgets1763930000000 } from './1763930000000-budgets.js';
 
 /** Every migration, oldest first. Never edit one that has been committed; add a new one. */
 export const MIGRATIONS = [
@@ -33,4 +34,5 @@ export const MIGRATIONS = [
   PushSecrets1763900000000,
   TenantRegistries1763910000000,
   Usage1763920000000,
+  Budgets1763930000000,
 ];

@@ -20,6 +20,7 @@ import { RunWriter } from './run-writer.js';
 import { LeaseFence } from './lease-fence.js';
 import { Metrics } from '../../metrics/metrics.service.js';
 import { Prices } from '../../usage/prices.service.js';
+import { Budgets } from '../../budgets/budget.service.js';
 import { currentContext, inSpan } from '../../tracing/spans.js';
 
 export interface RunStart {
@@ -58,6 +59,7 @@ export class TaskRunner {
     private readonly metrics: Metrics,
     private readonly fence: LeaseFence,
     private readonly prices: Prices,
+    private readonly budgets: Budgets,
   ) {
     metrics.onCollect(metrics.runsInFlight, (g) => g.set(registry.size));
   }
@@ -90,8 +92,44 @@ export class TaskRunner {
 
   private async execute(start: RunStart, run: HeldRun, started: number): Promise<void> {
     let first = true;
-    const ctx: RunContext = { ...start.ctx, mayAct: (signal) => this.fence.pass(signal) };
-    const writer = new RunWriter(ctx.taskId, this.log);
+    // Model calls the run reported and this loop has queued for writing, and who waits for a count.
+    let queuedCalls = 0;
+    const waiting: { n: number; resolve: () => void }[] = [];
+    const queued = (): void => {
+      queuedCalls++;
+      for (const w of waiting.splice(0)) {
+        if (queuedCalls >= w.n) w.resolve();
+        else waiting.push(w);
+      }
+    };
+    const writer = new RunWriter(start.ctx.taskId, this.log);
+    const ctx: RunContext = {
+      ...start.ctx,
+      mayAct: (signal) => this.fence.pass(signal),
+      // Before each model call: the run's own calls so far committed, then the budgets read (none: no work).
+      beforeModelCall: (agentId, reported, abort) => {
+        if (!this.budgets.applies(start.ctx.tenantId, agentId)) return undefined;
+        return (async () => {
+          if (queuedCalls < reported) {
+            // The runner may stop reading (the task ended elsewhere): the turn's abort ends the wait then.
+            await new Promise<void>((resolve, reject) => {
+              const onAbort = (): void => reject(abort.reason instanceof Error ? abort.reason : new Error('aborted'));
+              if (abort.aborted) return onAbort();
+              abort.addEventListener('abort', onAbort, { once: true });
+              waiting.push({
+                n: reported,
+                resolve: () => {
+                  abort.removeEventListener('abort', onAbort);
+                  resolve();
+                },
+              });
+            });
+          }
+          await writer.flush();
+          await this.budgets.guard(start.ctx.tenantId, agentId, 'run');
+        })();
+      },
+    };
     const mapper = new RunEventMapper(ctx, turnsIn(ctx.taskId, start.artifacts), start.tokens, (provider, model) =>
       this.prices.of(provider, model),
     );
@@ -140,6 +178,7 @@ export class TaskRunner {
             artifacts.add(event);
             writer.enqueue(event);
           }
+          if (ev.type === 'usage' && ev.call) queued();
         }
         if (writer.rejected) return;
         if (!end) {
@@ -147,12 +186,14 @@ export class TaskRunner {
           end = { type: 'error', code: 'agent_error', message: 'the run ended without an answer' };
         }
         if (end.type === 'error') {
-          const error = `${end.code}: ${end.message}`;
+          // A spent budget says so as it is; its turn's response artifact is closed, not left open.
+          const budget = end.code === 'budget_exhausted';
+          const error = budget ? end.message : `${end.code}: ${end.message}`;
           await this.ends.fromRun(
             run,
             writer,
             { state: 'TASK_STATE_FAILED', error, message: mapper.failure(error) },
-            known(),
+            { ...known(), ...(budget ? { closing: mapper.closing() } : {}) },
           );
           return;
         }

@@ -7,6 +7,7 @@ import {
   IsBoolean,
   IsInt,
   IsNotEmpty,
+  IsNumber,
   IsOptional,
   IsString,
   IsUUID,
@@ -84,8 +85,38 @@ export class AuditQueryDto extends PageQueryDto {
 
 const LIMIT = 'must be null (the default) or an integer between 0 (unlimited) and 1000000';
 
-/** Quota overrides: a key left out is unchanged, `null` restores the deployment's default, 0 is unlimited. */
+const TOKENS = 'must be null (no budget) or a whole number of tokens from 1 to 10^12';
+const COST = 'must be null (no budget) or an amount from 0.000001 to 10^9 in the prices file’s currency';
+
+/**
+ * Quota overrides: a key left out is unchanged, `null` restores the deployment's default, 0 is unlimited.
+ * Budgets (`tokens_per_*`, `cost_per_*`, docs/budgets.md): a key left out is unchanged, `null` clears it.
+ */
 export class TenantLimitsDto {
+  @ValidateIf((_, v) => v !== null && v !== undefined)
+  @IsInt({ message: `tokens_per_day ${TOKENS}` })
+  @Min(1, { message: `tokens_per_day ${TOKENS}` })
+  @Max(1e12, { message: `tokens_per_day ${TOKENS}` })
+  tokens_per_day?: number | null;
+
+  @ValidateIf((_, v) => v !== null && v !== undefined)
+  @IsInt({ message: `tokens_per_month ${TOKENS}` })
+  @Min(1, { message: `tokens_per_month ${TOKENS}` })
+  @Max(1e12, { message: `tokens_per_month ${TOKENS}` })
+  tokens_per_month?: number | null;
+
+  @ValidateIf((_, v) => v !== null && v !== undefined)
+  @IsNumber({ allowNaN: false, allowInfinity: false }, { message: `cost_per_day ${COST}` })
+  @Min(0.000001, { message: `cost_per_day ${COST}` })
+  @Max(1e9, { message: `cost_per_day ${COST}` })
+  cost_per_day?: number | null;
+
+  @ValidateIf((_, v) => v !== null && v !== undefined)
+  @IsNumber({ allowNaN: false, allowInfinity: false }, { message: `cost_per_month ${COST}` })
+  @Min(0.000001, { message: `cost_per_month ${COST}` })
+  @Max(1e9, { message: `cost_per_month ${COST}` })
+  cost_per_month?: number | null;
+
   @ValidateIf((_, v) => v !== null && v !== undefined)
   @IsInt({ message: LIMIT })
   @Min(0, { message: LIMIT })

@@ -31,6 +31,19 @@ export class TenantEntity {
   @Column({ name: 'max_open_streams', type: 'integer', nullable: true })
   maxOpenStreams: number | null;
 
+  /** Budgets (docs/budgets.md): tokens (input + output) and cost per UTC day and month; null = none. */
+  @Column({ name: 'tokens_per_day', type: 'bigint', nullable: true })
+  tokensPerDay: string | null;
+
+  @Column({ name: 'tokens_per_month', type: 'bigint', nullable: true })
+  tokensPerMonth: string | null;
+
+  @Column({ name: 'cost_per_day', type: 'numeric', precision: 18, scale: 6, nullable: true })
+  costPerDay: string | null;
+
+  @Column({ name: 'cost_per_month', type: 'numeric', precision: 18, scale: 6, nullable: true })
+  costPerMonth: string | null;
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 

@@ -75,7 +75,18 @@ export class TenantRepository {
   async setLimits(
     em: EntityManager,
     id: string,
-    limits: Partial<Pick<TenantEntity, 'sendsPerMinute' | 'maxRunningTasks' | 'maxOpenStreams'>>,
+    limits: Partial<
+      Pick<
+        TenantEntity,
+        | 'sendsPerMinute'
+        | 'maxRunningTasks'
+        | 'maxOpenStreams'
+        | 'tokensPerDay'
+        | 'tokensPerMonth'
+        | 'costPerDay'
+        | 'costPerMonth'
+      >
+    >,
   ): Promise<TenantEntity | null> {
     if (Object.keys(limits).length) {
       await em.createQueryBuilder().update(TenantEntity).set(limits).where('id = :id', { id }).execute();

@@ -10,7 +10,16 @@ export interface TenantView {
   disabled: boolean;
   disabled_at: string | null;
   /** Quota overrides (null = the deployment's default, 0 = unlimited). */
-  limits: { sends_per_minute: number | null; max_running_tasks: number | null; max_open_streams: number | null };
+  limits: {
+    sends_per_minute: number | null;
+    max_running_tasks: number | null;
+    max_open_streams: number | null;
+    /** Budgets (docs/budgets.md): null = none. */
+    tokens_per_day: number | null;
+    tokens_per_month: number | null;
+    cost_per_day: number | null;
+    cost_per_month: number | null;
+  };
   created_at: string;
   updated_at: string;
 }
@@ -44,6 +53,7 @@ export interface AuditView {
 }
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+const num = (v: string | null | undefined): number | null => (v === null || v === undefined ? null : Number(v));
 
 export function tenantView(t: TenantEntity): TenantView {
   return {
@@ -56,6 +66,10 @@ export function tenantView(t: TenantEntity): TenantView {
       sends_per_minute: t.sendsPerMinute ?? null,
       max_running_tasks: t.maxRunningTasks ?? null,
       max_open_streams: t.maxOpenStreams ?? null,
+      tokens_per_day: num(t.tokensPerDay),
+      tokens_per_month: num(t.tokensPerMonth),
+      cost_per_day: num(t.costPerDay),
+      cost_per_month: num(t.costPerMonth),
     },
     created_at: t.createdAt.toISOString(),
     updated_at: t.updatedAt.toISOString(),

@@ -149,13 +149,26 @@ export class TenantsService {
   /** Changes a tenant's quota overrides; in force on every replica when this answers. */
   async setLimits(
     id: string,
-    dto: { sends_per_minute?: number | null; max_running_tasks?: number | null; max_open_streams?: number | null },
+    dto: {
+      sends_per_minute?: number | null;
+      max_running_tasks?: number | null;
+      max_open_streams?: number | null;
+      tokens_per_day?: number | null;
+      tokens_per_month?: number | null;
+      cost_per_day?: number | null;
+      cost_per_month?: number | null;
+    },
     by: ChangeBy,
   ): Promise<TenantView> {
     const limits: Parameters<TenantRepository['setLimits']>[2] = {};
+    const str = (v: number | null): string | null => (v === null ? null : String(v));
     if (dto.sends_per_minute !== undefined) limits.sendsPerMinute = dto.sends_per_minute;
     if (dto.max_running_tasks !== undefined) limits.maxRunningTasks = dto.max_running_tasks;
     if (dto.max_open_streams !== undefined) limits.maxOpenStreams = dto.max_open_streams;
+    if (dto.tokens_per_day !== undefined) limits.tokensPerDay = str(dto.tokens_per_day);
+    if (dto.tokens_per_month !== undefined) limits.tokensPerMonth = str(dto.tokens_per_month);
+    if (dto.cost_per_day !== undefined) limits.costPerDay = str(dto.cost_per_day);
+    if (dto.cost_per_month !== undefined) limits.costPerMonth = str(dto.cost_per_month);
     return this.revoking(
       async (em) => {
         const tenant = await this.tenants.setLimits(em, this.checkId(id), limits);
