@@ -12,6 +12,7 @@ import { AuditEntryEntity } from './tenants/entities/audit-entry.entity.js';
 import { TenantTokenEntity } from './tenants/entities/tenant-token.entity.js';
 import { TenantEntity } from './tenants/entities/tenant.entity.js';
 import { TenantRegistryEntryEntity } from './tenant-registry/tenant-registry-entry.entity.js';
+import { StatsA2aErrorsEntity, StatsLatencyEntity, StatsTasksEntity } from './stats/entities/stats.entities.js';
 import { UsageLedgerEntity } from './usage/entities/usage-ledger.entity.js';
 import { UsageDailyEntity, UsageHourlyEntity } from './usage/entities/usage-rollup.entity.js';
 
@@ -37,4 +38,7 @@ export const ENTITIES: EntityList = [
   UsageLedgerEntity,
   UsageHourlyEntity,
   UsageDailyEntity,
+  StatsTasksEntity,
+  StatsLatencyEntity,
+  StatsA2aErrorsEntity,
 ];

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { OrchestratorModule } from '../orchestrator/orchestrator.module.js';
+import { StatsModule } from '../stats/stats.module.js';
 import { UsageModule } from '../usage/usage.module.js';
 import { EventBus } from './event-log/event-bus.js';
 import { EventLog } from './event-log/event-log.service.js';
@@ -31,7 +32,7 @@ import { TaskViews } from './task-views.service.js';
  * running-task caps.
  */
 @Module({
-  imports: [OrchestratorModule, UsageModule],
+  imports: [OrchestratorModule, UsageModule, StatsModule],
   providers: [
     TaskReads,
     EventReads,

@@ -13,6 +13,7 @@ import { RateGrants1763880000000 } from './1763880000000-rate-grants.js';
 import { Identity1763890000000 } from './1763890000000-identity.js';
 import { PushSecrets1763900000000 } from './1763900000000-push-secrets.js';
 import { TenantRegistries1763910000000 } from './1763910000000-tenant-registries.js';
+import { Stats1763940000000 } from './1763940000000-stats.js';
 import { Usage1763920000000 } from './1763920000000-usage.js';
 
 /** Every migration, oldest first. Never edit one that has been committed; add a new one. */
@@ -33,4 +34,5 @@ export const MIGRATIONS = [
   PushSecrets1763900000000,
   TenantRegistries1763910000000,
   Usage1763920000000,
+  Stats1763940000000,
 ];
