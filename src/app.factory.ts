@@ -16,6 +16,7 @@ import { Lifecycle } from './health/lifecycle.service.js';
 import { GrpcEndpoint } from './a2a-inbound/grpc/grpc-endpoint.js';
 import { A2aGrpcServer } from './a2a-inbound/grpc/grpc-server.js';
 import { buildOpenApi, serveOpenApi } from './openapi/openapi.js';
+import { StatsRecorder } from './stats/stats-recorder.service.js';
 import { Metrics } from './metrics/metrics.service.js';
 import { ARBITER_VERSION } from './version.js';
 
@@ -82,7 +83,12 @@ export async function startApp(config: AppConfig): Promise<RunningApp> {
     app.use(corsMiddleware);
   }
   // Runs before Nest's own middleware, so even a rejected body gets a request id, a log line and its count.
-  const recorder = new RequestRecorder(logger, app.get(Metrics), (url) => url.startsWith('/v1/health'));
+  const recorder = new RequestRecorder(
+    logger,
+    app.get(Metrics),
+    (url) => url.startsWith('/v1/health'),
+    app.get(StatsRecorder),
+  );
   app.use(recorder.middleware());
   // The A2A routes (A2aHttpController) share these with every route; the controller registers itself on start.
   const express = app.getHttpAdapter().getInstance() as { get(setting: string): unknown };

@@ -14,6 +14,7 @@ import { TenantEntity } from './tenants/entities/tenant.entity.js';
 import { TenantRegistryEntryEntity } from './tenant-registry/tenant-registry-entry.entity.js';
 import { AgentBudgetEntity } from './budgets/entities/agent-budget.entity.js';
 import { BudgetThresholdEntity } from './budgets/entities/budget-threshold.entity.js';
+import { StatsA2aErrorsEntity, StatsLatencyEntity, StatsTasksEntity } from './stats/entities/stats.entities.js';
 import { UsageLedgerEntity } from './usage/entities/usage-ledger.entity.js';
 import { UsageDailyEntity, UsageHourlyEntity } from './usage/entities/usage-rollup.entity.js';
 
@@ -41,4 +42,7 @@ export const ENTITIES: EntityList = [
   UsageDailyEntity,
   AgentBudgetEntity,
   BudgetThresholdEntity,
+  StatsTasksEntity,
+  StatsLatencyEntity,
+  StatsA2aErrorsEntity,
 ];

@@ -12,6 +12,8 @@ export const NEEDS = {
   writeAgents: ['agents:write'],
   invoke: ['a2a:invoke'],
   readTasks: ['tasks:read', 'a2a:invoke'],
+  readStats: ['tasks:read'],
+  readUsage: ['tasks:read', 'agents:read', 'agents:write'],
 } as const satisfies Record<string, readonly Scope[]>;
 
 export type TenantAction = keyof typeof NEEDS;
@@ -21,13 +23,23 @@ export interface Access {
   writeAgents: boolean;
   invoke: boolean;
   readTasks: boolean;
+  readStats: boolean;
+  readUsage: boolean;
   /** An operator who may change things (`admin`); an auditor only reads. */
   adminWrite: boolean;
 }
 
 export function accessOf(me: Me): Access {
   if (me.kind === 'admin') {
-    return { readAgents: false, writeAgents: false, invoke: false, readTasks: false, adminWrite: me.role === 'admin' };
+    return {
+      readAgents: false,
+      writeAgents: false,
+      invoke: false,
+      readTasks: false,
+      readStats: true,
+      readUsage: true,
+      adminWrite: me.role === 'admin',
+    };
   }
   const has = (a: TenantAction): boolean => NEEDS[a].some((s) => me.scopes.includes(s));
   return {
@@ -35,6 +47,8 @@ export function accessOf(me: Me): Access {
     writeAgents: has('writeAgents'),
     invoke: has('invoke'),
     readTasks: has('readTasks'),
+    readStats: has('readStats'),
+    readUsage: has('readUsage'),
     adminWrite: false,
   };
 }
@@ -42,7 +56,15 @@ export function accessOf(me: Me): Access {
 /** "agents:read or agents:write": the scopes an action needs, as a sentence names them. */
 export const scopeNames = (scopes: readonly string[]): string => scopes.join(' or ');
 
-const NONE: Access = { readAgents: false, writeAgents: false, invoke: false, readTasks: false, adminWrite: false };
+const NONE: Access = {
+  readAgents: false,
+  writeAgents: false,
+  invoke: false,
+  readTasks: false,
+  readStats: false,
+  readUsage: false,
+  adminWrite: false,
+};
 
 export const AccessContext = createContext<Access>(NONE);
 

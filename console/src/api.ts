@@ -282,3 +282,92 @@ export const q = (params: Record<string, string | number | undefined | null>): s
   const out = s.toString();
   return out ? `?${out}` : '';
 };
+
+export interface Latency {
+  p50: number | null;
+  p95: number | null;
+}
+
+export interface ErrorCount {
+  binding: string;
+  code: string;
+  count: number;
+}
+
+export interface TaskCounts {
+  started: number;
+  completed: number;
+  failed: number;
+  canceled: number;
+  input_required: number;
+}
+
+/** `GET /v1/stats` (and `/v1/admin/stats`): the overview's figures over a window. */
+export interface Stats {
+  window: string;
+  from: string;
+  to: string;
+  interval_seconds: number;
+  tenant_id: string | null;
+  intervals: (TaskCounts & { start: string; first_event: Latency; duration: Latency; a2a_errors: ErrorCount[] })[];
+  totals: TaskCounts & { first_event: Latency; duration: Latency; a2a_errors: number };
+  a2a_errors: ErrorCount[];
+  usage: {
+    from: string;
+    to: string;
+    currency: string | null;
+    by_agent: UsageSlice[];
+    by_model: UsageSlice[];
+  };
+}
+
+export interface UsageSlice {
+  key: string;
+  calls: number;
+  input_tokens: number;
+  output_tokens: number;
+  cost: number;
+}
+
+export interface UsageSums {
+  calls: number;
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number;
+  unpriced_calls: number;
+  cost: { amount: number; currency: string | null };
+}
+
+/** `GET /v1/usage`: totals, and a row per group. */
+export interface UsageReport {
+  from: string;
+  to: string;
+  group_by: string[];
+  totals: UsageSums;
+  rows: (UsageSums & Record<string, unknown>)[];
+}
+
+export const BUDGET_KEYS = ['tokens_per_day', 'tokens_per_month', 'cost_per_day', 'cost_per_month'] as const;
+export type BudgetKey = (typeof BUDGET_KEYS)[number];
+export type BudgetLimits = Record<BudgetKey, number | null>;
+
+export interface BudgetUse {
+  tokens: number;
+  cost: number;
+  from?: string;
+  resets_at?: string;
+}
+
+export interface Budget {
+  limits: BudgetLimits;
+  used: { day: BudgetUse; month: BudgetUse };
+}
+
+/** `GET /v1/budgets` (and `/v1/admin/budgets?tenant=`): the tenant's budget and each agent's. */
+export interface Budgets {
+  currency: string | null;
+  warn_at_percent: number;
+  tenant_id?: string;
+  tenant: Budget;
+  agents: (Budget & { agent: string })[];
+}

@@ -10,20 +10,31 @@ import { currentPath, match, navigate, useRoute } from './router';
 import { loadSession, saveSession, SessionChannel, type Session } from './session';
 import { expiredOf, SignIn, Who, type Expired } from './signin';
 import { TaskList, TaskPage } from './tasks';
+import { BudgetsPage, useBudgetsAvailable } from './budgets';
+import { Overview } from './overview';
+import { UsagePage } from './usage';
 import { Link, NotAllowed, PageTitle } from './ui';
 
 /** A tenant's pages, each shown when the credential may use it (an invoke-only token opens agents by id). */
 const TENANT_NAV: { to: string; label: string; may: (a: Access) => boolean }[] = [
+  { to: '/overview', label: 'Overview', may: (a) => a.readStats },
   { to: '/agents', label: 'Agents', may: (a) => a.readAgents || a.invoke },
   { to: '/tasks', label: 'Tasks', may: (a) => a.readTasks },
   { to: '/remote-agents', label: 'Remote agents', may: (a) => a.readAgents },
   { to: '/mcp-servers', label: 'MCP servers', may: (a) => a.readAgents },
+  { to: '/usage', label: 'Usage', may: (a) => a.readUsage },
+  { to: '/budgets', label: 'Budgets', may: (a) => a.readUsage },
 ];
 const ADMIN_NAV = [
+  { to: '/overview', label: 'Overview' },
   { to: '/tenants', label: 'Tenants' },
+  { to: '/usage', label: 'Usage' },
+  { to: '/budgets', label: 'Budgets' },
   { to: '/audit', label: 'Audit log' },
   { to: '/registries', label: 'Registries' },
 ];
+/** Pages both kinds of session have (each its own view of them). */
+const SHARED_PATHS = new Set(['/overview', '/usage', '/budgets']);
 
 function NotFound() {
   return (
@@ -36,25 +47,65 @@ function NotFound() {
   );
 }
 
-const ADMIN_PATHS = new Set(ADMIN_NAV.map((n) => n.to));
+const ADMIN_PATHS = new Set(ADMIN_NAV.map((n) => n.to).filter((p) => !SHARED_PATHS.has(p)));
 
 /** Where a session of this kind starts: its first page it may use. */
 const home = (s: Session): string => {
-  if (s.me.kind === 'admin') return '/tenants';
+  if (s.me.kind === 'admin') return '/overview';
   const access = accessOf(s.me);
   return TENANT_NAV.find((n) => n.may(access))?.to ?? '/agents';
 };
 
 /** Whether `path` is a page of this kind of session (a deep link opened while signed out is kept if so). */
 const isPageOf = (s: Session, path: string): boolean =>
-  path !== '/' && (s.me.kind === 'admin') === ADMIN_PATHS.has(path);
+  path !== '/' && (SHARED_PATHS.has(path) || (s.me.kind === 'admin') === ADMIN_PATHS.has(path));
 
-function Routes(props: { api: Api; session: Session; access: Access }) {
+function Routes(props: { api: Api; session: Session; access: Access; budgets: boolean | undefined }) {
   const { path, search } = useRoute();
   const { api, session, access } = props;
   if (path === '/') {
     navigate(home(session), true);
     return null;
+  }
+  const admin = session.me.kind === 'admin';
+  if (path === '/overview') {
+    return access.readStats ? (
+      <Overview api={api} admin={admin} budgets={props.budgets === true} key={session.token} />
+    ) : (
+      <section>
+        <PageTitle>Not allowed</PageTitle>
+        <NotAllowed what="The overview" scopes={NEEDS.readStats} />
+      </section>
+    );
+  }
+  if (path === '/usage') {
+    return access.readUsage ? (
+      <UsagePage api={api} admin={admin} />
+    ) : (
+      <section>
+        <PageTitle>Not allowed</PageTitle>
+        <NotAllowed what="Reading usage" scopes={NEEDS.readUsage} />
+      </section>
+    );
+  }
+  if (path === '/budgets') {
+    if (props.budgets === false) {
+      return (
+        <section>
+          <PageTitle>Budgets</PageTitle>
+          <p class="notice">This server has no budgets.</p>
+        </section>
+      );
+    }
+    if (props.budgets === undefined) return <section aria-busy="true" />;
+    return access.readUsage ? (
+      <BudgetsPage api={api} admin={admin} mayEdit={admin ? access.adminWrite : access.writeAgents} />
+    ) : (
+      <section>
+        <PageTitle>Not allowed</PageTitle>
+        <NotAllowed what="Reading budgets" scopes={NEEDS.readUsage} />
+      </section>
+    );
   }
   if (session.me.kind === 'admin') {
     if (path === '/tenants') return <Tenants api={api} />;
@@ -129,6 +180,7 @@ export function App() {
   const [expired, setExpired] = useState<Expired | null>(null);
   const { path } = useRoute();
   const api = useMemo(() => (session ? new Api(session.token) : null), [session]);
+  const budgets = useBudgetsAvailable(api, session?.me.kind === 'admin');
   const current = useRef(session);
   current.current = session;
 
@@ -196,7 +248,9 @@ export function App() {
     );
   }
   const access = accessOf(session.me);
-  const nav = session.me.kind === 'admin' ? ADMIN_NAV : TENANT_NAV.filter((n) => n.may(access));
+  const nav = (session.me.kind === 'admin' ? ADMIN_NAV : TENANT_NAV.filter((n) => n.may(access))).filter(
+    (n) => n.to !== '/budgets' || budgets === true,
+  );
   return (
     <>
       <a href="#main" class="skip">
@@ -228,7 +282,7 @@ export function App() {
       </header>
       <main id="main">
         <AccessContext.Provider value={access}>
-          <Routes api={api} session={session} access={access} />
+          <Routes api={api} session={session} access={access} budgets={budgets} />
         </AccessContext.Provider>
       </main>
     </>

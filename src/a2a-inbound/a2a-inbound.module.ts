@@ -4,6 +4,7 @@ import { RegistryModule } from '../registry/registry.module.js';
 import { TasksModule } from '../tasks/tasks.module.js';
 import { TenantsModule } from '../tenants/tenants.module.js';
 import { McpModule } from '../mcp/mcp.module.js';
+import { StatsModule } from '../stats/stats.module.js';
 import { QuotasModule } from '../quotas/quotas.module.js';
 import { AgentCardController } from './controllers/agent-card.controller.js';
 import { A2aCall } from './handler/a2a-call.js';
@@ -30,7 +31,7 @@ import { CardSigner } from './services/card-signer.service.js';
  * when `ARBITER_GRPC_PORT` is set (see `startApp`).
  */
 @Module({
-  imports: [TasksModule, PushModule, RegistryModule, TenantsModule, McpModule, QuotasModule],
+  imports: [TasksModule, PushModule, RegistryModule, TenantsModule, McpModule, QuotasModule, StatsModule],
   controllers: [AgentCardController, GrpcController],
   providers: [
     A2aRequestHandler,

@@ -9,17 +9,20 @@ import { AdminTasksController } from './controllers/admin-tasks.controller.js';
 import { AdminRegistriesController } from './controllers/admin-registries.controller.js';
 import { AdminTenantsController } from './controllers/admin-tenants.controller.js';
 import { AdminUsageController } from './controllers/admin-usage.controller.js';
+import { AdminStatsController } from './controllers/admin-stats.controller.js';
+import { StatsModule } from '../stats/stats.module.js';
 import { UsageModule } from '../usage/usage.module.js';
 
 /** `/v1/admin/*`: the operators' routes over tenants, identity (issuers, operator tokens), tasks, usage, and the registries as loaded. */
 @Module({
-  imports: [TenantsModule, TasksModule, A2aOutboundModule, McpModule, UsageModule, BudgetsModule],
+  imports: [TenantsModule, TasksModule, A2aOutboundModule, McpModule, UsageModule, BudgetsModule, StatsModule],
   controllers: [
     AdminTenantsController,
     AdminIdentityController,
     AdminTasksController,
     AdminRegistriesController,
     AdminUsageController,
+    AdminStatsController,
   ],
 })
 export class AdminModule {}

@@ -1,6 +1,7 @@
 import { BudgetsModule } from '../budgets/budgets.module.js';
 import { Module } from '@nestjs/common';
 import { OrchestratorModule } from '../orchestrator/orchestrator.module.js';
+import { StatsModule } from '../stats/stats.module.js';
 import { UsageModule } from '../usage/usage.module.js';
 import { EventBus } from './event-log/event-bus.js';
 import { EventLog } from './event-log/event-log.service.js';
@@ -32,7 +33,7 @@ import { TaskViews } from './task-views.service.js';
  * running-task caps.
  */
 @Module({
-  imports: [OrchestratorModule, UsageModule, BudgetsModule],
+  imports: [OrchestratorModule, UsageModule, BudgetsModule, StatsModule],
   providers: [
     TaskReads,
     EventReads,

@@ -1,74 +1,19 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { exportJWK, generateKeyPair, importJWK, SignJWT } from 'jose';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { agentSnippets } from '../../src/console/agent-snippets.js';
-import { CONSOLE_DIR } from '../../src/console/console.module.js';
 import { waitFor } from '../helpers/a2a.js';
 import { FakeProvider } from '../helpers/fake-provider.js';
 import { startIdp, type SigningJwk, type TestIdp } from '../helpers/oidc-provider.js';
-import { PATIENCE_MS } from '../helpers/patience.js';
+import { CHROMIUM, ensureConsoleBuilt, openTab, signIn } from '../helpers/console.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SHOTS = join(process.cwd(), 'test-artifacts', 'console');
-
-/** The newest modification time under `dir` (the console's sources). */
-function newest(dir: string): number {
-  return Math.max(
-    ...readdirSync(dir).map((n) => {
-      const p = join(dir, n);
-      const st = statSync(p);
-      return st.isDirectory() ? newest(p) : st.mtimeMs;
-    }),
-  );
-}
-
-/** `npm test` compiles the server only: build the console when it is missing or older than its sources. */
-function ensureConsoleBuilt(): void {
-  const index = join(CONSOLE_DIR, 'index.html');
-  if (existsSync(index) && statSync(index).mtimeMs >= newest(join(process.cwd(), 'console', 'src'))) return;
-  const r = spawnSync(
-    process.execPath,
-    ['node_modules/vite/bin/vite.js', 'build', '--config', 'console/vite.config.ts'],
-    {
-      stdio: 'inherit',
-    },
-  );
-  assert.equal(r.status, 0, 'the console builds');
-}
-
-/** A tenant or admin tab; every request that would leave the server's origin is refused and recorded. */
-async function openTab(
-  browser: Browser,
-  origin: string,
-  offOrigin: string[],
-): Promise<{ ctx: BrowserContext; page: Page }> {
-  const ctx = await browser.newContext({ viewport: { width: 1366, height: 768 }, baseURL: origin });
-  await ctx.route('**/*', async (route) => {
-    const url = route.request().url();
-    if (url.startsWith(`${origin}/`) || url.startsWith('data:')) return route.continue();
-    offOrigin.push(url);
-    return route.abort();
-  });
-  const page = await ctx.newPage();
-  // A bound for a broken page, not a speed: a loaded machine may take its time (test/helpers/patience.ts).
-  page.setDefaultTimeout(PATIENCE_MS);
-  page.on('dialog', (d) => void d.accept());
-  return { ctx, page };
-}
-
-async function signIn(page: Page, token: string, heading: string): Promise<void> {
-  await page.goto('/console/');
-  await page.getByLabel('Token').fill(token);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { level: 1, name: heading }).waitFor();
-}
 
 /** Waits until the page's table has `n` body rows (the console's CSP forbids evaluating strings in the page). */
 async function rowsBecome(page: Page, n: number): Promise<void> {
@@ -207,6 +152,9 @@ describe('web console (/console) in Chromium', { skip }, () => {
     assert.equal(await admin.evaluate('document.activeElement.id'), 'token');
     await admin.keyboard.type(server.adminToken);
     await admin.keyboard.press('Enter');
+    // Operators start at the overview; the tenants are one link away.
+    await admin.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+    await admin.getByRole('link', { name: 'Tenants' }).click();
     await admin.getByRole('heading', { level: 1, name: 'Tenants' }).waitFor();
     assert.equal(await admin.evaluate('document.activeElement.tagName'), 'H1', 'a new page focuses its heading');
     assert.equal(await admin.locator('header .who-name').textContent(), 'admin');
@@ -614,7 +562,7 @@ describe('web console (/console) in Chromium', { skip }, () => {
         [`/console/tasks/${heldTask}`, `Task ${heldTask.slice(0, 8)}`],
         ['/console/agents/helper', 'Agent helper'],
         ['/console/tasks?state=canceled', 'Tasks'],
-        ['/console/audit', 'Agents'], // an admin page: a tenant starts at its own
+        ['/console/audit', 'Overview'], // an admin page: a tenant starts at its own
       ] as const) {
         await page.goto(path);
         await page.getByLabel('Token').fill(tenantToken);
@@ -946,6 +894,8 @@ describe('web console (/console) in Chromium', { skip }, () => {
       // Pasted with its "Bearer " prefix, as copied from a curl line: the console takes the token.
       await page.getByLabel('Token').fill(`Bearer ${jwt}`);
       await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+      await page.getByRole('link', { name: 'Agents', exact: true }).click();
       await page.getByRole('heading', { level: 1, name: 'Agents' }).waitFor();
       assert.equal(await page.locator('header .who-name').textContent(), 'tenant acme');
       assert.equal(await page.getByTestId('actor').textContent(), `jwt:${idp.issuer}|acme-dashboard`);

@@ -153,6 +153,7 @@ const EXPECTED: Record<string, RegExp[]> = {
     /tenant disabled: 401/,
   ],
   'docs/operating.md': [/send \d: 429/, /arbiter_http_requests_total\{/],
+  'docs/stats.md': [/"window":"15m","from"/, /"window":"24h"/, /"field":"window"/],
 };
 
 async function freePort(): Promise<number> {

@@ -157,6 +157,8 @@ describe('the OpenAPI document (/openapi.json) and the docs page (/docs)', () =>
     assert.deepEqual(of('post', '/v1/agents'), ['agents:write']);
     assert.deepEqual(of('get', '/v1/agents'), ['agents:read', 'agents:write']);
     assert.deepEqual(of('get', '/v1/requests'), ['a2a:invoke', 'tasks:read']);
+    assert.deepEqual(of('get', '/v1/stats'), ['tasks:read']);
+    assert.deepEqual(of('get', '/v1/admin/stats'), ['admin', 'auditor']);
     assert.deepEqual(of('post', '/v1/orchestrate'), ['a2a:invoke']);
     assert.deepEqual(of('post', '/v1/a2a/agents/{agentId}/message:send'), ['a2a:invoke']);
     assert.deepEqual(of('get', '/v1/a2a/agents/{agentId}/extendedAgentCard'), [

@@ -45,6 +45,7 @@ const AGENTS_READ = ['agents:read', 'agents:write'] as const;
 const AGENTS_WRITE = ['agents:write'] as const;
 const CARD = ['a2a:invoke', 'agents:read', 'tasks:read'] as const;
 const USAGE = ['tasks:read', 'agents:read', 'agents:write'] as const;
+const STATS = ['tasks:read'] as const;
 
 /** The Nest routes (`METHOD /path` as Express has it). */
 const ROUTES: Readonly<Record<string, Expected>> = {
@@ -93,6 +94,7 @@ const ROUTES: Readonly<Record<string, Expected>> = {
   'GET /v1/budgets': USAGE,
   'PUT /v1/agents/:id/budget': AGENTS_WRITE,
   'DELETE /v1/agents/:id/budget': AGENTS_WRITE,
+  'GET /v1/stats': STATS,
 
   'POST /v1/admin/tenants': 'admin',
   'GET /v1/admin/tenants': 'admin',
@@ -106,6 +108,7 @@ const ROUTES: Readonly<Record<string, Expected>> = {
   'GET /v1/admin/audit': 'admin',
   'GET /v1/admin/usage': 'admin',
   'GET /v1/admin/budgets': 'admin',
+  'GET /v1/admin/stats': 'admin',
   'POST /v1/admin/tasks/:id/cancel': 'admin',
   'GET /v1/admin/registries/a2a-agents': 'admin',
   'GET /v1/admin/registries/mcp-servers': 'admin',

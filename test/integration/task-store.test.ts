@@ -17,6 +17,7 @@ import type { ArtifactJson } from '../../src/common/a2a-json.js';
 import { freshDatabase, REAL_POSTGRES, type TestDatabase } from '../helpers/database.js';
 import { tempHome } from '../helpers/server.js';
 import { rmSync } from 'node:fs';
+import { StatsRecorder } from '../../src/stats/stats-recorder.service.js';
 import { UsageMeter } from '../../src/usage/usage-meter.js';
 
 const TENANT = '00000000-0000-4000-8000-00000000000a';
@@ -43,7 +44,7 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
     tasks = new TaskReads(ds, sql);
     repo = new EventReads(ds, sql);
     const metrics = new Metrics();
-    writes = new TaskLogWriter(ds, sql, identity, metrics, repo, new UsageMeter(metrics));
+    writes = new TaskLogWriter(ds, sql, identity, metrics, repo, new UsageMeter(metrics), new StatsRecorder(ds));
   });
   after(async () => {
     await ds.destroy();

@@ -12,7 +12,7 @@ import { describe, it } from 'node:test';
 const LAYERS: string[][] = [
   ['version.ts', 'config', 'tracing'],
   ['common'],
-  ['database', 'metrics', 'secrets', 'usage'],
+  ['database', 'metrics', 'secrets', 'usage', 'stats'],
   ['tenants', 'outbound-auth', 'tenant-registry'],
   ['registry', 'a2a-outbound', 'mcp', 'health'],
   ['orchestrator', 'budgets'],

@@ -8,6 +8,7 @@ import { A2aError } from '../../a2a-wire/a2a-errors.js';
 import { V1 } from '../../a2a-wire/dialects/dialects.js';
 import { A2aCall } from '../handler/a2a-call.js';
 import type { A2aOutcome } from '../handler/a2a-invoker.js';
+import { StatsRecorder } from '../../stats/stats-recorder.service.js';
 import { Metrics } from '../../metrics/metrics.service.js';
 import { grpcErrorLabel } from './grpc-errors.js';
 import { checkGrpcVersion } from '../version.js';
@@ -60,16 +61,14 @@ export class GrpcBinding {
     private readonly call: A2aCall,
     private readonly bearer: BearerGuard,
     private readonly metrics: Metrics,
+    private readonly stats: StatsRecorder,
   ) {}
 
   /** One A2A call counted (as the HTTP bindings' are): by method, and its error reason when it failed. */
-  private count(method: GrpcMethodName, err?: unknown): void {
-    this.metrics.a2aCalls.inc({
-      binding: 'grpc',
-      method,
-      dialect: '1.0',
-      error: err === undefined ? '' : grpcErrorLabel(err),
-    });
+  private count(method: GrpcMethodName, err?: unknown, tenantId?: string): void {
+    const error = err === undefined ? '' : grpcErrorLabel(err);
+    this.metrics.a2aCalls.inc({ binding: 'grpc', method, dialect: '1.0', error });
+    if (error && tenantId) this.stats.a2aError(tenantId, 'grpc', error);
   }
 
   /** A unary method: the reply message, or a thrown error (the controller's filter writes the status). */
@@ -82,8 +81,10 @@ export class GrpcBinding {
     const abort = new AbortController();
     const onCancel = (): void => abort.abort(new DomainError('unavailable', 'the client cancelled the call'));
     call.once('cancelled', onCancel);
+    let tenantId: string | undefined;
     try {
       const principal = await this.authenticate(metadata);
+      tenantId = principal.tenantId;
       const outcome = await this.run(method, principal, request, metadata, abort);
       if (outcome.kind === 'stream') {
         outcome.release();
@@ -93,7 +94,7 @@ export class GrpcBinding {
       this.count(method);
       return reply;
     } catch (err) {
-      this.count(method, err);
+      this.count(method, err, tenantId);
       throw err;
     } finally {
       call.off('cancelled', onCancel);
@@ -112,8 +113,10 @@ export class GrpcBinding {
     return new Observable<object>((subscriber) => {
       const abort = new AbortController();
       let release = (): void => undefined;
+      let tenantId: string | undefined;
       const serve = async (): Promise<void> => {
         const principal = await this.authenticate(metadata);
+        tenantId = principal.tenantId;
         const outcome = await this.run(method, principal, request, metadata, abort);
         if (outcome.kind !== 'stream') throw new Error(`${method} answered with a single result`);
         release = outcome.release;
@@ -129,7 +132,7 @@ export class GrpcBinding {
       };
       serve()
         .catch((err: unknown) => {
-          this.count(method, err);
+          this.count(method, err, tenantId);
           subscriber.error(err);
         })
         .finally(() => release());

@@ -9,6 +9,11 @@ export interface RequestCounters {
   a2aCalls: { inc(labels: { binding: string; method: string; dialect: string; error: string }): void };
 }
 
+/** Where A2A calls answered with an error are told, by tenant (the stats module's `StatsRecorder` is one). */
+export interface A2aErrorSink {
+  a2aError(tenantId: string, binding: string, code: string): void;
+}
+
 /** The route template of the JSON-RPC endpoint (the HTTP+JSON binding's is `…/:id/*path`). */
 export const JSONRPC_ROUTE = '/v1/a2a/agents/:id';
 
@@ -52,6 +57,8 @@ export class RequestRecorder {
     private readonly metrics: RequestCounters,
     /** Requests that get no log line (health probes); they are still counted. */
     private readonly quiet: (url: string) => boolean = () => false,
+    /** Told of every A2A call answered with an error (for the overview's statistics). */
+    private readonly errors?: A2aErrorSink,
   ) {}
 
   /**
@@ -92,12 +99,10 @@ export class RequestRecorder {
     this.metrics.httpDuration.observe({ method, route }, seconds);
     const fields = (res as ServerResponse & { arbiterLog?: Record<string, unknown> }).arbiterLog;
     if (fields && typeof fields.a2a_method === 'string') {
-      this.metrics.a2aCalls.inc({
-        binding: route === JSONRPC_ROUTE ? 'jsonrpc' : 'rest',
-        method: fields.a2a_method,
-        dialect: label(fields.dialect),
-        error: label(fields.rpc_error ?? fields.rest_error),
-      });
+      const binding = route === JSONRPC_ROUTE ? 'jsonrpc' : 'rest';
+      const error = label(fields.rpc_error ?? fields.rest_error);
+      this.metrics.a2aCalls.inc({ binding, method: fields.a2a_method, dialect: label(fields.dialect), error });
+      if (error && typeof fields.tenant_id === 'string') this.errors?.a2aError(fields.tenant_id, binding, error);
     }
     if (!this.logger.isLevelEnabled('info')) return;
     const url = req.url ?? '';

@@ -15,6 +15,7 @@ import { PushSecrets1763900000000 } from './1763900000000-push-secrets.js';
 import { TenantRegistries1763910000000 } from './1763910000000-tenant-registries.js';
 import { Usage1763920000000 } from './1763920000000-usage.js';
 import { Budgets1763930000000 } from './1763930000000-budgets.js';
+import { Stats1763940000000 } from './1763940000000-stats.js';
 
 /** Every migration, oldest first. Never edit one that has been committed; add a new one. */
 export const MIGRATIONS = [
@@ -35,4 +36,5 @@ export const MIGRATIONS = [
   TenantRegistries1763910000000,
   Usage1763920000000,
   Budgets1763930000000,
+  Stats1763940000000,
 ];

@@ -16,6 +16,7 @@ import { anyLeftSql, endManySql, lockCandidatesSql } from '../statements/end.sql
 import { fileRow, toStoredEvents, type EventRow } from '../statements/fragments.sql.js';
 import { DELETE_ENDED_IN_CONTEXT, PURGE_ENDED } from '../statements/remove.sql.js';
 import { callsOf } from '../statements/usage.sql.js';
+import { StatsRecorder } from '../../stats/stats-recorder.service.js';
 import { UsageMeter } from '../../usage/usage-meter.js';
 import { runningCapReached } from '../task.errors.js';
 import { stored, type StoredTaskEvent, type TaskEventBody } from '../task-events.js';
@@ -86,6 +87,7 @@ export class TaskLogWriter {
     private readonly metrics: Metrics,
     private readonly events: EventReads,
     private readonly meter: UsageMeter,
+    private readonly stats: StatsRecorder,
   ) {
     const onBatch = (size: number): void => {
       this.batches.statements++;
@@ -218,10 +220,10 @@ export class TaskLogWriter {
     limit: number,
     foldOf: (task: EndCandidate, events: StoredTaskEvent[]) => ArtifactJson[],
   ): Promise<{ locked: number; ended: StoredTaskEvent[] }> {
-    return this.ds.transaction(async (q) => {
+    const done = await this.ds.transaction(async (q) => {
       const p = new Params();
       const rows = await q.query<EndCandidate[]>(lockCandidatesSql(scope, limit, p), p.values);
-      if (rows.length === 0) return { locked: 0, ended: [] };
+      if (rows.length === 0) return { locked: 0, ended: [], rows };
       const byTask = await this.events.artifactEvents(
         rows.map((r) => ({ taskId: r.taskId, uptoSeq: r.lastSeq })),
         q,
@@ -229,8 +231,11 @@ export class TaskLogWriter {
       const tasks = rows.map((r) => ({ taskId: r.taskId, artifacts: foldOf(r, byTask.get(r.taskId) ?? []) }));
       const end = new Params();
       const ended = await q.query<EventRow[]>(endManySql(scope, tasks, status, this.identity.id, end), end.values);
-      return { locked: rows.length, ended: toStoredEvents(ended) };
+      return { locked: rows.length, ended: toStoredEvents(ended), rows };
     });
+    const tenantOf = new Map(done.rows.map((r) => [r.taskId, r.tenantId]));
+    for (const e of done.ended) this.stats.taskSettled(tenantOf.get(e.taskId) ?? '', status.state);
+    return { locked: done.locked, ended: done.ended };
   }
 
   /** Whether any unfinished task is left in `scope` (one skipped by `endBatch` while a write held it, say). */
@@ -270,6 +275,7 @@ export class TaskLogWriter {
       this.meter.record(r.tenantId, callsOf(item.events));
       if (item.change.state && isSettled(item.change.state)) {
         this.metrics.tasksEnded.inc({ state: item.change.state, agent: this.metrics.agent(row.agentId) });
+        this.stats.taskSettled(row.tenantId, item.change.state);
       }
     }
     return out;
@@ -289,12 +295,14 @@ export class TaskLogWriter {
       if (refused.has(i)) return runningCapReached(item.task.runningCap ?? 0);
       const f = folded[i];
       this.meter.record(item.task.tenantId, callsOf(f.events));
+      this.stats.taskStarted(item.task.tenantId);
       const events = f.events.map((e, k) => stored(e, item.task.taskId, k + 1, createdAt));
       // The appends merged into it are answered now, each with its own events (and the row, if it moved the state).
       const tail = item.tail.splice(0);
       mergedAnswers(item.task, tail, f, events, r.at).forEach((answer, k) => {
         if (answer?.row && isSettled(answer.row.state)) {
           this.metrics.tasksEnded.inc({ state: answer.row.state, agent: this.metrics.agent(item.task.agentId) });
+          this.stats.taskSettled(item.task.tenantId, answer.row.state);
         }
         tail[k].resolve(answer);
       });

@@ -19,6 +19,7 @@ import { RunAbandoned, RunRegistry, type HeldRun, type QueuedInput } from './run
 import { RunWriter } from './run-writer.js';
 import { LeaseFence } from './lease-fence.js';
 import { Metrics } from '../../metrics/metrics.service.js';
+import { StatsRecorder } from '../../stats/stats-recorder.service.js';
 import { Prices } from '../../usage/prices.service.js';
 import { Budgets } from '../../budgets/budget.service.js';
 import { currentContext, inSpan } from '../../tracing/spans.js';
@@ -60,6 +61,7 @@ export class TaskRunner {
     private readonly fence: LeaseFence,
     private readonly prices: Prices,
     private readonly budgets: Budgets,
+    private readonly stats: StatsRecorder,
   ) {
     metrics.onCollect(metrics.runsInFlight, (g) => g.set(registry.size));
   }
@@ -84,7 +86,9 @@ export class TaskRunner {
       .finally(() => {
         this.registry.release(run);
         if (!(run.abort.signal.reason instanceof RunAbandoned)) {
-          this.metrics.runDuration.observe((performance.now() - started) / 1000);
+          const seconds = (performance.now() - started) / 1000;
+          this.metrics.runDuration.observe(seconds);
+          this.stats.latency(start.ctx.tenantId, 'duration', seconds);
         }
       });
     return run;
@@ -173,7 +177,9 @@ export class TaskRunner {
           if (event) {
             if (first) {
               first = false;
-              this.metrics.timeToFirstEvent.observe((performance.now() - started) / 1000);
+              const seconds = (performance.now() - started) / 1000;
+              this.metrics.timeToFirstEvent.observe(seconds);
+              this.stats.latency(ctx.tenantId, 'first_event', seconds);
             }
             artifacts.add(event);
             writer.enqueue(event);

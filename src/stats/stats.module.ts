@@ -1,0 +1,17 @@
+import { Module } from '@nestjs/common';
+import { UsageModule } from '../usage/usage.module.js';
+import { StatsRecorder } from './stats-recorder.service.js';
+import { StatsReports } from './stats-reports.service.js';
+
+/**
+ * The overview's statistics: `StatsRecorder` counts tasks, run times and A2A
+ * errors in memory and adds them to the stats tables every few seconds;
+ * `StatsReports` reads them (with the usage rollups) for `GET /v1/stats` and
+ * `GET /v1/admin/stats` (the surfaces' routes).
+ */
+@Module({
+  imports: [UsageModule],
+  providers: [StatsRecorder, StatsReports],
+  exports: [StatsRecorder, StatsReports],
+})
+export class StatsModule {}
