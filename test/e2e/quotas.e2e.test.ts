@@ -83,7 +83,15 @@ describe('quotas: sends per minute, running tasks, open streams (per tenant, con
     assert.deepEqual(fields, ['nope', 'sends_per_minute']);
     const set = await server.admin.patch(`/v1/admin/tenants/${u.id}/limits`, { sends_per_minute: 0 });
     assert.equal(set.status, 200, set.text);
-    assert.deepEqual(set.body.limits, { sends_per_minute: 0, max_running_tasks: null, max_open_streams: null });
+    assert.deepEqual(set.body.limits, {
+      sends_per_minute: 0,
+      max_running_tasks: null,
+      max_open_streams: null,
+      tokens_per_day: null,
+      tokens_per_month: null,
+      cost_per_day: null,
+      cost_per_month: null,
+    });
     for (let i = 0; i < 5; i++) assert.ok((await on(server, u).send('hi', HELD)).result, 'unlimited');
     await server.admin.patch(`/v1/admin/tenants/${u.id}/limits`, { sends_per_minute: null });
     assert.equal((await server.admin.get(`/v1/admin/tenants/${u.id}`)).body.limits.sends_per_minute, null);
