@@ -145,9 +145,12 @@ class Follower {
     return { type: 'error', code: 'upstream_error', message: describeCallError(err).replace(/^ERR: /, '') };
   }
 
-  /** A turn stopped by a cancel forwards it to the upstream task (best effort, bounded). */
+  /**
+   * A turn that ends before its upstream task settled — canceled, timed out, refused — cancels that task (best
+   * effort, bounded): nothing goes on working upstream for a task that is over here.
+   */
   async close(): Promise<void> {
-    if (this.signal.aborted && !this.settled && this.bound && this.client) {
+    if (!this.settled && this.bound && this.client) {
       await this.deps.remotes.cancelUpstream(this.client, this.bound.taskId);
     }
     this.call.abort();

@@ -1,4 +1,6 @@
 import { Type } from 'class-transformer';
+import { JSONSchema } from 'class-validator-jsonschema';
+import { nestedSchema } from '../common/api-docs.js';
 import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, ValidateNested } from 'class-validator';
 
 /**
@@ -65,6 +67,7 @@ export class BackendDto {
   @IsOptional()
   @ValidateNested()
   @Type(() => BackendTimeoutsDto)
+  @JSONSchema(nestedSchema(BackendTimeoutsDto))
   timeouts?: BackendTimeoutsDto;
 }
 

@@ -18,6 +18,8 @@ import {
 } from 'class-validator';
 import { Type } from 'class-transformer';
 import { ValidateNested } from 'class-validator';
+import { JSONSchema } from 'class-validator-jsonschema';
+import { nestedSchema } from '../common/api-docs.js';
 import { grantTool, isToolGrant, KNOWN_TOOLS } from './tools.js';
 import { BackendDto, toBackend, type AgentBackend } from './backend.js';
 
@@ -160,6 +162,7 @@ export class ConstitutionDto {
   @IsOptional()
   @ValidateNested()
   @Type(() => BackendDto)
+  @JSONSchema(nestedSchema(BackendDto))
   backend?: BackendDto | null;
 }
 
