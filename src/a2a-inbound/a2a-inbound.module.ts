@@ -20,6 +20,8 @@ import { GrpcController } from './grpc/grpc.controller.js';
 import { GrpcEndpoint } from './grpc/grpc-endpoint.js';
 import { AgentCardService } from './services/agent-card.service.js';
 import { CardSigner } from './services/card-signer.service.js';
+import { UpstreamCards } from './services/upstream-card.js';
+import { A2aOutboundModule } from '../a2a-outbound/a2a-outbound.module.js';
 
 /**
  * Every agent as an A2A endpoint: cards, and the JSON-RPC, HTTP+JSON and
@@ -31,10 +33,20 @@ import { CardSigner } from './services/card-signer.service.js';
  * when `ARBITER_GRPC_PORT` is set (see `startApp`).
  */
 @Module({
-  imports: [TasksModule, PushModule, RegistryModule, TenantsModule, McpModule, QuotasModule, StatsModule],
+  imports: [
+    TasksModule,
+    PushModule,
+    RegistryModule,
+    TenantsModule,
+    McpModule,
+    QuotasModule,
+    StatsModule,
+    A2aOutboundModule,
+  ],
   controllers: [AgentCardController, GrpcController],
   providers: [
     A2aRequestHandler,
+    UpstreamCards,
     MessageIntake,
     TaskStreams,
     A2aInvoker,

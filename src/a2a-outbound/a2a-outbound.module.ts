@@ -11,6 +11,6 @@ import { TenantRemotes } from './tenant-remotes.service.js';
   imports: [OutboundAuthModule, TenantRegistryModule],
   controllers: [RemoteAgentsController],
   providers: [RemoteRegistry, TenantRemotes, RemoteAgents],
-  exports: [RemoteAgents, RemoteRegistry],
+  exports: [RemoteAgents, RemoteRegistry, TenantRemotes],
 })
 export class A2aOutboundModule {}

@@ -2,6 +2,7 @@ import { MAX_JSON_DEPTH, parseJsonText, tooDeepAt } from '../common/json-guard.j
 import { egressRequest, type EgressPolicy } from '../common/net/egress.js';
 import { currentSubject } from '../outbound-auth/caller-context.js';
 import { sendWithCredential, type Credential } from '../outbound-auth/credentials.js';
+import { egressStreamFetch } from './egress-stream.js';
 
 /** Why a remote call failed, in the seed's failure vocabulary. */
 export class RemoteCallError extends Error {
@@ -42,6 +43,24 @@ export function egressFetch(
     const body = typeof init?.body === 'string' ? init.body : undefined;
     const method = (init?.method ?? 'GET').toUpperCase();
     const signal = init?.signal ?? undefined;
+    if (/text\/event-stream/i.test(headers.accept ?? '')) {
+      // A stream: handed over as it arrives (the remote-backed agent's follower reads each event when sent).
+      return egressStreamFetch(
+        policy,
+        credential,
+        timeoutMs,
+        url,
+        sameOrigin(url, origin),
+        { method: method === 'POST' ? 'POST' : 'GET', headers, body, signal },
+        {
+          malformed: (message) => new RemoteCallError('malformed', message),
+          refusal: (status, b) =>
+            status >= 400 && !isJsonRpcError(b)
+              ? new RemoteCallError('http', `HTTP ${status}: ${statusText(status)}`)
+              : null,
+        },
+      );
+    }
     // The remote's credential goes only to the remote's own origin (not to another origin its card names).
     const res = await sendWithCredential(
       credential,

@@ -189,6 +189,31 @@ export class RemoteAgents {
     }
   }
 
+  /**
+   * A remote-backed agent's upstream: its card and SDK client (the registry entry's credential, the egress
+   * guard), found in `registry` when named. Throws an `Error` whose message is safe to show.
+   */
+  async upstream(
+    tenantId: string,
+    backend: { remote: string; registry?: 'tenant' | 'shared' },
+    signal: AbortSignal,
+  ): Promise<CachedCard> {
+    const remote = await this.remotes.lookup(tenantId, backend.remote, backend.registry);
+    if (!remote) throw new Error(`no remote agent named '${backend.remote}' in the registry`);
+    if (remote.missingTokenEnv) throw new Error(`no token (environment variable ${remote.missingTokenEnv} is not set)`);
+    try {
+      return await this.cards.cardFor(remote, signal);
+    } catch (err) {
+      signal.throwIfAborted();
+      throw new Error(describeCardError(err).replace(/^ERR: /, ''));
+    }
+  }
+
+  /** Cancels an upstream task, best effort and bounded. */
+  cancelUpstream(client: Client, id: string): Promise<void> {
+    return this.cancelRemote(client, id);
+  }
+
   /** Best effort, bounded: the caller is gone either way. */
   private async cancelRemote(client: Client, id: string): Promise<void> {
     try {

@@ -52,6 +52,20 @@ export class TenantRemotes {
     return shared && visibleTo(shared, tenantId) ? shared : undefined;
   }
 
+  /**
+   * The remote a remote-backed agent names: in `registry` when given (the tenant's own entries, or the operator's
+   * shared ones it sees), else as `get` finds it.
+   */
+  async lookup(tenantId: string, name: string, registry?: 'tenant' | 'shared'): Promise<RemoteAgent | undefined> {
+    if (!registry) return this.get(tenantId, name);
+    if (registry === 'tenant') {
+      const own = await this.store.get(tenantId, 'a2a', name);
+      return own ? this.parsed(tenantId, own) : undefined;
+    }
+    const shared = this.files.get(name);
+    return shared && visibleTo(shared, tenantId) ? shared : undefined;
+  }
+
   private parsed(tenantId: string, e: TenantEntry): RemoteAgent | undefined {
     try {
       const { agent } = readRemoteEntry(e.name, withSecrets(e.config, e.secrets), AT, {});

@@ -12,7 +12,11 @@ type IOptions = NonNullable<Parameters<typeof targetConstructorToSchema>[1]>;
  */
 export const SCHEMA_OPTIONS: Partial<IOptions> = {
   refPointerPrefix: '#/components/schemas/',
-  additionalConverters: { [ValidationTypes.CUSTOM_VALIDATION]: () => ({}) },
+  additionalConverters: {
+    [ValidationTypes.CUSTOM_VALIDATION]: () => ({}),
+    // A nested DTO's schema is given inline by its property (`@JSONSchema(nestedSchema(Dto))`): no `$ref`.
+    [ValidationTypes.NESTED_VALIDATION]: () => ({}),
+  },
 };
 
 type Schema = { properties?: Record<string, object>; required?: string[] };
@@ -24,6 +28,11 @@ type Schema = { properties?: Record<string, object>; required?: string[] };
  */
 export function schemaOf(dto: Type): Schema {
   return targetConstructorToSchema(dto, SCHEMA_OPTIONS);
+}
+
+/** A nested DTO's schema, inline, for the `@JSONSchema` of the property that holds it. */
+export function nestedSchema(dto: Type): Record<string, unknown> {
+  return { type: 'object', additionalProperties: false, ...targetConstructorToSchema(dto, SCHEMA_OPTIONS) };
 }
 
 /** The query parameters of a `@Query()` DTO, one OpenAPI parameter per property. */

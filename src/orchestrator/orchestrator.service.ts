@@ -10,10 +10,11 @@ import { TurnLoop, type TurnDeps } from './turn-loop.js';
 import { ModelRouter } from './providers/model-router.service.js';
 import { echoTurn } from './providers/echo.model.js';
 import { ProviderError, type ChatMessage } from './providers/provider.js';
-import type { Orchestrator, RunContext, RunEvent, RunInput } from './run-event.js';
+import { UPSTREAM_TASK_ID, type Orchestrator, type RunContext, type RunEvent, type RunInput } from './run-event.js';
 import { AgentCatalog } from '../registry/services/agent-catalog.service.js';
 import { McpTool } from '../mcp/mcp-tool.service.js';
 import { searchProvider } from './tools/search.tool.js';
+import { remoteTurn, type RemoteTurnDeps } from './remote-backend.js';
 
 /** Why a turn loop is stopped when its run's consumer stopped reading (the task ended elsewhere). */
 const ABANDONED = new Error('run abandoned');
@@ -39,7 +40,10 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
     const fetchPolicy: EgressPolicy = { allowPrivate: false, allowHosts: parseHostList(config.fetchAllowlist) };
     const search = searchProvider(config);
     this.deps = { config, router, catalog, memory, fetchPolicy, remotes, mcp, search };
+    this.remote = { remotes, maxEventBytes: config.maxBodyBytes + Math.ceil(config.maxMessageFileBytes / 3) * 4 };
   }
+
+  private readonly remote: RemoteTurnDeps;
 
   private readonly deps: TurnDeps;
 
@@ -53,6 +57,19 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
     }
   }
 
+  async cancelUpstream(tenantId: string, agentId: string, metadata: Record<string, unknown>): Promise<void> {
+    const agent = await this.catalog.resolve(tenantId, agentId);
+    const id = metadata[UPSTREAM_TASK_ID];
+    const backend = agent?.constitution.backend;
+    if (!backend || typeof id !== 'string') return;
+    try {
+      const upstream = await this.remotes.upstream(tenantId, backend, AbortSignal.timeout(5_000));
+      await this.remotes.cancelUpstream(upstream.client, id);
+    } catch (err) {
+      this.logger.warn({ agentId, reason: (err as Error).message }, 'could not forward a cancel to the upstream');
+    }
+  }
+
   async *run(ctx: RunContext, inputs: AsyncIterable<RunInput>, signal: AbortSignal): AsyncGenerator<RunEvent> {
     const it = inputs[Symbol.asyncIterator]();
     const first = await it.next();
@@ -61,6 +78,11 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
       return;
     }
     const c = ctx.agent.constitution;
+    if (c.backend) {
+      // A remote-backed agent: the upstream answers (gateway mode).
+      yield* remoteTurn(this.remote, ctx, first.value, signal);
+      return;
+    }
     let target;
     try {
       target = this.router.resolve(c.model);

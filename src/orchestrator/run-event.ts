@@ -1,3 +1,4 @@
+import type { ArtifactJson, MessageJson } from '../common/a2a-json.js';
 import type { SubjectToken } from '../common/subject-token.js';
 import type { ResolvedAgent } from '../registry/services/agents.js';
 import type { ModelCallUsage } from '../usage/usage-call.js';
@@ -7,7 +8,13 @@ export interface RunInput {
   /** The text the model sees (data parts rendered as JSON, text files inlined). */
   text: string;
   messageId: string;
+  /** The message as stored (every part): what a remote-backed agent forwards to its upstream. */
+  message?: MessageJson;
 }
+
+/** The task metadata keys that bind a remote-backed agent's task to its upstream task. */
+export const UPSTREAM_TASK_ID = 'x-arbiter.upstream_task_id';
+export const UPSTREAM_CONTEXT_ID = 'x-arbiter.upstream_context_id';
 
 /** Who is running what: everything a run may depend on besides its input. */
 export interface RunContext {
@@ -20,6 +27,10 @@ export interface RunContext {
   subject?: SubjectToken;
   taskId: string;
   contextId: string;
+  /** The task's artifacts when the run started (a remote-backed agent logs only what its upstream adds to them). */
+  artifacts?: ArtifactJson[];
+  /** The task's metadata when the run started (a remote-backed agent's upstream task is kept there). */
+  metadata?: Record<string, unknown>;
   /** The task's conversation so far (for a turn that continues it), oldest first. */
   history?: { role: 'user' | 'assistant'; content: string }[];
   /**
@@ -78,10 +89,19 @@ export type RunEvent =
    * (absent for the offline echo model, which is not accounted).
    */
   | { type: 'usage'; inputTokens: number; outputTokens: number; call?: ModelCallUsage }
-  /** The turn needs more input from the user (task goes to input-required). */
-  | { type: 'input_required'; prompt: string }
-  /** The turn finished; `content` is the full reply. */
-  | { type: 'done'; content: string }
+  /**
+   * A remote-backed agent's upstream task, once known: kept in the task's metadata
+   * (`x-arbiter.upstream_task_id`, `x-arbiter.upstream_context_id`).
+   */
+  | { type: 'upstream_bound'; upstreamTaskId: string; upstreamContextId: string }
+  /** A remote-backed agent's upstream said something while working (an interim status message). */
+  | { type: 'upstream_status'; message: MessageJson }
+  /** A remote-backed agent's upstream artifact (or chunk of one), already mapped to this task. */
+  | { type: 'upstream_artifact'; artifact: ArtifactJson; append: boolean; lastChunk: boolean }
+  /** The turn needs more input from the user (task goes to input-required); `message`, the upstream's own. */
+  | { type: 'input_required'; prompt: string; message?: MessageJson }
+  /** The turn finished; `content` is the full reply; `message`, the upstream's own reply (a remote-backed agent). */
+  | { type: 'done'; content: string; message?: MessageJson }
   /** The turn failed; `code` is stable, `message` safe to show. */
   | { type: 'error'; code: string; message: string };
 
@@ -93,6 +113,8 @@ export type RunEvent =
  */
 export interface Orchestrator {
   run(ctx: RunContext, inputs: AsyncIterable<RunInput>, signal: AbortSignal): AsyncIterable<RunEvent>;
+  /** A canceled task of a remote-backed agent that no run holds: the cancel goes to its upstream task (best effort). */
+  cancelUpstream?(tenantId: string, agentId: string, metadata: Record<string, unknown>): Promise<void>;
 }
 
 export const ORCHESTRATOR = Symbol('ORCHESTRATOR');

@@ -16,7 +16,12 @@ import {
   type ValidationArguments,
   type ValidatorConstraintInterface,
 } from 'class-validator';
+import { Type } from 'class-transformer';
+import { ValidateNested } from 'class-validator';
+import { JSONSchema } from 'class-validator-jsonschema';
+import { nestedSchema } from '../common/api-docs.js';
 import { grantTool, isToolGrant, KNOWN_TOOLS } from './tools.js';
+import { BackendDto, toBackend, type AgentBackend } from './backend.js';
 
 export const AGENT_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 export const MASTER_AGENT_ID = 'index';
@@ -38,6 +43,8 @@ export interface Constitution {
   mode: (typeof AGENT_MODES)[number];
   rules: string[];
   capabilities: string[];
+  /** A remote-backed agent (gateway mode): the remote A2A agent that answers instead of a model. Absent: a model. */
+  backend?: AgentBackend;
 }
 
 export type ConstitutionField = keyof Constitution;
@@ -151,6 +158,12 @@ export class ConstitutionDto {
   @Matches(NO_CONTROL, { each: true, message: 'each capability must be text without control characters' })
   @Validate(CapabilityConstraint)
   capabilities?: string[] | null;
+
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => BackendDto)
+  @JSONSchema(nestedSchema(BackendDto))
+  backend?: BackendDto | null;
 }
 
 /** The fields a constitution accepts, for telling "unknown field" apart from a body wrapper. */
@@ -166,6 +179,7 @@ export const CONSTITUTION_FIELDS: readonly ConstitutionField[] = [
   'mode',
   'rules',
   'capabilities',
+  'backend',
 ];
 
 /** Applies `patch` over `base` (nulls reset to defaults) and fills the rest from defaults. */
@@ -175,7 +189,12 @@ export function applyConstitution(id: string, base: Partial<Constitution>, patch
     if (!(field in patch)) continue;
     const value = patch[field];
     if (value === undefined) continue;
-    const fallback = field === 'name' ? id : CONSTITUTION_DEFAULTS[field];
+    if (field === 'backend') {
+      if (value === null) delete out.backend;
+      else out.backend = toBackend(value as BackendDto);
+      continue;
+    }
+    const fallback = field === 'name' ? id : CONSTITUTION_DEFAULTS[field as keyof typeof CONSTITUTION_DEFAULTS];
     (out as unknown as Record<string, unknown>)[field] = value === null ? fallback : value;
   }
   out.rules = [...out.rules];

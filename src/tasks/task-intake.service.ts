@@ -235,6 +235,7 @@ export class TaskIntake {
           agent: input.agent,
           taskId: row.taskId,
           contextId: row.contextId,
+          metadata: row.metadata,
           history: r.row.history.map(asChat),
           ...(input.subject ? { subject: input.subject } : {}),
         },

@@ -1,4 +1,5 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { ORCHESTRATOR, UPSTREAM_TASK_ID, type Orchestrator } from '../orchestrator/run-event.js';
 import { abortable } from '../common/abortable.js';
 import { EventLog } from './event-log/event-log.service.js';
 import { TaskLogWriter } from './repositories/task-log.writer.js';
@@ -14,7 +15,7 @@ import {
   type SendInput,
 } from './task-intake.service.js';
 import { toSnapshot, type TaskSnapshot } from './task-snapshot.js';
-import { isSettled, isTerminal } from './task-state.js';
+import { isInterrupted, isSettled, isTerminal } from './task-state.js';
 import { TaskViews } from './task-views.service.js';
 
 // What the engine's callers may hold of its internals: a run started for them, and how a model reads a message.
@@ -42,6 +43,7 @@ export class TaskService {
     private readonly log: EventLog,
     private readonly registry: RunRegistry,
     private readonly ends: RunEnd,
+    @Inject(ORCHESTRATOR) private readonly orchestrator: Orchestrator,
   ) {}
 
   /** Creates a task for a new message and starts its run (see `TaskIntake.create`). */
@@ -70,6 +72,10 @@ export class TaskService {
       { state: 'TASK_STATE_CANCELED', error: opts.reason ?? 'canceled by client' },
     );
     const held = this.registry.get(row.taskId);
+    // A remote-backed agent's task that waits for input has no run to forward the cancel: it is forwarded here.
+    if (isInterrupted(row.state) && typeof row.metadata[UPSTREAM_TASK_ID] === 'string') {
+      await this.orchestrator.cancelUpstream?.(tenantId, row.agentId, row.metadata);
+    }
     if (held) await Promise.race([held.finished, new Promise((r) => setTimeout(r, CANCEL_WAIT_MS).unref())]);
     const after = await this.views.findRow(tenantId, taskId, opts.agentId);
     // It finished on its own first.

@@ -6,6 +6,7 @@ import { AGENT_ID_PATTERN } from '../../registry/constitution.js';
 import { AgentCatalog } from '../../registry/services/agent-catalog.service.js';
 import { negotiateVersion } from '../version.js';
 import { AgentCardService } from '../services/agent-card.service.js';
+import { UpstreamCards } from '../services/upstream-card.js';
 import { CardSigner, JWKS_PATH } from '../services/card-signer.service.js';
 import { ApiTags } from '@nestjs/swagger';
 
@@ -29,6 +30,7 @@ function send(req: Request, res: Response, card: unknown, cacheControl: string):
 export class AgentCardController {
   constructor(
     private readonly cards: AgentCardService,
+    private readonly upstreams: UpstreamCards,
     private readonly catalog: AgentCatalog,
     private readonly signer: CardSigner,
   ) {}
@@ -81,10 +83,11 @@ export class AgentCardController {
     }
     const explicit = Boolean(req.headers['a2a-version'] ?? req.query['A2A-Version']);
     const base = this.cards.baseUrl(req);
+    const upstream = await this.upstreams.profile(t.tenantId, agent);
     const card =
       version === '1.0' && explicit
-        ? this.cards.v1Card(agent, base, t.tenantId)
-        : this.cards.compatCard(agent, base, t.tenantId);
+        ? this.cards.v1Card(agent, base, t.tenantId, upstream)
+        : this.cards.compatCard(agent, base, t.tenantId, upstream);
     send(req, res, await this.signer.sign(card, base), 'private, max-age=60');
   }
 }

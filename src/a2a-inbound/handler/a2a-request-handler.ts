@@ -18,6 +18,7 @@ import type {
   PushSetParams,
 } from '../../a2a-wire/dialects/push-params.js';
 import { AgentCardService } from '../services/agent-card.service.js';
+import { UpstreamCards } from '../services/upstream-card.js';
 import { CardSigner } from '../services/card-signer.service.js';
 import type { A2aStream, CallContext } from './call-context.js';
 import { MessageIntake, pushScope } from './message-intake.js';
@@ -42,6 +43,7 @@ export class A2aRequestHandler {
     private readonly quotas: QuotaService,
     private readonly files: TaskFiles,
     private readonly signer: CardSigner,
+    private readonly upstreams: UpstreamCards,
   ) {}
 
   /** §3.1.1: runs the message; blocking (the default) returns the task once it is terminal or interrupted. */
@@ -185,12 +187,13 @@ export class A2aRequestHandler {
    * 401). The agent was resolved for the caller's tenant, so another
    * tenant's agent is "not found" before this runs. Signed (§8.4) when a key is configured.
    */
-  getExtendedAgentCard(ctx: CallContext, dialect: Dialect): Promise<Record<string, unknown>> {
+  async getExtendedAgentCard(ctx: CallContext, dialect: Dialect): Promise<Record<string, unknown>> {
     const base = ctx.baseUrl ?? this.cards.configuredBaseUrl();
+    const upstream = await this.upstreams.profile(ctx.principal.tenantId, ctx.agent);
     const card =
       dialect === '1.0'
-        ? this.cards.v1ExtendedCard(ctx.agent, base, ctx.principal.tenantId)
-        : this.cards.compatExtendedCard(ctx.agent, base, ctx.principal.tenantId);
+        ? this.cards.v1ExtendedCard(ctx.agent, base, ctx.principal.tenantId, upstream)
+        : this.cards.compatExtendedCard(ctx.agent, base, ctx.principal.tenantId, upstream);
     return this.signer.sign(card, base);
   }
 }

@@ -11,6 +11,7 @@ import { KNOWN_TOOLS, TOOL_DESCRIPTIONS, TOOL_SKILL_IDS, isKnownTool, type ToolN
 import { INPUT_MODES, OUTPUT_MODES } from '../../a2a-wire/dialects/message-input.js';
 import { IssuerDirectory } from '../../tenants/identity/issuer-directory.service.js';
 import { GrpcEndpoint } from '../grpc/grpc-endpoint.js';
+import type { UpstreamProfile } from './upstream-card.js';
 
 type Json = Record<string, unknown>;
 
@@ -148,15 +149,14 @@ export class AgentCardService {
    * that is how a gRPC call, which has no URL, names its agent, and on the
    * HTTP bindings it must be the URL's agent (`A2aCall`).
    */
-  v1Card(agent: ResolvedAgent, base: string, tenantId: string): Json {
-    return AgentCard.toJSON(
-      AgentCard.fromJSON(this.v1Json(agent, base, tenantId, publicSkills(agent, this.usableTools(agent.constitution)))),
-    ) as Json;
+  v1Card(agent: ResolvedAgent, base: string, tenantId: string, upstream?: UpstreamProfile): Json {
+    const skills = upstream?.skills ?? publicSkills(agent, this.usableTools(agent.constitution));
+    return AgentCard.toJSON(AgentCard.fromJSON(this.v1Json(agent, base, tenantId, skills, upstream))) as Json;
   }
 
   /** The v1.0 card plus v0.3's `url`, `protocolVersion`, `preferredTransport` and security shapes. */
-  compatCard(agent: ResolvedAgent, base: string, tenantId: string): Json {
-    return this.withV03Fields(this.v1Card(agent, base, tenantId), agent, base, tenantId);
+  compatCard(agent: ResolvedAgent, base: string, tenantId: string, upstream?: UpstreamProfile): Json {
+    return this.withV03Fields(this.v1Card(agent, base, tenantId, upstream), agent, base, tenantId);
   }
 
   /**
@@ -168,7 +168,9 @@ export class AgentCardService {
    * is more than the tenant can read with `GET /v1/agents/:id`, and less
    * (no personality, no token budget, never a provider key or base URL).
    */
-  v1ExtendedCard(agent: ResolvedAgent, base: string, tenantId: string): Json {
+  v1ExtendedCard(agent: ResolvedAgent, base: string, tenantId: string, upstream?: UpstreamProfile): Json {
+    // A remote-backed agent (gateway mode) has no tools or profile of its own: its upstream's card, as the public one.
+    if (agent.constitution.backend) return this.v1Card(agent, base, tenantId, upstream);
     const json = this.v1Json(agent, base, tenantId, extendedSkills(agent, this.effectiveTools(agent.constitution)));
     const c = agent.constitution;
     const profile: Json = {
@@ -192,8 +194,8 @@ export class AgentCardService {
   }
 
   /** The extended card as a v0.3 client reads it (`agent/getAuthenticatedExtendedCard`). */
-  compatExtendedCard(agent: ResolvedAgent, base: string, tenantId: string): Json {
-    return this.withV03Fields(this.v1ExtendedCard(agent, base, tenantId), agent, base, tenantId);
+  compatExtendedCard(agent: ResolvedAgent, base: string, tenantId: string, upstream?: UpstreamProfile): Json {
+    return this.withV03Fields(this.v1ExtendedCard(agent, base, tenantId, upstream), agent, base, tenantId);
   }
 
   /**
@@ -218,14 +220,14 @@ export class AgentCardService {
     return { schemes, requirements };
   }
 
-  private v1Json(agent: ResolvedAgent, base: string, tenantId: string, skills: Json[]): Json {
+  private v1Json(agent: ResolvedAgent, base: string, tenantId: string, skills: Json[], up?: UpstreamProfile): Json {
     const security = this.security(tenantId);
     const c = agent.constitution;
     const url = this.endpointUrl(base, agent.id);
     const grpc = this.grpc.address(base);
     return {
-      name: c.name || agent.id,
-      description: describe(c, agent.id),
+      name: up?.name || c.name || agent.id,
+      description: up?.description || describe(c, agent.id),
       supportedInterfaces: [
         { url, protocolBinding: 'JSONRPC', tenant: agent.id, protocolVersion: '1.0' },
         // v0.3 has no tenant: its requests carry none, and its AgentInterface no field for one.
@@ -249,8 +251,8 @@ export class AgentCardService {
         ),
       },
       securityRequirements: security.requirements.map((r) => ({ schemes: { [r.name]: { list: r.scopes } } })),
-      defaultInputModes: INPUT_MODES,
-      defaultOutputModes: OUTPUT_MODES,
+      defaultInputModes: up?.defaultInputModes.length ? up.defaultInputModes : INPUT_MODES,
+      defaultOutputModes: up?.defaultOutputModes.length ? up.defaultOutputModes : OUTPUT_MODES,
       skills,
     };
   }

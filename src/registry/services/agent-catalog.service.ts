@@ -24,6 +24,8 @@ import {
   type ResolvedAgent,
 } from './agents.js';
 import { loadFileAgents, type FileAgent } from './file-agents.loader.js';
+import { TenantRemotes } from '../../a2a-outbound/tenant-remotes.service.js';
+import type { Constitution } from '../constitution.js';
 
 /**
  * Who changes a stored agent: the credential's actor id, an opaque token's
@@ -59,6 +61,7 @@ export class AgentCatalog implements OnModuleInit {
     private readonly channel: ReplicaChannel,
     @InjectDataSource() private readonly ds: DataSource,
     private readonly audit: AuditLog,
+    private readonly remotes: TenantRemotes,
   ) {
     this.stored = new ReplicaCache(channel, AGENT_TTL_MS);
   }
@@ -183,11 +186,13 @@ export class AgentCatalog implements OnModuleInit {
     if (this.fileAgents.has(agentId)) {
       throw new DomainError('conflict', `agent '${agentId}' already exists (file-backed)`);
     }
+    const constitution = applyConstitution(agentId, {}, dto);
+    await this.checkBackend(tenantId, constitution, prefix);
     try {
       const row = await this.agents.insert(
         tenantId,
         agentId,
-        applyConstitution(agentId, {}, dto),
+        constitution,
         this.audited('agent.create', tenantId, agentId, actor),
       );
       await this.changed(tenantId, agentId);
@@ -209,6 +214,8 @@ export class AgentCatalog implements OnModuleInit {
     if (!existing) throw DomainError.notFound(`agent '${id}'`);
     if (existing.source !== 'stored') throw this.readOnly(existing);
     const fields = Object.keys(def ?? {}).sort();
+    const stored = (await this.agents.find(tenantId, id))?.constitution;
+    if (stored) await this.checkBackend(tenantId, applyConstitution(id, stored, dto), prefix);
     const row = await this.agents.update(
       tenantId,
       id,
@@ -248,6 +255,32 @@ export class AgentCatalog implements OnModuleInit {
       cursor = page.next_cursor ?? undefined;
     } while (cursor);
     return lines.length ? `AGENTS — delegate with /agent <id> <task>:\n${lines.join('\n')}` : '';
+  }
+
+  /**
+   * A remote-backed agent names a remote the tenant sees (in the registry it names), and no model: a 400 naming
+   * the field otherwise.
+   */
+  private async checkBackend(tenantId: string, c: Constitution, prefix: string): Promise<void> {
+    if (!c.backend) return;
+    const at = (f: string): string => (prefix ? `${prefix}.${f}` : f);
+    if (c.model !== null) {
+      throw DomainError.validation([
+        { field: at('model'), messages: ['model and backend exclude each other: a remote-backed agent has no model'] },
+      ]);
+    }
+    const { remote, registry } = c.backend;
+    if (!(await this.remotes.lookup(tenantId, remote, registry))) {
+      const where =
+        registry === 'shared'
+          ? "the operator's shared registry"
+          : registry === 'tenant'
+            ? 'your registry (/v1/remote-agents)'
+            : 'your registry (/v1/remote-agents) or the shared one';
+      throw DomainError.validation([
+        { field: at('backend.remote'), messages: [`no remote agent named '${remote}' in ${where}`] },
+      ]);
+    }
   }
 
   private readOnly(agent: ResolvedAgent): DomainError {

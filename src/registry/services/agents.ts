@@ -56,7 +56,9 @@ export const MASTER: ResolvedAgent = {
 
 /** The constitution with its fields in their documented order (jsonb does not keep key order). */
 function ordered(c: Constitution): Constitution {
-  return Object.fromEntries(CONSTITUTION_FIELDS.map((f) => [f, c[f]])) as unknown as Constitution;
+  return Object.fromEntries(
+    CONSTITUTION_FIELDS.flatMap((f) => (c[f] === undefined ? [] : [[f, c[f]]])),
+  ) as unknown as Constitution;
 }
 
 export function agentView(a: ResolvedAgent): AgentView {

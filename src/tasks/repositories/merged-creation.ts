@@ -83,6 +83,7 @@ export function fold(item: CreateItem): Folded {
     if (c.tokens) f.tokens = c.tokens;
     if (c.lease !== undefined) f.lease = c.lease;
     if (c.files?.length) f.files.push(...c.files);
+    if (c.metadata) item.task.metadata = { ...item.task.metadata, ...c.metadata };
     const { state, statusMessage, errorMessage, artifacts, tokens } = f;
     f.parts.push({
       from,

@@ -36,6 +36,8 @@ export interface TaskRowChange {
   tokens?: { input: number; output: number };
   /** Write only if the task has no user message after this seq (a run settling after taking its input). */
   inputsUpTo?: number;
+  /** Keys merged into the task's metadata (a remote-backed agent's upstream task, `x-arbiter.upstream_*`). */
+  metadata?: Record<string, unknown>;
   /** Files the events refer to (a tool wrote them), stored in the same statement. */
   files?: NewTaskFile[];
 }

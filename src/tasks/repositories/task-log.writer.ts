@@ -147,7 +147,7 @@ export class TaskLogWriter {
    * machine forbids) or `inputsUpTo` is stale: then nothing was written.
    */
   append(taskId: string, events: TaskEventBody[], change: TaskRowChange = {}): Promise<Appended | null> {
-    if (events.length === 0) return Promise.resolve({ events: [] });
+    if (events.length === 0 && !change.metadata) return Promise.resolve({ events: [] });
     const creating = this.pending.get(taskId);
     // Files are weighed when the creation is batched: an append that carries some follows it instead of joining it.
     if (creating && !creating.item.sent && !change.files?.length) {

@@ -1,4 +1,10 @@
-import type { RunContext, RunEvent, RunInput } from '../../orchestrator/run-event.js';
+import {
+  UPSTREAM_CONTEXT_ID,
+  UPSTREAM_TASK_ID,
+  type RunContext,
+  type RunEvent,
+  type RunInput,
+} from '../../orchestrator/run-event.js';
 import { ARBITER_ARTIFACT_META, type ArtifactJson, type MessageJson, type PartJson } from '../../common/a2a-json.js';
 import type { TaskEventBody } from '../task-events.js';
 import { describeStoredFile, fileRefOf, newFile, type NewTaskFile } from '../task-files.js';
@@ -16,6 +22,21 @@ const META = ARBITER_ARTIFACT_META;
 /** The run events that stream into the log as they happen (the rest end a turn). */
 export type StreamedRunEvent = Extract<RunEvent, { type: 'text' | 'tool_call' | 'sub_agent_response' | 'usage' }>;
 export type FileRunEvent = Extract<RunEvent, { type: 'file' }>;
+
+export function upstreamMetadata(taskId: string, contextId: string): Record<string, string> {
+  return { [UPSTREAM_TASK_ID]: taskId, [UPSTREAM_CONTEXT_ID]: contextId };
+}
+
+/** A remote-backed agent's upstream event as it is logged (already mapped to this task by its follower). */
+export function upstreamEvent(ev: Extract<RunEvent, { type: 'upstream_status' | 'upstream_artifact' }>): TaskEventBody {
+  if (ev.type === 'upstream_status') {
+    return {
+      kind: 'status',
+      payload: { state: 'TASK_STATE_WORKING', message: ev.message, timestamp: new Date().toISOString() },
+    };
+  }
+  return { kind: 'artifact', payload: { artifact: ev.artifact, append: ev.append, lastChunk: ev.lastChunk } };
+}
 
 /** The id of a turn's `response` artifact (its text chunks append to it). */
 export function responseArtifactId(taskId: string, turn: number): string {
@@ -59,7 +80,7 @@ export function messageText(m: MessageJson): string {
 
 /** A user message from the log as the input of a run; `seq` is its place in the log. */
 export function runInputOf(message: MessageJson, seq: number): RunInput & { seq: number } {
-  return { text: messageText(message), messageId: message.messageId, seq };
+  return { text: messageText(message), messageId: message.messageId, message, seq };
 }
 
 /** A whole artifact in one event (a tool call, a file, a sub-agent's reply). */

@@ -14,7 +14,7 @@ import type { ArtifactJson } from '../../common/a2a-json.js';
 import { ArtifactFold, foldArtifacts, type TaskEventBody } from '../task-events.js';
 import { isTerminal } from '../task-state.js';
 import { RunEnd, type RunEnding, type RunState } from './run-end.js';
-import { RunEventMapper, turnsIn } from './run-event-mapper.js';
+import { RunEventMapper, turnsIn, upstreamEvent, upstreamMetadata } from './run-event-mapper.js';
 import { RunAbandoned, RunRegistry, type HeldRun, type QueuedInput } from './run-registry.js';
 import { RunWriter } from './run-writer.js';
 import { LeaseFence } from './lease-fence.js';
@@ -109,6 +109,7 @@ export class TaskRunner {
     const writer = new RunWriter(start.ctx.taskId, this.log);
     const ctx: RunContext = {
       ...start.ctx,
+      artifacts: start.artifacts,
       mayAct: (signal) => this.fence.pass(signal),
       // Before each model call: the run's own calls so far committed, then the budgets read (none: no work).
       beforeModelCall: (agentId, reported, abort) => {
@@ -166,6 +167,21 @@ export class TaskRunner {
           if (ev.type === 'tool_call') {
             this.metrics.toolCalls.inc({ tool: this.metrics.tool(ev.tool), outcome: ev.ok ? 'ok' : 'error' });
           }
+          if (ev.type === 'upstream_bound') {
+            // A remote-backed agent's upstream task: kept in the task's metadata, written before anything of it.
+            const metadata = upstreamMetadata(ev.upstreamTaskId, ev.upstreamContextId);
+            ctx.metadata = { ...ctx.metadata, ...metadata };
+            if ((await writer.write([], { metadata })) === null) return; // the task ended elsewhere
+            continue;
+          }
+          if (ev.type === 'upstream_status' || ev.type === 'upstream_artifact') {
+            const event = upstreamEvent(ev);
+            artifacts.add(event);
+            // An interim status message is the task's status message until the next one (GetTask shows it).
+            const change = ev.type === 'upstream_status' ? { statusMessage: ev.message } : {};
+            if ((await writer.write([event], change)) === null) return;
+            continue;
+          }
           if (ev.type === 'file') {
             // The file's bytes and the artifact that refers to them are written together, in order.
             const { event, file } = mapper.file(ev);
@@ -205,8 +221,8 @@ export class TaskRunner {
         }
         const ending: RunEnding =
           end.type === 'done'
-            ? { state: 'TASK_STATE_COMPLETED', message: mapper.reply(end.content) }
-            : { state: 'TASK_STATE_INPUT_REQUIRED', message: mapper.question(end.prompt) };
+            ? { state: 'TASK_STATE_COMPLETED', message: end.message ?? mapper.reply(end.content) }
+            : { state: 'TASK_STATE_INPUT_REQUIRED', message: end.message ?? mapper.question(end.prompt) };
         const closing = mapper.closing();
         if (await this.settle(run, writer, ending, { closing, ...known(), inputsUpTo: taken })) return;
         for (const e of closing) artifacts.add(e);

@@ -32,7 +32,7 @@ export const APPEND: Statement = {
     SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(i int, task_id varchar, events jsonb, n int, state varchar,
       set_status boolean, status_message jsonb, error_message text, history jsonb, artifacts jsonb,
       input_tokens int, output_tokens int, allowed text[], status_at timestamptz, set_lease boolean,
-      lease_owner varchar, lease_ms int, inputs_upto int, files jsonb, calls jsonb)
+      lease_owner varchar, lease_ms int, inputs_upto int, files jsonb, calls jsonb, metadata jsonb)
   ), t AS (
     UPDATE a2a_tasks a SET
       last_seq = a.last_seq + x.n,
@@ -44,6 +44,7 @@ export const APPEND: Statement = {
       history = CASE WHEN x.history IS NULL THEN a.history ELSE a.history || x.history END,
       history_bytes = a.history_bytes + COALESCE(octet_length(x.history::text), 0),
       artifacts = COALESCE(x.artifacts, a.artifacts),
+      metadata = CASE WHEN x.metadata IS NULL THEN a.metadata ELSE a.metadata || x.metadata END,
       artifacts_bytes = COALESCE(octet_length(x.artifacts::text), a.artifacts_bytes),
       extra_bytes = CASE WHEN x.set_status
         THEN octet_length(a.metadata::text) + COALESCE(octet_length(x.status_message::text), 0)
@@ -104,5 +105,6 @@ export function appendRecord(
     inputs_upto: change.inputsUpTo ?? null,
     files: change.files?.length ? change.files.map(fileRow) : null,
     calls: callsOf(events),
+    metadata: change.metadata ?? null,
   };
 }

@@ -1,0 +1,309 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { SendMessageRequest, StreamResponse, Task } from '@a2a-js/sdk';
+import type { Client } from '@a2a-js/sdk/client';
+import type { ArtifactJson, PartJson } from '../common/a2a-json.js';
+import { partsText } from '../a2a-outbound/remote-reply.js';
+import { isObject, isTaskNotFound, mappedArtifact, mappedMessage, stateOf, UpstreamProblem } from './remote-content.js';
+import { describeCallError } from '../a2a-outbound/remote-errors.js';
+import type { RemoteAgents } from '../a2a-outbound/remote-agents.service.js';
+import type { AgentBackend } from '../registry/backend.js';
+import { UPSTREAM_CONTEXT_ID, UPSTREAM_TASK_ID, type RunContext, type RunEvent, type RunInput } from './run-event.js';
+
+type Json = Record<string, unknown>;
+type TurnEnd = Extract<RunEvent, { type: 'done' | 'input_required' | 'error' }>;
+
+const SETTLED = new Set([
+  'TASK_STATE_COMPLETED',
+  'TASK_STATE_FAILED',
+  'TASK_STATE_CANCELED',
+  'TASK_STATE_REJECTED',
+  'TASK_STATE_INPUT_REQUIRED',
+  'TASK_STATE_AUTH_REQUIRED',
+]);
+const KNOWN_STATES = new Set([...SETTLED, 'TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING']);
+
+export interface RemoteTurnDeps {
+  remotes: RemoteAgents;
+  /** The most bytes one upstream event may carry (the inbound limit of a message with its files). */
+  maxEventBytes: number;
+}
+
+/**
+ * One turn of a remote-backed agent (gateway mode): the message goes to the upstream A2A agent with the registry
+ * entry's credential — to its task when the Arbiter task is already bound to one — and what the upstream says
+ * comes back as run events, mapped to this task: interim status messages, artifacts (chunks as chunks), the
+ * settling status. Streams when the upstream's card says it streams, else follows the task with GetTask and
+ * backoff. Bounded by the agent's timeouts; anything the upstream says that is not A2A, not of its task, or over
+ * the size limit ends the turn with an error naming it.
+ */
+export async function* remoteTurn(
+  deps: RemoteTurnDeps,
+  ctx: RunContext,
+  input: RunInput,
+  signal: AbortSignal,
+): AsyncGenerator<RunEvent> {
+  const backend = ctx.agent.constitution.backend as AgentBackend;
+  await ctx.durable; // nothing leaves the process for a task that is not stored
+  await ctx.mayAct?.(signal);
+  const follower = new Follower(deps, ctx, backend, signal);
+  try {
+    yield* follower.follow(input);
+  } catch (err) {
+    signal.throwIfAborted();
+    yield follower.failure(err);
+  } finally {
+    await follower.close();
+  }
+}
+
+class Follower {
+  private client: Client | undefined;
+  private bound: { taskId: string; contextId: string } | undefined;
+  /** What is logged of the upstream's artifacts (JSON by id) and messages, to log only what is new. */
+  private readonly artifacts = new Map<string, string>();
+  private readonly messages = new Set<string>();
+  private readonly call = new AbortController();
+  private settled = false;
+  private timedOut: UpstreamProblem | undefined;
+
+  constructor(
+    private readonly deps: RemoteTurnDeps,
+    private readonly ctx: RunContext,
+    private readonly backend: AgentBackend,
+    private readonly signal: AbortSignal,
+  ) {
+    const taskId = ctx.metadata?.[UPSTREAM_TASK_ID];
+    const contextId = ctx.metadata?.[UPSTREAM_CONTEXT_ID];
+    if (typeof taskId === 'string' && typeof contextId === 'string') this.bound = { taskId, contextId };
+    // What earlier turns logged of the upstream's artifacts: a task snapshot that repeats them adds nothing.
+    for (const a of ctx.artifacts ?? []) this.artifacts.set(a.artifactId, JSON.stringify(a));
+    signal.addEventListener('abort', () => this.call.abort(signal.reason), { once: true });
+  }
+
+  async *follow(input: RunInput): AsyncGenerator<RunEvent> {
+    const t = this.backend.timeouts;
+    const total = setTimeout(
+      () => this.expire(new UpstreamProblem('upstream_timeout', `the upstream did not settle within ${t.total_ms} ms`)),
+      t.total_ms,
+    );
+    try {
+      const cached = await this.deps.remotes.upstream(this.ctx.tenantId, this.backend, this.call.signal);
+      this.client = cached.client;
+      const parts: PartJson[] = input.message?.parts ?? [{ text: input.text }];
+      const request = SendMessageRequest.fromJSON({
+        message: {
+          messageId: randomUUID(),
+          role: 'ROLE_USER',
+          parts,
+          ...(this.bound ? { taskId: this.bound.taskId, contextId: this.bound.contextId } : {}),
+        },
+        configuration: cached.card.capabilities?.streaming ? {} : { returnImmediately: true },
+      });
+      const source = cached.card.capabilities?.streaming
+        ? this.client.sendMessageStream(request, { signal: this.call.signal })
+        : this.sendAndPoll(this.client, request);
+      for await (const json of this.watched(source)) {
+        const out = this.onEvent(json);
+        for (const ev of out.events) yield ev;
+        if (out.end) {
+          this.settled = true;
+          yield out.end;
+          return;
+        }
+      }
+      // The stream closed before the task settled: follow it by GetTask.
+      if (!this.bound) throw new UpstreamProblem('upstream_protocol', 'the upstream closed its stream without a task');
+      for await (const json of this.watched(this.poll(this.client, this.bound.taskId))) {
+        const out = this.onEvent(json);
+        for (const ev of out.events) yield ev;
+        if (out.end) {
+          this.settled = true;
+          yield out.end;
+          return;
+        }
+      }
+      throw new UpstreamProblem('upstream_protocol', 'the upstream stopped answering before the task settled');
+    } catch (err) {
+      if (this.timedOut && !this.signal.aborted) throw this.timedOut;
+      throw err;
+    } finally {
+      clearTimeout(total);
+    }
+  }
+
+  /** The turn's error event for what went wrong. */
+  failure(err: unknown): TurnEnd {
+    if (err instanceof UpstreamProblem) return { type: 'error', code: err.code, message: err.message };
+    if (isTaskNotFound(err)) {
+      return {
+        type: 'error',
+        code: 'upstream_task_lost',
+        message: `the upstream agent no longer knows task ${this.bound?.taskId ?? '(unknown)'} (it may have restarted)`,
+      };
+    }
+    return { type: 'error', code: 'upstream_error', message: describeCallError(err).replace(/^ERR: /, '') };
+  }
+
+  /**
+   * A turn that ends before its upstream task settled — canceled, timed out, refused — cancels that task (best
+   * effort, bounded): nothing goes on working upstream for a task that is over here.
+   */
+  async close(): Promise<void> {
+    if (!this.settled && this.bound && this.client) {
+      await this.deps.remotes.cancelUpstream(this.client, this.bound.taskId);
+    }
+    this.call.abort();
+  }
+
+  private expire(problem: UpstreamProblem): void {
+    this.timedOut ??= problem;
+    this.call.abort(problem);
+  }
+
+  /** The source's events within the agent's timeouts: the first within `first_event_ms`, the next within `idle_ms`. */
+  private async *watched(source: AsyncIterable<unknown>): AsyncGenerator<Json> {
+    const t = this.backend.timeouts;
+    const it = source[Symbol.asyncIterator]();
+    let first = true;
+    for (;;) {
+      const ms = first ? t.first_event_ms : t.idle_ms;
+      const what = first ? 'sent no first event' : 'was silent';
+      const timer = setTimeout(
+        () => this.expire(new UpstreamProblem('upstream_timeout', `the upstream ${what} for ${ms} ms`)),
+        ms,
+      );
+      let r: IteratorResult<unknown>;
+      try {
+        r = await it.next();
+      } finally {
+        clearTimeout(timer);
+      }
+      if (r.done) return;
+      first = false;
+      yield this.checked(r.value);
+    }
+  }
+
+  /** One event as JSON, within the size limit. */
+  private checked(value: unknown): Json {
+    let json: Json;
+    try {
+      json = StreamResponse.toJSON(value as StreamResponse) as Json;
+    } catch {
+      throw new UpstreamProblem('upstream_protocol', 'the upstream sent an event that is not an A2A stream response');
+    }
+    const size = Buffer.byteLength(JSON.stringify(json));
+    if (size > this.deps.maxEventBytes) {
+      throw new UpstreamProblem(
+        'upstream_too_large',
+        `the upstream sent an event of ${size} bytes, over the limit of ${this.deps.maxEventBytes}`,
+      );
+    }
+    return json;
+  }
+
+  /** A non-streaming upstream: send (returning at once), then follow its task by GetTask. */
+  private async *sendAndPoll(client: Client, request: SendMessageRequest): AsyncGenerator<StreamResponse> {
+    const result = await client.sendMessage(request, { signal: this.call.signal });
+    if ('status' in result) {
+      const task = result;
+      yield { payload: { $case: 'task', value: task } };
+      yield* this.poll(client, task.id);
+    } else yield { payload: { $case: 'message', value: result } };
+  }
+
+  /** GetTask with backoff (100 ms doubling to 2 s), each answer as a task event; ends when the task settles. */
+  private async *poll(client: Client, id: string): AsyncGenerator<StreamResponse> {
+    for (let wait = 100; ; wait = Math.min(wait * 2, 2_000)) {
+      await sleep(wait, undefined, { signal: this.call.signal });
+      const task = await client.getTask({ id, historyLength: 0, tenant: '' }, { signal: this.call.signal });
+      yield { payload: { $case: 'task', value: task } };
+      if (SETTLED.has(stateOf(Task.toJSON(task) as Json))) return;
+    }
+  }
+
+  /** What one upstream event adds to the log, and the end of the turn when it settles the task. */
+  private onEvent(json: Json): { events: RunEvent[]; end?: TurnEnd } {
+    const protocol = (what: string) => new UpstreamProblem('upstream_protocol', `the upstream sent ${what}`);
+    if (isObject(json.message)) {
+      if (this.bound) throw protocol('a message without its task while a task was under way');
+      const message = mappedMessage(this.ctx, json.message, protocol);
+      return { events: [], end: { type: 'done', content: partsText(message.parts), message } };
+    }
+    if (isObject(json.task)) {
+      const task = json.task;
+      const events = this.bind(task.id, task.contextId, protocol);
+      for (const a of Array.isArray(task.artifacts) ? task.artifacts : []) {
+        const artifact = mappedArtifact(a, protocol);
+        const seen = JSON.stringify(artifact);
+        if (this.artifacts.get(artifact.artifactId) === seen) continue;
+        this.artifacts.set(artifact.artifactId, seen);
+        events.push({ type: 'upstream_artifact', artifact, append: false, lastChunk: true });
+      }
+      return this.status(isObject(task.status) ? task.status : {}, events, protocol);
+    }
+    if (isObject(json.statusUpdate)) {
+      const u = json.statusUpdate;
+      const events = this.bind(u.taskId, u.contextId, protocol);
+      return this.status(isObject(u.status) ? u.status : {}, events, protocol);
+    }
+    if (isObject(json.artifactUpdate)) {
+      const u = json.artifactUpdate;
+      const events = this.bind(u.taskId, u.contextId, protocol);
+      const artifact = mappedArtifact(u.artifact, protocol);
+      const append = u.append === true;
+      // A chunk extends what is logged; a whole artifact replaces it (what a later GetTask would compare with).
+      const before = append ? this.artifacts.get(artifact.artifactId) : undefined;
+      const whole = before ? (JSON.parse(before) as ArtifactJson) : undefined;
+      const merged = whole ? { ...whole, parts: [...whole.parts, ...artifact.parts] } : artifact;
+      this.artifacts.set(artifact.artifactId, JSON.stringify(merged));
+      events.push({ type: 'upstream_artifact', artifact, append, lastChunk: u.lastChunk === true });
+      return { events };
+    }
+    throw protocol('an event of no known kind');
+  }
+
+  /** Binds the turn to the upstream's task on its first event; an event of another task is refused. */
+  private bind(taskId: unknown, contextId: unknown, protocol: (w: string) => UpstreamProblem): RunEvent[] {
+    if (typeof taskId !== 'string' || !taskId || typeof contextId !== 'string') {
+      throw protocol('an event without its task id and context id');
+    }
+    if (this.bound) {
+      if (this.bound.taskId !== taskId) throw protocol(`an event of another task (${taskId.slice(0, 64)})`);
+      return [];
+    }
+    this.bound = { taskId, contextId };
+    return [{ type: 'upstream_bound', upstreamTaskId: taskId, upstreamContextId: contextId }];
+  }
+
+  private status(status: Json, events: RunEvent[], protocol: (w: string) => UpstreamProblem) {
+    const state = typeof status.state === 'string' ? status.state : '';
+    if (!KNOWN_STATES.has(state)) throw protocol(`a status of no known state (${state.slice(0, 40) || 'none'})`);
+    const message = isObject(status.message) ? mappedMessage(this.ctx, status.message, protocol) : undefined;
+    const fresh = message && !this.messages.has(message.messageId) ? message : undefined;
+    if (fresh) this.messages.add(fresh.messageId);
+    const text = message ? partsText(message.parts) : '';
+    switch (state) {
+      case 'TASK_STATE_COMPLETED':
+        return { events, end: { type: 'done' as const, content: text, ...(message ? { message } : {}) } };
+      case 'TASK_STATE_INPUT_REQUIRED':
+      case 'TASK_STATE_AUTH_REQUIRED':
+        return { events, end: { type: 'input_required' as const, prompt: text, ...(message ? { message } : {}) } };
+      case 'TASK_STATE_FAILED':
+      case 'TASK_STATE_REJECTED':
+      case 'TASK_STATE_CANCELED': {
+        const what = state.replace('TASK_STATE_', '').toLowerCase();
+        const end: TurnEnd = {
+          type: 'error',
+          code: `upstream_${what}`,
+          message: `the upstream task ended ${what}${text ? `: ${text.slice(0, 2000)}` : ''}`,
+        };
+        return { events, end };
+      }
+      default:
+        if (fresh) events.push({ type: 'upstream_status', message: fresh });
+        return { events };
+    }
+  }
+}

@@ -1,0 +1,79 @@
+import { randomUUID } from 'node:crypto';
+import { TaskNotFoundError } from '@a2a-js/sdk/errors';
+import type { ArtifactJson, MessageJson, PartJson } from '../common/a2a-json.js';
+import type { RunContext } from './run-event.js';
+
+type Json = Record<string, unknown>;
+type Protocol = (what: string) => UpstreamProblem;
+
+/**
+ * What a remote-backed agent's upstream says, checked and mapped to the Arbiter task: messages, artifacts and
+ * their parts (ProtoJSON, one content each), and the errors that end a turn.
+ */
+
+/** Why a turn gave up on its upstream: the task ends `failed` with `code: message`. */
+export class UpstreamProblem extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** An upstream message as this task's: its parts checked, its ids this task's. */
+export function mappedMessage(ctx: Pick<RunContext, 'taskId' | 'contextId'>, m: Json, protocol: Protocol): MessageJson {
+  const parts = mappedParts(m.parts, protocol);
+  return {
+    messageId: typeof m.messageId === 'string' && m.messageId ? m.messageId.slice(0, 128) : randomUUID(),
+    role: 'ROLE_AGENT',
+    parts,
+    taskId: ctx.taskId,
+    contextId: ctx.contextId,
+    ...(isObject(m.metadata) ? { metadata: m.metadata } : {}),
+  };
+}
+
+export function mappedArtifact(a: unknown, protocol: Protocol): ArtifactJson {
+  if (!isObject(a) || typeof a.artifactId !== 'string' || !a.artifactId) throw protocol('an artifact without an id');
+  return {
+    artifactId: a.artifactId.slice(0, 256),
+    ...(typeof a.name === 'string' && a.name ? { name: a.name } : {}),
+    ...(typeof a.description === 'string' && a.description ? { description: a.description } : {}),
+    parts: mappedParts(a.parts, protocol),
+    ...(isObject(a.metadata) ? { metadata: a.metadata } : {}),
+  };
+}
+
+export function mappedParts(parts: unknown, protocol: Protocol): PartJson[] {
+  if (!Array.isArray(parts)) throw protocol('content without parts');
+  return parts.map((p: unknown) => {
+    if (!isObject(p)) throw protocol('a part that is not an object');
+    const kinds = ['text', 'raw', 'url', 'data'].filter((k) => p[k] !== undefined);
+    if (kinds.length !== 1) throw protocol('a part with no content, or more than one');
+    const out: PartJson = {};
+    if (typeof p.text === 'string') out.text = p.text.replaceAll('\u0000', '\uFFFD').toWellFormed();
+    else if (typeof p.raw === 'string') out.raw = p.raw;
+    else if (typeof p.url === 'string') out.url = p.url;
+    else if (p.data !== undefined) out.data = p.data;
+    else throw protocol('a part of the wrong type');
+    if (typeof p.mediaType === 'string' && p.mediaType) out.mediaType = p.mediaType;
+    if (typeof p.filename === 'string' && p.filename) out.filename = p.filename;
+    if (isObject(p.metadata)) out.metadata = p.metadata;
+    return out;
+  });
+}
+
+export function isObject(v: unknown): v is Json {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+export function stateOf(task: Json): string {
+  return isObject(task.status) && typeof task.status.state === 'string' ? task.status.state : '';
+}
+
+export function isTaskNotFound(err: unknown): boolean {
+  if (err instanceof TaskNotFoundError) return true;
+  const code = (err as { envelopeCode?: unknown; code?: unknown }).envelopeCode;
+  return code === -32001 || /task not found|TaskNotFound/i.test(String((err as Error)?.message ?? ''));
+}

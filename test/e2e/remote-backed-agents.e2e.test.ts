@@ -1,0 +1,275 @@
+// Also loaded by the test runner (--import); here too so that running this file alone keeps the tripwire.
+import '../helpers/loopback-only.js';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import {
+  CancelTaskRequest,
+  GetTaskRequest,
+  ListTasksRequest,
+  SubscribeToTaskRequest,
+  TaskState,
+  type StreamResponse,
+  type Task,
+} from '@a2a-js/sdk';
+import type { Client } from '@a2a-js/sdk/client';
+import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
+import { GRPC_ON, startTestServer, type TestServer } from '../helpers/server.js';
+import { grpcClient, restClient, textMessage, v03Client, v1Client, waitFor } from '../helpers/a2a.js';
+import { startUpstream, type Upstream } from '../helpers/upstream-agent.js';
+
+const state = (t: Task): string => TaskState[t.status?.state ?? 0];
+const textOf = (parts: { content?: { $case: string; value?: unknown } }[] | undefined): string =>
+  (parts ?? []).map((p) => (p.content?.$case === 'text' ? String(p.content.value) : '')).join('');
+const said = (t: Task): string => textOf(t.status?.message?.parts);
+const reply = (t: Task): string => textOf(t.history.at(-1)?.parts);
+const artifactText = (t: Task, id: string): string => textOf(t.artifacts.find((a) => a.artifactId === id)?.parts);
+const upstreamId = (t: Task): unknown => t.metadata?.['x-arbiter.upstream_task_id'];
+
+function asTask(r: unknown): Task {
+  assert.ok(r && typeof r === 'object' && 'status' in r, `a Task, got ${JSON.stringify(r)}`);
+  return r as Task;
+}
+
+describe('remote-backed agents (gateway mode): any A2A agent behind Arbiter, every task in its log', () => {
+  let server: TestServer;
+  let up: Upstream;
+  let a: TestTenant;
+  let b: TestTenant;
+  let jsonrpc: Client;
+
+  const get = (c: Client, id: string): Promise<Task> => c.getTask(GetTaskRequest.fromJSON({ id, historyLength: 50 }));
+  const settled = (c: Client, id: string): Promise<Task> =>
+    waitFor(async () => {
+      const t = await get(c, id);
+      return ['TASK_STATE_WORKING', 'TASK_STATE_SUBMITTED'].includes(state(t)) ? undefined : t;
+    });
+
+  before(async () => {
+    up = await startUpstream();
+    server = await startTestServer({
+      env: {
+        ...GRPC_ON,
+        // The upstream is on loopback: the operator's switch lets registry entries reach private addresses.
+        ARBITER_A2A_ALLOW_PRIVATE: 'true',
+        ARBITER_A2A_CARD_TTL_MS: '0',
+        ARBITER_SECRETS_KEY: randomBytes(32).toString('base64'),
+      },
+    });
+    a = await newTenant(server, 'gw-a');
+    b = await newTenant(server, 'gw-b');
+    for (const [name, path] of [
+      ['vendor', 'rpc'],
+      ['vendor-poll', 'poll'],
+      ['vendor-foreign', 'foreign'],
+      ['vendor-garbage', 'garbage'],
+    ]) {
+      const res = await a.client.post('/v1/remote-agents', { name, url: `${up.url}/${path}` });
+      assert.equal(res.status, 201, res.text);
+    }
+    await newAgent(a, { id: 'gw', backend: { remote: 'vendor' } });
+    await newAgent(a, { id: 'gw-poll', backend: { remote: 'vendor-poll', registry: 'tenant' } });
+    await newAgent(a, { id: 'gw-foreign', backend: { remote: 'vendor-foreign' } });
+    await newAgent(a, { id: 'gw-garbage', backend: { remote: 'vendor-garbage' } });
+    await newAgent(a, { id: 'gw-quiet', backend: { remote: 'vendor', timeouts: { idle_ms: 300 } } });
+    jsonrpc = await v1Client(server.url, a.token, 'gw');
+  });
+  after(async () => {
+    await server.close();
+    await up.close();
+  });
+
+  it('is created with a backend naming a registry entry; an unknown entry, a model beside it or bad timeouts are 400s naming the field', async () => {
+    const created = await a.client.get('/v1/agents/gw');
+    assert.equal(created.status, 200);
+    assert.deepEqual(created.body.agent_def.backend, {
+      remote: 'vendor',
+      timeouts: { first_event_ms: 30000, idle_ms: 120000, total_ms: 900000 },
+    });
+    const bad = async (body: Record<string, unknown>, field: string) => {
+      const res = await a.client.post('/v1/agents', { id: 'nope', ...body });
+      assert.equal(res.status, 400, res.text);
+      assert.ok(
+        res.body.details.some((d: { field: string }) => d.field === field),
+        `${field} in ${res.text}`,
+      );
+    };
+    await bad({ backend: { remote: 'missing' } }, 'backend.remote');
+    await bad({ backend: { remote: 'vendor', registry: 'shared' } }, 'backend.remote');
+    await bad({ backend: { remote: 'vendor' }, model: 'echo' }, 'model');
+    await bad({ backend: { remote: 'vendor', timeouts: { idle_ms: 5 } } }, 'backend.timeouts.idle_ms');
+    await bad({ backend: { remote: 'vendor', extra: 1 } }, 'backend.extra');
+    // Another tenant has no entry of that name.
+    const other = await b.client.post('/v1/agents', { id: 'gw', backend: { remote: 'vendor' } });
+    assert.equal(other.status, 400, other.text);
+    // PATCH is checked the same way.
+    const patched = await a.client.patch('/v1/agents/gw-poll', { backend: { remote: 'missing' } });
+    assert.equal(patched.status, 400, patched.text);
+  });
+
+  it("serves a card derived from the upstream's, with Arbiter's interfaces, security and capabilities", async () => {
+    const res = await a.client.get('/v1/a2a/agents/gw/agent-card.json', { 'a2a-version': '1.0' });
+    assert.equal(res.status, 200, res.text);
+    const card = res.body;
+    assert.equal(card.name, 'Vendor Upstream');
+    assert.equal(card.description, 'A vendor agent built on the A2A SDK');
+    assert.deepEqual(
+      card.skills.map((s: { id: string }) => s.id),
+      ['vendor-skill'],
+    );
+    assert.deepEqual(card.defaultOutputModes, ['text/plain', 'application/json']);
+    assert.deepEqual(card.capabilities, { streaming: true, pushNotifications: true, extendedAgentCard: true });
+    assert.ok(card.supportedInterfaces.every((i: { url: string }) => !i.url.includes(up.url)));
+    assert.ok(card.securitySchemes.bearer);
+  });
+
+  it('answers over JSON-RPC, HTTP+JSON and gRPC (v1.0) and JSON-RPC v0.3: an Arbiter task bound to the upstream task', async () => {
+    const v03 = await v03Client(server.url, a.token, 'gw');
+    const clients: [string, Client][] = [
+      ['jsonrpc', jsonrpc],
+      ['rest', await restClient(server.url, a.token, 'gw')],
+      ['grpc', await grpcClient(server.url, a.token, 'gw')],
+      ['v03', v03],
+    ];
+    for (const [name, c] of clients) {
+      const t = asTask(await c.sendMessage(textMessage(`hello ${name}`)));
+      assert.equal(state(t), 'TASK_STATE_COMPLETED', name);
+      const got = await get(jsonrpc, t.id);
+      // v1.0 carries a completed task's answer in its history (§3.7), v0.3 in its status message too.
+      assert.equal(said(await get(v03, t.id)), `upstream heard: hello ${name}`, name);
+      assert.equal(typeof upstreamId(got), 'string', name);
+      assert.notEqual(upstreamId(got), t.id, 'the task id is Arbiter’s own');
+      assert.deepEqual(
+        got.history.map((m) => textOf(m.parts)),
+        [`hello ${name}`, `upstream heard: hello ${name}`],
+      );
+    }
+  });
+
+  it('mirrors a streamed artifact chunk by chunk, and follows an upstream that does not stream by GetTask', async () => {
+    const kinds: string[] = [];
+    let taskId = '';
+    for await (const e of jsonrpc.sendMessageStream(textMessage('chunks one two three'))) {
+      kinds.push(e.payload?.$case ?? 'none');
+      if (e.payload?.$case === 'task') taskId = e.payload.value.id;
+    }
+    assert.equal(kinds[0], 'task');
+    assert.ok(kinds.filter((k) => k === 'artifactUpdate').length >= 1);
+    assert.equal(kinds.at(-1), 'statusUpdate');
+    const t = await get(jsonrpc, taskId);
+    assert.equal(state(t), 'TASK_STATE_COMPLETED');
+    assert.equal(artifactText(t, 'answer'), 'one two three');
+    assert.equal(reply(t), 'done: 3 words');
+
+    const polled = await v1Client(server.url, a.token, 'gw-poll');
+    const p = asTask(await polled.sendMessage(textMessage('chunks four five')));
+    assert.equal(state(p), 'TASK_STATE_COMPLETED');
+    assert.equal(artifactText(await get(polled, p.id), 'answer'), 'four five');
+  });
+
+  it('forwards a continuation to the same upstream task, and keeps the task readable after the upstream lost it', async () => {
+    const asked = asTask(await jsonrpc.sendMessage(textMessage('ask')));
+    assert.equal(state(asked), 'TASK_STATE_INPUT_REQUIRED');
+    assert.equal(said(asked), 'which colour?');
+    const first = upstreamId(await get(jsonrpc, asked.id));
+    const done = asTask(
+      await jsonrpc.sendMessage(textMessage('blue', { taskId: asked.id, contextId: asked.contextId })),
+    );
+    assert.equal(state(done), 'TASK_STATE_COMPLETED');
+    assert.equal(reply(await get(jsonrpc, done.id)), 'colour: blue');
+    const t = await get(jsonrpc, asked.id);
+    assert.equal(upstreamId(t), first, 'the same upstream task');
+    assert.deepEqual(
+      t.history.map((m) => textOf(m.parts)),
+      ['ask', 'which colour?', 'blue', 'colour: blue'],
+    );
+
+    // The upstream restarts with an empty store: Arbiter still has the task, its history and its place in lists.
+    const waiting = asTask(await jsonrpc.sendMessage(textMessage('ask')));
+    await up.restart();
+    const again = await get(jsonrpc, asked.id);
+    assert.equal(reply(again), 'colour: blue');
+    const list = await jsonrpc.listTasks(ListTasksRequest.fromJSON({ contextId: asked.contextId }));
+    assert.deepEqual(
+      list.tasks.map((x) => x.id),
+      [asked.id],
+    );
+    // A continuation the upstream cannot place ends the task failed, saying why.
+    const lost = asTask(
+      await jsonrpc.sendMessage(textMessage('red', { taskId: waiting.id, contextId: waiting.contextId })),
+    );
+    assert.equal(state(lost), 'TASK_STATE_FAILED');
+    assert.match(said(lost), /upstream_task_lost: the upstream agent no longer knows task/);
+  });
+
+  it('replays a running task to a new subscriber and forwards a cancel to the upstream task', async () => {
+    const started = asTask(await jsonrpc.sendMessage(textMessage('hold', { returnImmediately: true })));
+    const bound = await waitFor(async () => {
+      const t = await get(jsonrpc, started.id);
+      return typeof upstreamId(t) === 'string' && said(t) === 'holding' ? t : undefined;
+    });
+    const seen: StreamResponse[] = [];
+    const sub = (async () => {
+      for await (const e of jsonrpc.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: started.id }))) seen.push(e);
+    })();
+    await waitFor(async () => (seen.length > 0 ? true : undefined));
+    const first = seen[0]?.payload;
+    assert.ok(first?.$case === 'task', `the task first, got ${first?.$case}`);
+    assert.equal(said(first.value), 'holding');
+    const canceled = await jsonrpc.cancelTask(CancelTaskRequest.fromJSON({ id: started.id }));
+    assert.equal(state(canceled), 'TASK_STATE_CANCELED');
+    await sub;
+    const last = seen.at(-1)?.payload;
+    assert.equal(
+      last?.$case === 'statusUpdate' ? TaskState[last.value.status?.state ?? 0] : last?.$case,
+      'TASK_STATE_CANCELED',
+    );
+    await waitFor(async () => (up.canceled.has(String(upstreamId(bound))) ? true : undefined));
+  });
+
+  it('forwards the cancel of a task that waits for input', async () => {
+    const asked = asTask(await jsonrpc.sendMessage(textMessage('ask')));
+    const id = String(upstreamId(await get(jsonrpc, asked.id)));
+    const canceled = await jsonrpc.cancelTask(CancelTaskRequest.fromJSON({ id: asked.id }));
+    assert.equal(state(canceled), 'TASK_STATE_CANCELED');
+    assert.ok(up.canceled.has(id) || (await upstreamState(id)) === 'TASK_STATE_CANCELED');
+  });
+
+  const upstreamState = async (id: string): Promise<string> => {
+    const res = await fetch(`${up.url}/rpc`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id } }),
+    });
+    const body = (await res.json()) as { result?: { status?: { state?: string } } };
+    return body.result?.status?.state ?? '';
+  };
+
+  it('ends the task failed with a reason for an upstream that speaks of another task, sends garbage, or goes silent', async () => {
+    for (const [agent, reason] of [
+      ['gw-foreign', /upstream_protocol: the upstream sent an event of another task/],
+      ['gw-garbage', /upstream_protocol|upstream_error/],
+      ['gw-quiet', /upstream_timeout: the upstream was silent for 300 ms/],
+    ] as const) {
+      const c = await v1Client(server.url, a.token, agent);
+      const text = agent === 'gw-quiet' ? 'silent' : 'hi';
+      const events: StreamResponse[] = [];
+      for await (const e of c.sendMessageStream(textMessage(text))) events.push(e);
+      const last = events.at(-1)?.payload;
+      assert.equal(last?.$case, 'statusUpdate', agent);
+      const t = await settled(c, events[0]?.payload?.$case === 'task' ? events[0].payload.value.id : '');
+      assert.equal(state(t), 'TASK_STATE_FAILED', agent);
+      assert.match(said(t), reason, agent);
+    }
+  });
+
+  it('another tenant sees neither the agent nor its tasks', async () => {
+    const t = asTask(await jsonrpc.sendMessage(textMessage('private')));
+    const card = await b.client.get('/v1/a2a/agents/gw/agent-card.json');
+    assert.equal(card.status, 404);
+    const own = await newAgent(b, { id: 'b-echo', model: 'echo' });
+    assert.ok(own);
+    const stranger = await v1Client(server.url, b.token, 'b-echo');
+    await assert.rejects(stranger.getTask(GetTaskRequest.fromJSON({ id: t.id })), /not found/i);
+  });
+});

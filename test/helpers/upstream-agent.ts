@@ -1,0 +1,235 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { AgentCard, Message, Role, Task, TaskState, type Part } from '@a2a-js/sdk';
+import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore, type AgentExecutor } from '@a2a-js/sdk/server';
+import { jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
+
+/**
+ * An upstream for gateway mode: the official SDK 1.3 server (v1.0 JSON-RPC) with its in-memory task store and
+ * no push, on loopback, restartable on the same port (a restart loses every task, as such servers do). Its input
+ * picks what it does:
+ *   `chunks <w1> <w2> …`  streams an `answer` artifact word by word (append, lastChunk), then completes
+ *   `ask`                 says "thinking" (working), then asks "which colour?" (input-required); the next
+ *                         message to that task completes it with "colour: <message>"
+ *   `hold`, `silent`      stay working until canceled (`silent` says nothing after the task)
+ *   anything else         completes with "upstream heard: <input>" as the status message
+ * Endpoints: `/rpc` (card says streaming), `/poll` (card says no streaming: followed by GetTask),
+ * `/foreign` (a stream whose second event is of another task), `/garbage` (a stream of non-A2A events).
+ */
+export interface Upstream {
+  url: string;
+  /** Upstream task ids it was asked to cancel. */
+  canceled: Set<string>;
+  restart(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const text = (value: string): Part => ({
+  content: { $case: 'text', value },
+  metadata: undefined,
+  filename: '',
+  mediaType: '',
+});
+
+function agentMessage(taskId: string, contextId: string, id: string, value: string): Message {
+  return {
+    messageId: id,
+    contextId,
+    taskId,
+    role: Role.ROLE_AGENT,
+    parts: [text(value)],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
+}
+
+function executor(canceled: Set<string>): AgentExecutor {
+  const waiting = new Map<string, () => void>();
+  return {
+    async execute(ctx, bus) {
+      const input = ctx.userMessage.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('\n');
+      const { taskId, contextId } = ctx;
+      const at = () => new Date().toISOString();
+      const status = (state: TaskState, message?: Message) =>
+        AgentEvent.statusUpdate({
+          taskId,
+          contextId,
+          metadata: undefined,
+          status: { state, message, timestamp: at() },
+        });
+      if (ctx.task?.status?.state === TaskState.TASK_STATE_INPUT_REQUIRED) {
+        bus.publish(
+          AgentEvent.task({
+            ...ctx.task,
+            status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: at() },
+          }),
+        );
+        bus.publish(
+          status(TaskState.TASK_STATE_COMPLETED, agentMessage(taskId, contextId, `${taskId}-done`, `colour: ${input}`)),
+        );
+        bus.finished();
+        return;
+      }
+      bus.publish(
+        AgentEvent.task(
+          Task.fromJSON({
+            id: taskId,
+            contextId,
+            status: { state: 'TASK_STATE_WORKING', timestamp: at() },
+            history: [Message.toJSON(ctx.userMessage)],
+          }),
+        ),
+      );
+      if (input === 'hold' || input === 'silent') {
+        if (input === 'hold')
+          bus.publish(status(TaskState.TASK_STATE_WORKING, agentMessage(taskId, contextId, `${taskId}-w`, 'holding')));
+        await new Promise<void>((resolve) => waiting.set(taskId, resolve));
+        return;
+      }
+      if (input === 'ask') {
+        bus.publish(status(TaskState.TASK_STATE_WORKING, agentMessage(taskId, contextId, `${taskId}-t`, 'thinking')));
+        bus.publish(
+          status(TaskState.TASK_STATE_INPUT_REQUIRED, agentMessage(taskId, contextId, `${taskId}-q`, 'which colour?')),
+        );
+        bus.finished();
+        return;
+      }
+      if (input.startsWith('chunks ')) {
+        const words = input.slice('chunks '.length).split(' ');
+        words.forEach((w, i) =>
+          bus.publish(
+            AgentEvent.artifactUpdate({
+              taskId,
+              contextId,
+              metadata: undefined,
+              artifact: {
+                artifactId: 'answer',
+                name: 'answer',
+                description: '',
+                parts: [text(i === 0 ? w : ` ${w}`)],
+                metadata: undefined,
+                extensions: [],
+              },
+              append: i > 0,
+              lastChunk: i === words.length - 1,
+            }),
+          ),
+        );
+        bus.publish(
+          status(
+            TaskState.TASK_STATE_COMPLETED,
+            agentMessage(taskId, contextId, `${taskId}-r`, `done: ${words.length} words`),
+          ),
+        );
+        bus.finished();
+        return;
+      }
+      bus.publish(
+        status(
+          TaskState.TASK_STATE_COMPLETED,
+          agentMessage(taskId, contextId, `${taskId}-r`, `upstream heard: ${input}`),
+        ),
+      );
+      bus.finished();
+    },
+    async cancelTask(taskId, bus) {
+      canceled.add(taskId);
+      bus.publish(
+        AgentEvent.statusUpdate({
+          taskId,
+          contextId: '',
+          metadata: undefined,
+          status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date().toISOString() },
+        }),
+      );
+      bus.finished();
+      waiting.get(taskId)?.();
+    },
+  };
+}
+
+const cardOf = (url: string, streaming: boolean) =>
+  AgentCard.fromJSON({
+    name: 'Vendor Upstream',
+    description: 'A vendor agent built on the A2A SDK',
+    supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+    version: '1',
+    capabilities: { streaming, pushNotifications: false },
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain', 'application/json'],
+    skills: [{ id: 'vendor-skill', name: 'Vendor skill', description: 'does vendor things', tags: ['vendor'] }],
+  });
+
+/** A stream of hand-written JSON-RPC results (for upstreams that misbehave). */
+function rawStream(results: (id: unknown) => unknown[]): express.RequestHandler {
+  return (req, res) => {
+    const id = (req.body as { id?: unknown }).id ?? null;
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    for (const result of results(id)) res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id, result })}\n\n`);
+    res.end();
+  };
+}
+
+export async function startUpstream(): Promise<Upstream> {
+  const canceled = new Set<string>();
+  let server: Server | undefined;
+  let port = 0;
+  const listen = async (): Promise<void> => {
+    const app = express();
+    const url = `http://127.0.0.1:${port}`; // port 0 at the first start: the cards below read it when asked
+    const base = (): string => `http://127.0.0.1:${port}`;
+    const store = new InMemoryTaskStore();
+    const exec = executor(canceled);
+    const streaming = new DefaultRequestHandler(cardOf(`${url}/rpc`, true), store, exec);
+    const polled = new DefaultRequestHandler(cardOf(`${url}/poll`, false), store, exec);
+    for (const [path, handler, stream] of [
+      ['/rpc', streaming, true],
+      ['/poll', polled, false],
+    ] as const) {
+      app.get(`${path}/agent-card.json`, (_req, res) => res.json(AgentCard.toJSON(cardOf(`${base()}${path}`, stream))));
+      app.use(path, jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
+    }
+    for (const path of ['/foreign', '/garbage']) {
+      app.get(`${path}/agent-card.json`, (_req, res) => res.json(AgentCard.toJSON(cardOf(`${base()}${path}`, true))));
+    }
+    const task = (id: string) => ({ task: { id, contextId: 'ctx-1', status: { state: 'TASK_STATE_WORKING' } } });
+    app.post(
+      '/foreign',
+      express.json(),
+      rawStream(() => [
+        task('up-1'),
+        { statusUpdate: { taskId: 'up-2', contextId: 'ctx-1', status: { state: 'TASK_STATE_COMPLETED' } } },
+      ]),
+    );
+    app.post(
+      '/garbage',
+      express.json(),
+      rawStream(() => [
+        task('up-1'),
+        { artifactUpdate: { taskId: 'up-1', contextId: 'ctx-1', artifact: { parts: 7 } } },
+      ]),
+    );
+    server = await new Promise<Server>((resolve) => {
+      const s = app.listen(port, '127.0.0.1', () => resolve(s));
+    });
+    port = (server.address() as AddressInfo).port;
+  };
+  const stop = (): Promise<void> =>
+    new Promise<void>((r) => {
+      if (!server) return r();
+      server.closeAllConnections();
+      server.close(() => r());
+    });
+  await listen();
+  return {
+    url: `http://127.0.0.1:${port}`,
+    canceled,
+    async restart() {
+      await stop();
+      await listen();
+    },
+    close: stop,
+  };
+}
