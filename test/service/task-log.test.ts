@@ -18,6 +18,7 @@ import { ENTITIES } from '../../src/entities.js';
 import { Metrics } from '../../src/metrics/metrics.service.js';
 import { EventReads } from '../../src/tasks/repositories/event-reads.repository.js';
 import { TaskLogWriter } from '../../src/tasks/repositories/task-log.writer.js';
+import { StatsRecorder } from '../../src/stats/stats-recorder.service.js';
 import { UsageMeter } from '../../src/usage/usage-meter.js';
 import type { NewTask } from '../../src/tasks/repositories/task-log.types.js';
 import { TaskReads } from '../../src/tasks/repositories/task-reads.repository.js';
@@ -83,7 +84,7 @@ describe(`task log writer (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGl
     });
     moduleRef = await Test.createTestingModule({
       imports: [ConfigModule.forRoot(config), DatabaseModule.forRoot(ENTITIES)],
-      providers: [Metrics, EventReads, TaskReads, TaskLogWriter, UsageMeter],
+      providers: [Metrics, EventReads, TaskReads, TaskLogWriter, UsageMeter, StatsRecorder],
     }).compile();
     ds = moduleRef.get<DataSource>(getDataSourceToken());
     writer = moduleRef.get(TaskLogWriter);
