@@ -319,6 +319,8 @@ export interface Stats {
     by_agent: UsageSlice[];
     by_model: UsageSlice[];
   };
+  /** Budget use: one tenant's as `GET /v1/budgets` answers it, or every tenant's with a budget (`tenants`). */
+  budgets: Budgets | AllBudgets;
 }
 
 export interface UsageSlice {
@@ -354,8 +356,8 @@ export type BudgetLimits = Record<BudgetKey, number | null>;
 export interface BudgetUse {
   tokens: number;
   cost: number;
-  from?: string;
-  resets_at?: string;
+  from: string;
+  resets_at: string;
 }
 
 export interface Budget {
@@ -370,4 +372,11 @@ export interface Budgets {
   tenant_id?: string;
   tenant: Budget;
   agents: (Budget & { agent: string })[];
+}
+
+/** `GET /v1/admin/budgets` (no `tenant`): every tenant with a budget of its own or of an agent. */
+export interface AllBudgets {
+  currency: string | null;
+  warn_at_percent: number;
+  tenants: { tenant_id: string; tenant_name: string; tenant: Budget; agents: (Budget & { agent: string })[] }[];
 }

@@ -70,7 +70,7 @@ function Routes(props: { api: Api; session: Session; access: Access; budgets: bo
   const admin = session.me.kind === 'admin';
   if (path === '/overview') {
     return access.readStats ? (
-      <Overview api={api} admin={admin} budgets={props.budgets === true} key={session.token} />
+      <Overview api={api} admin={admin} key={session.token} />
     ) : (
       <section>
         <PageTitle>Not allowed</PageTitle>

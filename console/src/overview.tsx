@@ -1,7 +1,17 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { ApiError, q, type Api, type Budgets, type Stats, type Tenant } from './api';
+import {
+  BUDGET_KEYS,
+  q,
+  type AllBudgets,
+  type Api,
+  type Budget,
+  type BudgetKey,
+  type Budgets,
+  type Stats,
+  type Tenant,
+} from './api';
 import { Bars, ChartCard, round, TimeChart, type Series } from './charts';
-import { budgetsPath, BudgetBars } from './budgets';
+import { hasLimits, usedOf, USE_LABELS, UseBars } from './budgets';
 import { ErrorBox, PageTitle } from './ui';
 
 export const WINDOWS = [
@@ -57,7 +67,7 @@ function useStats(api: Api, admin: boolean, window: string, tenant: string) {
 }
 
 /** The first page after sign-in: what runs, how fast, what fails and who spends what, over a window. */
-export function Overview(props: { api: Api; admin: boolean; budgets: boolean }) {
+export function Overview(props: { api: Api; admin: boolean }) {
   const { api, admin } = props;
   const [window, setWindow] = useState('1h');
   const [tenant, setTenant] = useState('');
@@ -105,9 +115,6 @@ export function Overview(props: { api: Api; admin: boolean; budgets: boolean }) 
       </div>
       <ErrorBox error={error} />
       {stats && <Charts stats={stats} />}
-      {stats && props.budgets && (admin ? tenant !== '' : true) && (
-        <BudgetUse api={api} admin={admin} tenant={tenant} />
-      )}
     </section>
   );
 }
@@ -207,39 +214,78 @@ function Charts(props: { stats: Stats }) {
       >
         <Bars rows={bars(s.usage.by_model)} />
       </ChartCard>
+      {s.budgets && <BudgetChart budgets={s.budgets} />}
     </div>
   );
 }
 
-/** Budget use per agent against its limit, when the server has budgets. */
-function BudgetUse(props: { api: Api; admin: boolean; tenant: string }) {
-  const [b, setB] = useState<Budgets | null>(null);
-  useEffect(() => {
-    props.api.get<Budgets>(budgetsPath(props.admin, props.tenant)).then(setB, (e: unknown) => {
-      if (!(e instanceof ApiError)) throw e;
-    });
-  }, [props.tenant]);
-  if (!b) return null;
-  const rows = b.agents.filter((a) => Object.values(a.limits).some((v) => v !== null));
+/** Who a budget belongs to, and its use: the overview's budget chart shows one group per tenant or agent. */
+interface BudgetRow {
+  who: string;
+  budget: Budget;
+}
+
+/** Every budget set, tenants' and agents', from the stats answer (one tenant's, or every tenant's). */
+export function budgetRows(b: Budgets | AllBudgets): BudgetRow[] {
+  const of = (prefix: string, tenant: Budget, agents: Budgets['agents'], tenantLabel: string): BudgetRow[] => [
+    ...(hasLimits(tenant) ? [{ who: tenantLabel, budget: tenant }] : []),
+    ...agents.filter(hasLimits).map((a) => ({ who: `${prefix}${a.agent}`, budget: a })),
+  ];
+  return 'tenants' in b
+    ? b.tenants.flatMap((t) => of(`${t.tenant_name} / `, t.tenant, t.agents, `tenant ${t.tenant_name}`))
+    : of('', b.tenant, b.agents, 'the tenant');
+}
+
+/** Budget use per agent (and the tenant's) against each limit, today and this month. */
+function BudgetChart(props: { budgets: Budgets | AllBudgets }) {
+  const b = props.budgets;
+  const rows = budgetRows(b);
+  const cur = b.currency;
+  const limited = rows.flatMap((r) =>
+    BUDGET_KEYS.filter((k) => r.budget.limits[k] !== null).map((k) => ({
+      who: r.who,
+      key: k,
+      used: usedOf(r.budget, k),
+      limit: r.budget.limits[k]!,
+      resets: r.budget.used[k.endsWith('_day') ? 'day' : 'month'].resets_at,
+    })),
+  );
+  const pct = (u: { used: number; limit: number }): number => Math.round((u.used / u.limit) * 100);
+  const amount = (k: BudgetKey, v: number): string => (k.startsWith('cost_') ? money(v, cur) : round(v));
+  const top = [...limited].sort((x, y) => y.used / y.limit - x.used / x.limit)[0];
+  const over = limited.filter((u) => pct(u) >= b.warn_at_percent).length;
+  const summary = top
+    ? `${limited.length} budget${limited.length === 1 ? '' : 's'} set; ` +
+      `most used: ${top.who}, ${USE_LABELS[top.key].toLowerCase()} ${amount(top.key, top.used)} of ${amount(top.key, top.limit)} (${pct(top)}%)` +
+      `${over ? `; ${over} at or past the ${b.warn_at_percent}% warning` : ''}.`
+    : 'No budgets are set: nothing limits what agents spend.';
   return (
     <ChartCard
       testid="chart-budgets"
-      title="Budget use by agent"
-      summary={
-        rows.length
-          ? `${rows.length} agents have a budget; the bars show this month's use against each limit.`
-          : 'No agent has a budget.'
-      }
-      columns={['agent', 'tokens this month', 'token limit', 'cost this month', 'cost limit']}
-      rows={rows.map((a) => [
-        a.agent,
-        a.used.month.tokens,
-        a.limits.tokens_per_month ?? '—',
-        a.used.month.cost,
-        a.limits.cost_per_month ?? '—',
+      title={'tenants' in b ? 'Budget use by tenant and agent' : 'Budget use by agent'}
+      summary={summary}
+      columns={['whose', 'budget', 'used', 'limit', 'used %', 'resets (UTC)']}
+      rows={limited.map((u) => [
+        u.who,
+        USE_LABELS[u.key].toLowerCase(),
+        amount(u.key, u.used),
+        amount(u.key, u.limit),
+        pct(u),
+        u.resets.slice(0, 16).replace('T', ' '),
       ])}
     >
-      <BudgetBars budgets={b} rows={rows} />
+      {rows.length ? (
+        <ul class="bars budgets">
+          {rows.map((r) => (
+            <li key={r.who}>
+              <strong>{r.who}</strong>
+              <UseBars budget={r.budget} currency={cur} warnAt={b.warn_at_percent} resets={false} />
+            </li>
+          ))}
+        </ul>
+      ) : (
+        <p class="muted">No budgets.</p>
+      )}
     </ChartCard>
   );
 }

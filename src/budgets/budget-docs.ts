@@ -40,7 +40,7 @@ export const AGENT_USE_SCHEMA: SchemaObject = {
   required: ['agent', 'limits', 'used'],
 };
 
-const TENANT_BUDGETS: Record<string, SchemaObject> = {
+export const TENANT_BUDGETS: Record<string, SchemaObject> = {
   tenant: USE_SCHEMA,
   agents: {
     type: 'array',
@@ -49,7 +49,7 @@ const TENANT_BUDGETS: Record<string, SchemaObject> = {
   },
 };
 
-const HEADER: Record<string, SchemaObject> = {
+export const BUDGETS_HEADER: Record<string, SchemaObject> = {
   currency: { type: ['string', 'null'], description: 'the prices file’s currency; null without prices' },
   warn_at_percent: { type: 'integer', description: 'ARBITER_BUDGET_WARN_PERCENT' },
 };
@@ -59,7 +59,7 @@ export const DocTenantBudgets = (): MethodDecorator =>
     description: 'the tenant’s budgets and what it and its agents used this UTC day and month',
     schema: {
       type: 'object',
-      properties: { ...HEADER, ...TENANT_BUDGETS },
+      properties: { ...BUDGETS_HEADER, ...TENANT_BUDGETS },
       required: ['currency', 'warn_at_percent', 'tenant', 'agents'],
     },
   });
@@ -71,7 +71,7 @@ export const DocAdminBudgets = (): MethodDecorator =>
     schema: {
       type: 'object',
       properties: {
-        ...HEADER,
+        ...BUDGETS_HEADER,
         tenant_id: { type: 'string', format: 'uuid' },
         ...TENANT_BUDGETS,
         tenants: {

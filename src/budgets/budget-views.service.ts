@@ -21,6 +21,17 @@ export interface TenantBudgetsView {
   agents: ({ agent: string } & BudgetUse)[];
 }
 
+export interface BudgetsHeader {
+  currency: string | null;
+  warn_at_percent: number;
+}
+/** `GET /v1/budgets`: one tenant's budgets and use. */
+export type TenantBudgetsAnswer = BudgetsHeader & TenantBudgetsView;
+/** `GET /v1/admin/budgets` without `tenant`: every tenant with a budget. */
+export type AllBudgetsAnswer = BudgetsHeader & {
+  tenants: ({ tenant_id: string; tenant_name: string } & TenantBudgetsView)[];
+};
+
 export type Window = ReturnType<typeof periods>;
 /** The rollup range of a window: from the day's and the month's start to the month's end. */
 export const windowOf = (w: Window) => ({ dayFrom: w.day.from, monthFrom: w.month.from, monthEnd: w.month.resetsAt });
@@ -48,7 +59,7 @@ export class BudgetViews {
     return { limits: { ...limits }, used: { day: p('day'), month: p('month') } };
   }
 
-  get header(): { currency: string | null; warn_at_percent: number } {
+  get header(): BudgetsHeader {
     return { currency: this.prices.currency, warn_at_percent: this.config.budgetWarnPercent };
   }
 
@@ -85,21 +96,24 @@ export class BudgetViews {
   }
 
   /** `GET /v1/budgets`: the tenant's budgets and what it and its agents used this UTC day and month. */
-  async tenantView(
-    tenantId: string,
-  ): Promise<{ currency: string | null; warn_at_percent: number } & TenantBudgetsView> {
+  async tenantView(tenantId: string): Promise<TenantBudgetsAnswer> {
     const b = (await this.repo.load(tenantId)).get(tenantId) ?? null;
     const v = (await this.of([{ id: tenantId, budgets: b }])).get(tenantId)!;
     return { ...this.header, ...v };
   }
 
   /** `GET /v1/admin/budgets`: one tenant's (with its id), or every tenant with a budget. */
-  async adminView(tenantId?: string): Promise<unknown> {
+  async adminView(tenantId?: string): Promise<AllBudgetsAnswer | ({ tenant_id: string } & TenantBudgetsAnswer)> {
     if (tenantId) {
       const name = await this.repo.tenantName(tenantId);
       if (name === null) throw DomainError.notFound('tenant');
       return { tenant_id: tenantId, ...(await this.tenantView(tenantId)) };
     }
+    return this.allTenants();
+  }
+
+  /** Every tenant with a budget of its own or of an agent, by name. */
+  async allTenants(): Promise<AllBudgetsAnswer> {
     const all = await this.repo.load();
     const list = [...all.values()].sort(
       (a, b) => a.tenantName.localeCompare(b.tenantName) || a.tenantId.localeCompare(b.tenantId),

@@ -18,6 +18,6 @@ import { AdminBudgetsController } from './controllers/admin-budgets.controller.j
   imports: [TenantsModule, UsageModule, RegistryModule],
   controllers: [BudgetsController, AdminBudgetsController],
   providers: [BudgetRepository, Budgets, BudgetViews, BudgetThresholds],
-  exports: [Budgets],
+  exports: [Budgets, BudgetViews],
 })
 export class BudgetsModule {}

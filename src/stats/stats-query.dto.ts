@@ -1,5 +1,6 @@
 import { IsIn, IsOptional, IsUUID } from 'class-validator';
 import { ApiOkResponse, type SchemaObject } from '@nestjs/swagger';
+import { BUDGETS_HEADER, TENANT_BUDGETS } from '../budgets/budget-docs.js';
 import { WINDOW_NAMES, type WindowName } from './stats-windows.js';
 
 const WINDOW_MESSAGE = `window must be one of ${WINDOW_NAMES.join(', ')}`;
@@ -63,7 +64,8 @@ const SLICES: SchemaObject = {
 /** The stats answer as OpenAPI describes it. */
 export const DocStats = (): MethodDecorator =>
   ApiOkResponse({
-    description: 'task outcomes, run times and A2A errors per interval and over the window; usage by agent and model',
+    description:
+      'task outcomes, run times and A2A errors per interval and over the window; usage by agent and model; budget use',
     schema: {
       type: 'object',
       properties: {
@@ -91,7 +93,28 @@ export const DocStats = (): MethodDecorator =>
             by_model: SLICES,
           },
         },
+        budgets: {
+          type: 'object',
+          description:
+            'budget use this UTC day and month as the budgets routes answer it: one tenant’s (`tenant`, `agents`, as `GET /v1/budgets`), or across tenants every tenant with a budget (`tenants`, as `GET /v1/admin/budgets`)',
+          properties: {
+            ...BUDGETS_HEADER,
+            ...TENANT_BUDGETS,
+            tenants: {
+              type: 'array',
+              items: {
+                type: 'object',
+                properties: {
+                  tenant_id: { type: 'string', format: 'uuid' },
+                  tenant_name: { type: 'string' },
+                  ...TENANT_BUDGETS,
+                },
+              },
+            },
+          },
+          required: ['currency', 'warn_at_percent'],
+        },
       },
-      required: ['window', 'from', 'to', 'interval_seconds', 'intervals', 'totals', 'a2a_errors', 'usage'],
+      required: ['window', 'from', 'to', 'interval_seconds', 'intervals', 'totals', 'a2a_errors', 'usage', 'budgets'],
     },
   });

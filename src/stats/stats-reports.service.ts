@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
+import { BudgetViews, type AllBudgetsAnswer, type TenantBudgetsAnswer } from '../budgets/budget-views.service.js';
 import { Params } from '../database/sql-params.js';
 import { UsageReports, type UsageRow } from '../usage/usage-reports.service.js';
 import { addInto, quantile, type Histogram } from './histogram.js';
@@ -55,6 +56,11 @@ export interface StatsReport {
   totals: TaskCounts & { first_event: Latency; duration: Latency; a2a_errors: number };
   a2a_errors: A2aErrorCount[];
   usage: { from: string; to: string; currency: string | null; by_agent: UsageSlice[]; by_model: UsageSlice[] };
+  /**
+   * Budget use this UTC day and month, as the budgets routes answer it: for one tenant, `GET /v1/budgets`'s
+   * answer (its limits and use, and each agent's); across tenants, `GET /v1/admin/budgets`'s (`tenants`).
+   */
+  budgets: TenantBudgetsAnswer | AllBudgetsAnswer;
 }
 
 const COUNTS = ['started', 'completed', 'failed', 'canceled', 'input_required'] as const;
@@ -68,7 +74,9 @@ const HOUR = 3_600_000;
  * replica's counts) and the usage rollups: task outcomes, run-time
  * percentiles from the summed histograms, and A2A errors, per interval and
  * over the window; tokens and cost by agent and by model over the window's
- * hours. Each (tenant, window) answer is kept `CACHE_MS` on this replica.
+ * hours; budget use per agent against its limits (the budget views, this
+ * UTC day and month). Each (tenant, window) answer is kept `CACHE_MS` on
+ * this replica.
  */
 @Injectable()
 export class StatsReports {
@@ -78,6 +86,7 @@ export class StatsReports {
     @InjectDataSource() private readonly ds: DataSource,
     private readonly usage: UsageReports,
     private readonly recorder: StatsRecorder,
+    private readonly budgetViews: BudgetViews,
   ) {}
 
   /** The report for `tenantId` (undefined: every tenant's), cached briefly. */
@@ -96,11 +105,12 @@ export class StatsReports {
     // This replica's own counts are written first, so its answer includes them.
     await this.recorder.flush();
     const span = spanOf(window, now);
-    const [tasks, latency, errors, usage] = await Promise.all([
+    const [tasks, latency, errors, usage, budgets] = await Promise.all([
       this.tasks(span, tenantId),
       this.latency(span, tenantId),
       this.errors(span, tenantId),
       this.usageOf(span, tenantId),
+      tenantId ? this.budgetViews.tenantView(tenantId) : this.budgetViews.allTenants(),
     ]);
     const intervals: StatsInterval[] = Array.from({ length: span.count }, (_, i) => ({
       start: new Date(span.from + i * span.step).toISOString(),
@@ -162,6 +172,7 @@ export class StatsReports {
       },
       a2a_errors: [...byCode.values()].sort((a, b) => b.count - a.count),
       usage,
+      budgets,
     };
   }
 

@@ -30,6 +30,10 @@ describe('console overview, usage and budgets pages in Chromium', { skip: SKIP_W
     await readSse(res);
   };
 
+  /** When the current UTC day or month resets, as the budgets answer it (ISO). */
+  const nextReset = async (period: 'day' | 'month'): Promise<string> =>
+    ((await acme.client.get('/v1/budgets')).body.tenant.used[period].resets_at as string).replace('T', ' ');
+
   /** The text summary of the chart with this test id. */
   const summary = (page: Page, chart: string) => page.getByTestId(chart).getByTestId('summary');
 
@@ -41,6 +45,11 @@ describe('console overview, usage and budgets pages in Chromium', { skip: SKIP_W
     fake.scripts.set('writer-model', () => ({ text: 'A draft.', usage: { input: 1200, output: 300 } }));
     fake.scripts.set('review-model', () => ({ text: 'Looks good.', usage: { input: 800, output: 90 } }));
     fake.scripts.set('broken-model', () => ({ text: 'no', status: 400 }));
+    // A runaway agent: every reply asks for a command, so its turn calls the model again (1000 tokens a call).
+    fake.scripts.set('runaway-model', () => ({
+      text: 'Step one, then more.\n/mem list\n',
+      usage: { input: 600, output: 400 },
+    }));
     server = await startTestServer({
       env: {
         OPENAI_BASE_URL: `${fake.url}/v1`,
@@ -58,6 +67,13 @@ describe('console overview, usage and budgets pages in Chromium', { skip: SKIP_W
     const asked = await a2a(server.url, acme.token, 'index').send('ask');
     assert.equal(asked.result?.task?.status?.state, 'TASK_STATE_INPUT_REQUIRED');
     assert.equal((await a2a(server.url, acme.token, 'index').get('missing-task')).error?.code, -32001);
+    // Budgets: the tenant's for the month, the writer's and the reviewer's for the day (reviewer: 890 of 1000).
+    assert.equal(
+      (await server.admin.patch(`/v1/admin/tenants/${acme.id}/limits`, { tokens_per_month: 20_000 })).status,
+      200,
+    );
+    assert.equal((await acme.client.put('/v1/agents/writer/budget', { tokens_per_day: 10_000 })).status, 200);
+    assert.equal((await acme.client.put('/v1/agents/reviewer/budget', { tokens_per_day: 1000 })).status, 200);
     browser = await launchChromium();
   });
 
@@ -85,10 +101,13 @@ describe('console overview, usage and budgets pages in Chromium', { skip: SKIP_W
         .getByText(/most: writer \(4,500 tokens\)/)
         .waitFor();
       assert.match((await summary(page, 'chart-latency').textContent()) ?? '', /run duration p50 \d/);
+      await summary(page, 'chart-budgets')
+        .getByText(/most used: reviewer, tokens today 890 of 1,000 \(89%\); 1 at or past the 80% warning/)
+        .waitFor();
       assert.equal((await page.locator('.chart-card canvas').count()) >= 3, true, 'uPlot drew the time charts');
 
-      await page.screenshot({ path: join(SHOTS, 'overview.png') });
-      if (UPDATE) await page.screenshot({ path: join(process.cwd(), 'docs', 'console-overview.png') });
+      await page.screenshot({ path: join(SHOTS, 'overview.png'), fullPage: true });
+      if (UPDATE) await page.screenshot({ path: join(process.cwd(), 'docs', 'console-overview.png'), fullPage: true });
 
       // Each chart's table shows the numbers behind it.
       const tableOf = async (chart: string): Promise<string[][]> => {
@@ -113,6 +132,11 @@ describe('console overview, usage and budgets pages in Chromium', { skip: SKIP_W
           ['writer', '3', '3600', '900'],
         ],
       );
+      assert.deepEqual(await tableOf('chart-budgets'), [
+        ['the tenant', 'tokens this month', '5,390', '20,000', '27', (await nextReset('month')).slice(0, 16)],
+        ['reviewer', 'tokens today', '890', '1,000', '89', (await nextReset('day')).slice(0, 16)],
+        ['writer', 'tokens today', '4,500', '10,000', '45', (await nextReset('day')).slice(0, 16)],
+      ]);
       const models = await tableOf('chart-models');
       assert.deepEqual(models.map((r) => r[0]).sort(), ['review-model', 'writer-model']);
       assert.ok((await tableOf('chart-latency')).length >= 1);
@@ -126,7 +150,8 @@ describe('console overview, usage and budgets pages in Chromium', { skip: SKIP_W
       await summary(page, 'chart-tasks')
         .getByText(/7 started, 5 completed/)
         .waitFor();
-      assert.ok(!(await page.getByRole('link', { name: 'Budgets' }).count()), 'no budgets on this server: no page');
+      // And its tokens count against the writer's budget.
+      await page.getByTestId('chart-budgets').getByLabel('Tokens today: 6,000 of 10,000 (60%)').waitFor();
     } finally {
       await ctx.close();
     }
@@ -144,7 +169,10 @@ describe('console overview, usage and budgets pages in Chromium', { skip: SKIP_W
       await summary(page, 'chart-tasks')
         .getByText(/: 8 started/)
         .waitFor();
-      await page.getByLabel('Tenant').selectOption({ label: 'globex' });
+      // Across tenants, the budget chart names each tenant's budgets.
+      await page.getByTestId('chart-budgets').getByText('acme / reviewer', { exact: true }).waitFor();
+      await page.getByTestId('chart-budgets').getByText('tenant acme', { exact: true }).waitFor();
+      await page.locator('form.filters').getByLabel('Tenant').selectOption({ label: 'globex' });
       await summary(page, 'chart-tasks')
         .getByText(/: 1 started, 1 completed/)
         .waitFor();
@@ -184,12 +212,192 @@ describe('console overview, usage and budgets pages in Chromium', { skip: SKIP_W
       await waitFor(async () =>
         (await page.locator('thead th').allTextContents()).includes('day') ? true : undefined,
       );
-      // The budgets page is hidden when the server has no budgets routes; opened by URL it says so.
-      await page.goto('/console/budgets');
-      await page.getByText('This server has no budgets.').waitFor();
       assert.deepEqual(offOrigin, [], 'no request left the origin');
     } finally {
       await ctx.close();
+    }
+  });
+
+  it('budgets page: used against limit; an agent budget edited, given, removed; errors on their fields', async () => {
+    const readOnly = await server.admin.post(`/v1/admin/tenants/${acme.id}/tokens`, { scopes: ['tasks:read'] });
+    assert.equal(readOnly.status, 201, readOnly.text);
+    // A token without agents:write sees the budgets and no control to change them.
+    {
+      const { ctx, page } = await openTab(browser, server.url, offOrigin);
+      try {
+        await signIn(page, readOnly.body.token as string, 'Budgets');
+        await page.getByTestId('budget-writer').getByLabel('Tokens today: 6,000 of 10,000 (60%)').waitFor();
+        await page.getByTestId('budgets-read-only').waitFor();
+        assert.equal(await page.getByRole('button', { name: /Edit budget/ }).count(), 0);
+        assert.equal(await page.getByLabel('Give an agent a budget').count(), 0);
+      } finally {
+        await ctx.close();
+      }
+    }
+    const { ctx, page } = await openTab(browser, server.url, offOrigin);
+    try {
+      await signIn(page, acme.token, 'Budgets');
+      const tenantCard = page.getByTestId('budget-tenant');
+      await tenantCard.getByLabel('Tokens this month: 6,890 of 20,000 (34%)').waitFor();
+      assert.match(
+        (await tenantCard.textContent()) ?? '',
+        /The day resets at 00:00 UTC on \d+ \w+, the month at 00:00 UTC on 1 \w+\./,
+      );
+      await page.getByTestId('budget-reviewer').getByLabel('Tokens today: 890 of 1,000 (89%)').waitFor();
+      if (UPDATE) await page.screenshot({ path: join(process.cwd(), 'docs', 'console-budgets.png') });
+
+      // Edit the writer's budget: saved, and the API answers it.
+      const writer = page.getByTestId('budget-writer');
+      await writer.getByRole('button', { name: 'Edit budget of writer' }).click();
+      await writer.getByLabel(/^Tokens per day/).fill('12000');
+      await writer.getByRole('button', { name: 'Save' }).click();
+      await page.getByTestId('budgets-notice').getByText('Saved the budget of writer.').waitFor();
+      await writer.getByLabel('Tokens today: 6,000 of 12,000 (50%)').waitFor();
+      const after = (await acme.client.get('/v1/budgets')).body;
+      assert.equal(after.agents.find((a: { agent: string }) => a.agent === 'writer').limits.tokens_per_day, 12_000);
+
+      // Bad values: each error on its field, and nothing changed.
+      const fieldError = (key: string) => writer.locator(`.field-error[data-field="${key}"]`);
+      await writer.getByRole('button', { name: 'Edit budget of writer' }).click();
+      await writer.getByLabel(/^Cost per day/).fill('1');
+      await writer.getByRole('button', { name: 'Save' }).click();
+      await fieldError('cost_per_day')
+        .getByText(/needs model prices/)
+        .waitFor();
+      assert.equal(await writer.getByLabel(/^Cost per day/).getAttribute('aria-invalid'), 'true');
+      await writer.getByLabel(/^Cost per day/).fill('');
+      await writer.getByLabel(/^Tokens per day/).fill('100');
+      await writer.getByLabel(/^Tokens per month/).fill('50000');
+      await writer.getByRole('button', { name: 'Save' }).click();
+      await fieldError('tokens_per_day')
+        .getByText('tokens_per_day must not be below what was already spent today (6000)')
+        .waitFor();
+      await fieldError('tokens_per_month')
+        .getByText("tokens_per_month must not exceed the tenant's own tokens_per_month (20000)")
+        .waitFor();
+      await writer.getByLabel(/^Tokens per day/).fill('lots');
+      await writer.getByRole('button', { name: 'Save' }).click();
+      await fieldError('tokens_per_day')
+        .getByText(/must be null \(none\) or a whole number/)
+        .waitFor();
+      const unchanged = (await acme.client.get('/v1/budgets')).body;
+      assert.deepEqual(unchanged.agents.find((a: { agent: string }) => a.agent === 'writer').limits, {
+        tokens_per_day: 12_000,
+        tokens_per_month: null,
+        cost_per_day: null,
+        cost_per_month: null,
+      });
+      await writer.getByRole('button', { name: 'Cancel' }).click();
+
+      // An agent without a budget or usage is given one, then it is removed.
+      await page.getByLabel('Give an agent a budget').selectOption('flaky');
+      await page
+        .getByTestId('budget-new')
+        .getByLabel(/^Tokens per month/)
+        .fill('3000');
+      await page.getByTestId('budget-new').getByRole('button', { name: 'Save' }).click();
+      const flaky = page.getByTestId('budget-flaky');
+      await flaky.getByLabel('Tokens this month: 0 of 3,000 (0%)').waitFor();
+      await flaky.getByRole('button', { name: 'Edit budget of flaky' }).click();
+      await flaky.getByRole('button', { name: 'Remove budget' }).click();
+      await page.getByTestId('budgets-notice').getByText('Removed the budget of flaky.').waitFor();
+      await flaky.waitFor({ state: 'detached' });
+      assert.equal((await acme.client.delete('/v1/agents/flaky/budget')).status, 404, 'no budget left');
+      assert.deepEqual(offOrigin, [], 'no request left the origin');
+    } finally {
+      await ctx.close();
+    }
+  });
+
+  it('an operator sets a tenant’s monthly budget; its runaway agent stops there, saying so; the month’s report downloads', async () => {
+    const team = await newTenant(server, 'runaway-team');
+    await newAgent(team, { id: 'looper', model: 'openai/runaway-model' });
+    const admin = await openTab(browser, server.url, offOrigin);
+    try {
+      const page = admin.page;
+      await signIn(page, server.adminToken, 'Budgets');
+      // The list of every tenant with a budget, by name.
+      await page.getByTestId('budget-tenant-acme').getByText(acme.id).waitFor();
+      assert.equal(await page.getByTestId('budget-tenant-runaway-team').count(), 0, 'no budget yet');
+      await page.getByLabel('Tenant').selectOption({ label: 'runaway-team' });
+      await page.getByRole('heading', { name: 'Tenant runaway-team' }).waitFor();
+      const card = page.getByTestId('budget-tenant');
+      await card.getByText('No tenant budget.').waitFor();
+      await card.getByLabel(/^Tokens per month/).fill('-5');
+      await card.getByRole('button', { name: 'Save' }).click();
+      await card
+        .locator('.field-error[data-field="tokens_per_month"]')
+        .getByText(/must be null \(no budget\) or a whole number/)
+        .waitFor();
+      await card.getByLabel(/^Tokens per month/).fill('2500');
+      await card.getByRole('button', { name: 'Save' }).click();
+      await page.getByTestId('budgets-notice').getByText('Saved the budget of runaway-team.').waitFor();
+      await card.getByLabel('Tokens this month: 0 of 2,500 (0%)').waitFor();
+      assert.equal((await server.admin.get(`/v1/admin/tenants/${team.id}`)).body.limits.tokens_per_month, 2500);
+
+      // The tenant's runaway agent: three calls of 1000 tokens, then the budget stops it.
+      const res = await fetch(`${server.url}/v1/orchestrate`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${team.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ message: 'go', agent: 'looper' }),
+      });
+      assert.equal(res.status, 200);
+      await readSse(res);
+      const message = 'budget exhausted for tenant runaway-team (tokens this month: 3000 of 2500)';
+      const tasks = (await team.client.get('/v1/requests?agent_id=looper')).body.items as {
+        id: string;
+        state: string;
+      }[];
+      assert.equal(tasks.length, 1);
+      assert.equal(tasks[0].state, 'failed');
+      // The next run is refused before it starts.
+      const refused = await team.client.post('/v1/orchestrate', { message: 'again', agent: 'looper' });
+      assert.equal(refused.status, 429, refused.text);
+      assert.equal(refused.body.error, message);
+
+      // The tenant sees why in the console's task view.
+      const tab = await openTab(browser, server.url, offOrigin);
+      try {
+        await signIn(tab.page, team.token, 'Tasks');
+        await tab.page.goto(`/console/tasks/${tasks[0].id}`);
+        await tab.page.getByTestId('task-state').getByText('failed').waitFor();
+        await tab.page.getByText(message).first().waitFor();
+      } finally {
+        await tab.ctx.close();
+      }
+
+      // The operator's budgets page shows it spent; the month's report by tenant downloads as CSV.
+      await page.reload();
+      await page
+        .getByTestId('budget-tenant-runaway-team')
+        .getByLabel('Tokens this month: 3,000 of 2,500 (120%)')
+        .waitFor();
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Usage', exact: true }).click();
+      // Per team: by tenant only, this month.
+      await page.getByLabel('Period').selectOption('month');
+      await page.getByRole('checkbox', { name: 'agent' }).uncheck();
+      await page.getByRole('checkbox', { name: 'model' }).uncheck();
+      await waitFor(async () =>
+        (await page.locator('thead th').allTextContents()).includes('model') ? undefined : true,
+      );
+      await page.locator('tbody').getByText('runaway-team').waitFor();
+      const [download] = await Promise.all([
+        page.waitForEvent('download'),
+        page.getByRole('button', { name: 'Download CSV' }).click(),
+      ]);
+      const csv = readFileSync(await download.path(), 'utf8')
+        .trim()
+        .split(/\r?\n/);
+      assert.equal(
+        csv[0],
+        'tenant,tenant_name,calls,input_tokens,output_tokens,cached_tokens,cost,currency,unpriced_calls',
+      );
+      const row = csv.find((l) => l.includes(',runaway-team,'));
+      assert.ok(row, csv.join('\n'));
+      assert.match(row, new RegExp(`^${team.id},runaway-team,3,1800,1200,`));
+      assert.deepEqual(offOrigin, [], 'no request left the origin');
+    } finally {
+      await admin.ctx.close();
     }
   });
 });

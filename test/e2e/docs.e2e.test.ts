@@ -153,7 +153,12 @@ const EXPECTED: Record<string, RegExp[]> = {
     /tenant disabled: 401/,
   ],
   'docs/operating.md': [/send \d: 429/, /arbiter_http_requests_total\{/],
-  'docs/stats.md': [/"window":"15m","from"/, /"window":"24h"/, /"field":"window"/],
+  'docs/stats.md': [
+    /"window":"15m","from"/,
+    /"window":"24h"/,
+    /"field":"window"/,
+    /"budgets":\{"currency":[^,]*,"warn_at_percent":\d+,"tenant":\{"limits":\{"tokens_per_day":null,"tokens_per_month":500000,/,
+  ],
 };
 
 async function freePort(): Promise<number> {

@@ -158,6 +158,54 @@ describe('the stats API: task outcomes, run times, A2A errors and usage over a w
     }
   });
 
+  it('reports budget use per agent beside its limits, and the tenant’s', async () => {
+    const limits = await server.admin.patch(`/v1/admin/tenants/${a.id}/limits`, { tokens_per_month: 100_000 });
+    assert.equal(limits.status, 200, limits.text);
+    const put = await a.client.put('/v1/agents/writer/budget', { tokens_per_day: 5000 });
+    assert.equal(put.status, 200, put.text);
+    // The answer is kept a few seconds: wait until it shows the new limits.
+    const s = await statsUntil(a, (x: any) => x.budgets?.tenant?.limits?.tokens_per_month === 100_000);
+    const budgets = (s as any).budgets;
+    assert.equal(budgets.currency, null);
+    assert.equal(budgets.warn_at_percent, 80);
+    assert.deepEqual(budgets.tenant.limits, {
+      tokens_per_day: null,
+      tokens_per_month: 100_000,
+      cost_per_day: null,
+      cost_per_month: null,
+    });
+    assert.equal(budgets.tenant.used.month.tokens, 240, 'writer and index: 120 tokens each');
+    const writer = budgets.agents.find((x: any) => x.agent === 'writer');
+    assert.equal(writer.limits.tokens_per_day, 5000);
+    assert.equal(writer.used.day.tokens, 120);
+    assert.match(writer.used.day.resets_at, /T00:00:00\.000Z$/);
+    assert.deepEqual(
+      budgets.agents.map((x: any) => x.agent),
+      ['index', 'writer'],
+      'every agent with a budget or usage this month',
+    );
+    // The same as GET /v1/budgets answers.
+    assert.deepEqual(budgets, (await a.client.get('/v1/budgets')).body);
+    // Operators: one tenant's, or every tenant with a budget (by name).
+    const one = await waitFor(async () => {
+      const res = await server.admin.get(`/v1/admin/stats?window=15m&tenant=${a.id}`);
+      assert.equal(res.status, 200, res.text);
+      return res.body.budgets?.tenant?.limits?.tokens_per_month === 100_000 ? res.body : undefined;
+    });
+    assert.equal(one.budgets.agents.find((x: any) => x.agent === 'writer').used.day.tokens, 120);
+    const all = await waitFor(async () => {
+      const res = await server.admin.get('/v1/admin/stats?window=15m');
+      assert.equal(res.status, 200, res.text);
+      return res.body.budgets?.tenants?.length ? res.body : undefined;
+    });
+    assert.deepEqual(
+      all.budgets.tenants.map((t: any) => [t.tenant_id, t.tenant_name]),
+      [[a.id, 'stats-a']],
+      'tenant b has no budget',
+    );
+    assert.equal(all.budgets.tenants[0].tenant.used.month.tokens, 240);
+  });
+
   it('refuses bad input with a 400 naming the field', async () => {
     const cases: [string, string, any][] = [
       ['/v1/stats?window=2h', 'window', a.client],
