@@ -12,10 +12,10 @@ import { describe, it } from 'node:test';
 const LAYERS: string[][] = [
   ['version.ts', 'config', 'tracing'],
   ['common'],
-  ['database', 'metrics', 'secrets', 'usage', 'stats'],
+  ['database', 'metrics', 'secrets', 'usage'],
   ['tenants', 'outbound-auth', 'tenant-registry'],
   ['registry', 'a2a-outbound', 'mcp', 'health'],
-  ['orchestrator', 'budgets'],
+  ['orchestrator', 'budgets', 'stats'],
   ['tasks'],
   ['a2a-wire', 'push', 'quotas'],
   ['a2a-inbound', 'native-api', 'admin', 'openapi', 'console'],
