@@ -12,6 +12,7 @@ import { echoTurn } from './providers/echo.model.js';
 import { ProviderError, type ChatMessage } from './providers/provider.js';
 import { UPSTREAM_TASK_ID, type Orchestrator, type RunContext, type RunEvent, type RunInput } from './run-event.js';
 import { AgentCatalog } from '../registry/services/agent-catalog.service.js';
+import type { ResolvedAgent } from '../registry/services/agents.js';
 import { McpTool } from '../mcp/mcp-tool.service.js';
 import { searchProvider } from './tools/search.tool.js';
 import { remoteTurn, type RemoteTurnDeps } from './remote-backend.js';
@@ -68,6 +69,11 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
     } catch (err) {
       this.logger.warn({ agentId, reason: (err as Error).message }, 'could not forward a cancel to the upstream');
     }
+  }
+
+  async remoteBackedAgent(tenantId: string, agentId: string): Promise<ResolvedAgent | undefined> {
+    const agent = await this.catalog.resolve(tenantId, agentId);
+    return agent?.constitution.backend ? agent : undefined;
   }
 
   async *run(ctx: RunContext, inputs: AsyncIterable<RunInput>, signal: AbortSignal): AsyncGenerator<RunEvent> {

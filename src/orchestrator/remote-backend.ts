@@ -1,10 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { SendMessageRequest, StreamResponse, Task } from '@a2a-js/sdk';
+import { GetTaskRequest, SendMessageRequest, StreamResponse, SubscribeToTaskRequest, Task } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import type { ArtifactJson, PartJson } from '../common/a2a-json.js';
 import { partsText } from '../a2a-outbound/remote-reply.js';
-import { isObject, isTaskNotFound, mappedArtifact, mappedMessage, stateOf, UpstreamProblem } from './remote-content.js';
+import {
+  artifactDelta,
+  foldedParts,
+  isObject,
+  isTaskNotFound,
+  mappedArtifact,
+  mappedMessage,
+  stateOf,
+  UpstreamProblem,
+} from './remote-content.js';
 import { describeCallError } from '../a2a-outbound/remote-errors.js';
 import type { RemoteAgents } from '../a2a-outbound/remote-agents.service.js';
 import type { AgentBackend } from '../registry/backend.js';
@@ -51,6 +60,7 @@ export async function* remoteTurn(
     yield* follower.follow(input);
   } catch (err) {
     signal.throwIfAborted();
+    follower.failed = true;
     yield follower.failure(err);
   } finally {
     await follower.close();
@@ -60,11 +70,15 @@ export async function* remoteTurn(
 class Follower {
   private client: Client | undefined;
   private bound: { taskId: string; contextId: string } | undefined;
-  /** What is logged of the upstream's artifacts (JSON by id) and messages, to log only what is new. */
-  private readonly artifacts = new Map<string, string>();
+  /** What is logged of the upstream's artifacts (folded, by id) and messages (by id), to log only what is new. */
+  private readonly artifacts = new Map<string, ArtifactJson>();
   private readonly messages = new Set<string>();
+  /** A turn resumed after a takeover: task snapshots are reconciled with the log, their history included. */
+  private resuming = false;
   private readonly call = new AbortController();
   private settled = false;
+  /** The turn ended itself on an error (a timeout, a refusal …) before the upstream task settled. */
+  failed = false;
   private timedOut: UpstreamProblem | undefined;
 
   constructor(
@@ -77,7 +91,8 @@ class Follower {
     const contextId = ctx.metadata?.[UPSTREAM_CONTEXT_ID];
     if (typeof taskId === 'string' && typeof contextId === 'string') this.bound = { taskId, contextId };
     // What earlier turns logged of the upstream's artifacts: a task snapshot that repeats them adds nothing.
-    for (const a of ctx.artifacts ?? []) this.artifacts.set(a.artifactId, JSON.stringify(a));
+    for (const a of ctx.artifacts ?? []) this.artifacts.set(a.artifactId, { ...a, parts: foldedParts(a.parts) });
+    for (const id of ctx.loggedMessageIds ?? []) this.messages.add(id);
     signal.addEventListener('abort', () => this.call.abort(signal.reason), { once: true });
   }
 
@@ -90,6 +105,7 @@ class Follower {
     try {
       const cached = await this.deps.remotes.upstream(this.ctx.tenantId, this.backend, this.call.signal);
       this.client = cached.client;
+      const streaming = cached.card.capabilities?.streaming === true;
       const parts: PartJson[] = input.message?.parts ?? [{ text: input.text }];
       const request = SendMessageRequest.fromJSON({
         message: {
@@ -100,9 +116,11 @@ class Follower {
         },
         configuration: cached.card.capabilities?.streaming ? {} : { returnImmediately: true },
       });
-      const source = cached.card.capabilities?.streaming
-        ? this.client.sendMessageStream(request, { signal: this.call.signal })
-        : this.sendAndPoll(this.client, request);
+      const source = input.resume
+        ? this.resumed(this.client, streaming)
+        : streaming
+          ? this.client.sendMessageStream(request, { signal: this.call.signal })
+          : this.sendAndPoll(this.client, request);
       for await (const json of this.watched(source)) {
         const out = this.onEvent(json);
         for (const ev of out.events) yield ev;
@@ -150,7 +168,11 @@ class Follower {
    * effort, bounded): nothing goes on working upstream for a task that is over here.
    */
   async close(): Promise<void> {
-    if (!this.settled && this.bound && this.client) {
+    // Not when the run merely stopped writing (its database was away, its task was taken over by another
+    // replica): the upstream task goes on, and the replica that follows it now needs it.
+    const abandoned = (this.signal.reason as Error | undefined)?.name === 'RunAbandoned';
+    const over = this.failed || (this.signal.aborted && !abandoned);
+    if (!this.settled && over && this.bound && this.client) {
       await this.deps.remotes.cancelUpstream(this.client, this.bound.taskId);
     }
     this.call.abort();
@@ -213,13 +235,44 @@ class Follower {
     } else yield { payload: { $case: 'message', value: result } };
   }
 
-  /** GetTask with backoff (100 ms doubling to 2 s), each answer as a task event; ends when the task settles. */
+  /**
+   * GetTask with backoff (100 ms doubling to 2 s); each answer that differs from the one before as a task event
+   * (so `idle_ms` counts the time the task did not change); ends when the task settles.
+   */
   private async *poll(client: Client, id: string): AsyncGenerator<StreamResponse> {
+    let last = '';
     for (let wait = 100; ; wait = Math.min(wait * 2, 2_000)) {
       await sleep(wait, undefined, { signal: this.call.signal });
       const task = await client.getTask({ id, historyLength: 0, tenant: '' }, { signal: this.call.signal });
+      const json = Task.toJSON(task) as Json;
+      const seen = JSON.stringify(json);
+      if (seen === last) continue;
+      last = seen;
       yield { payload: { $case: 'task', value: task } };
-      if (SETTLED.has(stateOf(Task.toJSON(task) as Json))) return;
+      if (SETTLED.has(stateOf(json))) return;
+    }
+  }
+
+  /**
+   * A task taken over from a replica that died while following it: its upstream task as it stands now (GetTask
+   * with its whole history), then — when the upstream streams — a resubscription (SubscribeToTask: the task
+   * again, then its live events). What either repeats of the log is dropped by `onEvent`. An upstream that
+   * refuses the resubscription (the task settled meanwhile, say) is followed by GetTask instead; one that no
+   * longer knows the task ends the turn (`upstream_task_lost`).
+   */
+  private async *resumed(client: Client, streaming: boolean): AsyncGenerator<StreamResponse> {
+    if (!this.bound)
+      throw new UpstreamProblem('upstream_protocol', 'the task was taken over before its upstream task was known');
+    this.resuming = true;
+    const id = this.bound.taskId;
+    const task = await client.getTask(GetTaskRequest.fromJSON({ id }), { signal: this.call.signal });
+    yield { payload: { $case: 'task', value: task } };
+    if (!streaming || SETTLED.has(stateOf(Task.toJSON(task) as Json))) return;
+    try {
+      yield* client.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id }), { signal: this.call.signal });
+    } catch (err) {
+      if (isTaskNotFound(err) || this.call.signal.aborted) throw err;
+      // Not resubscribable now: `follow` goes on by GetTask.
     }
   }
 
@@ -234,14 +287,33 @@ class Follower {
     if (isObject(json.task)) {
       const task = json.task;
       const events = this.bind(task.id, task.contextId, protocol);
+      const status = isObject(task.status) ? task.status : {};
+      if (this.resuming && Array.isArray(task.history)) {
+        // The upstream's messages the log lacks (status messages it kept in its history), in its order; the
+        // settling status's own message is left to the status.
+        const closing = isObject(status.message) ? status.message.messageId : undefined;
+        for (const m of task.history) {
+          if (!isObject(m) || m.role !== 'ROLE_AGENT' || typeof m.messageId !== 'string') continue;
+          if (m.messageId === closing || this.messages.has(m.messageId.slice(0, 128))) continue;
+          const message = mappedMessage(this.ctx, m, protocol);
+          this.messages.add(message.messageId);
+          events.push({ type: 'upstream_status', message });
+        }
+      }
+      const settles = SETTLED.has(stateOf(task));
       for (const a of Array.isArray(task.artifacts) ? task.artifacts : []) {
         const artifact = mappedArtifact(a, protocol);
-        const seen = JSON.stringify(artifact);
-        if (this.artifacts.get(artifact.artifactId) === seen) continue;
-        this.artifacts.set(artifact.artifactId, seen);
-        events.push({ type: 'upstream_artifact', artifact, append: false, lastChunk: true });
+        const delta = artifactDelta(this.artifacts.get(artifact.artifactId), artifact);
+        if (!delta) continue;
+        this.artifacts.set(artifact.artifactId, { ...artifact, parts: foldedParts(artifact.parts) });
+        events.push({
+          type: 'upstream_artifact',
+          artifact: { ...artifact, parts: delta.parts },
+          append: delta.append,
+          lastChunk: !delta.append || settles,
+        });
       }
-      return this.status(isObject(task.status) ? task.status : {}, events, protocol);
+      return this.status(status, events, protocol);
     }
     if (isObject(json.statusUpdate)) {
       const u = json.statusUpdate;
@@ -254,10 +326,9 @@ class Follower {
       const artifact = mappedArtifact(u.artifact, protocol);
       const append = u.append === true;
       // A chunk extends what is logged; a whole artifact replaces it (what a later GetTask would compare with).
-      const before = append ? this.artifacts.get(artifact.artifactId) : undefined;
-      const whole = before ? (JSON.parse(before) as ArtifactJson) : undefined;
+      const whole = append ? this.artifacts.get(artifact.artifactId) : undefined;
       const merged = whole ? { ...whole, parts: [...whole.parts, ...artifact.parts] } : artifact;
-      this.artifacts.set(artifact.artifactId, JSON.stringify(merged));
+      this.artifacts.set(artifact.artifactId, { ...merged, parts: foldedParts(merged.parts) });
       events.push({ type: 'upstream_artifact', artifact, append, lastChunk: u.lastChunk === true });
       return { events };
     }
@@ -286,7 +357,8 @@ class Follower {
     const text = message ? partsText(message.parts) : '';
     switch (state) {
       case 'TASK_STATE_COMPLETED':
-        return { events, end: { type: 'done' as const, content: text, ...(message ? { message } : {}) } };
+        // Completed without a message: the task settles with none (no empty agent message is made up).
+        return { events, end: { type: 'done' as const, content: text, ...(message ? { message } : { bare: true }) } };
       case 'TASK_STATE_INPUT_REQUIRED':
       case 'TASK_STATE_AUTH_REQUIRED':
         return { events, end: { type: 'input_required' as const, prompt: text, ...(message ? { message } : {}) } };

@@ -77,3 +77,61 @@ export function isTaskNotFound(err: unknown): boolean {
   const code = (err as { envelopeCode?: unknown; code?: unknown }).envelopeCode;
   return code === -32001 || /task not found|TaskNotFound/i.test(String((err as Error)?.message ?? ''));
 }
+
+/** JSON with object keys sorted (what the log returns of a jsonb value has its keys in another order). */
+export function canonical(v: unknown): string {
+  return JSON.stringify(v, (_k, x: unknown) =>
+    isObject(x) ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : x,
+  );
+}
+
+/**
+ * Parts as Arbiter's log folds an artifact's chunks: a text part without metadata that follows a text part is
+ * merged into it, and an empty text part after another part is dropped (see `ArtifactFold`). Two artifacts are
+ * the same content when their folded parts are.
+ */
+export function foldedParts(parts: PartJson[]): PartJson[] {
+  const out: PartJson[] = [];
+  for (const part of parts) {
+    const last = out[out.length - 1];
+    if (last && typeof last.text === 'string' && typeof part.text === 'string' && !part.metadata) {
+      out[out.length - 1] = { ...last, text: last.text + part.text };
+    } else if (!(out.length > 0 && typeof part.text === 'string' && part.text === '')) out.push(part);
+  }
+  return out;
+}
+
+/**
+ * What to log of an upstream artifact given what the log holds of it (both folded): nothing when they are the
+ * same; the missing tail as one appended chunk when what is logged is a prefix of it (whole parts, and the last
+ * text part's beginning); else the whole artifact again, replacing what is logged.
+ */
+export function artifactDelta(
+  logged: ArtifactJson | undefined,
+  upstream: ArtifactJson,
+): { parts: PartJson[]; append: boolean } | undefined {
+  const u = foldedParts(upstream.parts);
+  if (!logged) return { parts: u, append: false };
+  const l = foldedParts(logged.parts);
+  const same = (a: unknown, b: unknown) => canonical(a) === canonical(b);
+  const { parts: _lp, ...lRest } = logged;
+  const { parts: _up, ...uRest } = upstream;
+  if (!same(lRest, uRest) || l.length === 0 || u.length < l.length) {
+    return same(lRest, uRest) && same(l, u) ? undefined : { parts: u, append: false };
+  }
+  const k = l.length - 1;
+  if (!same(l.slice(0, k), u.slice(0, k))) return { parts: u, append: false };
+  const [lLast, uLast] = [l[k], u[k]];
+  let tail: PartJson[];
+  if (same(lLast, uLast)) tail = [];
+  else if (
+    typeof lLast.text === 'string' &&
+    typeof uLast.text === 'string' &&
+    uLast.text.startsWith(lLast.text) &&
+    same({ ...lLast, text: '' }, { ...uLast, text: '' })
+  ) {
+    tail = [{ text: uLast.text.slice(lLast.text.length) }];
+  } else return { parts: u, append: false };
+  tail = [...tail, ...u.slice(k + 1)];
+  return tail.length === 0 ? undefined : { parts: tail, append: true };
+}

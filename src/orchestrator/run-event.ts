@@ -10,6 +10,11 @@ export interface RunInput {
   messageId: string;
   /** The message as stored (every part): what a remote-backed agent forwards to its upstream. */
   message?: MessageJson;
+  /**
+   * Not a new input: a remote-backed task taken over from a replica that died while following its upstream task.
+   * The turn sends nothing; it reconciles with the upstream task and follows it on (see `remoteTurn`).
+   */
+  resume?: boolean;
 }
 
 /** The task metadata keys that bind a remote-backed agent's task to its upstream task. */
@@ -31,6 +36,11 @@ export interface RunContext {
   artifacts?: ArtifactJson[];
   /** The task's metadata when the run started (a remote-backed agent's upstream task is kept there). */
   metadata?: Record<string, unknown>;
+  /**
+   * A resumed remote-backed task: the ids of every message its log holds (user messages, the upstream's status
+   * messages and replies), so that reconciling with the upstream's history appends only what is new.
+   */
+  loggedMessageIds?: string[];
   /** The task's conversation so far (for a turn that continues it), oldest first. */
   history?: { role: 'user' | 'assistant'; content: string }[];
   /**
@@ -100,8 +110,11 @@ export type RunEvent =
   | { type: 'upstream_artifact'; artifact: ArtifactJson; append: boolean; lastChunk: boolean }
   /** The turn needs more input from the user (task goes to input-required); `message`, the upstream's own. */
   | { type: 'input_required'; prompt: string; message?: MessageJson }
-  /** The turn finished; `content` is the full reply; `message`, the upstream's own reply (a remote-backed agent). */
-  | { type: 'done'; content: string; message?: MessageJson }
+  /**
+   * The turn finished; `content` is the full reply; `message`, the upstream's own reply (a remote-backed agent);
+   * `bare`: the upstream completed without a message, and none is added.
+   */
+  | { type: 'done'; content: string; message?: MessageJson; bare?: boolean }
   /** The turn failed; `code` is stable, `message` safe to show. */
   | { type: 'error'; code: string; message: string };
 
@@ -115,6 +128,8 @@ export interface Orchestrator {
   run(ctx: RunContext, inputs: AsyncIterable<RunInput>, signal: AbortSignal): AsyncIterable<RunEvent>;
   /** A canceled task of a remote-backed agent that no run holds: the cancel goes to its upstream task (best effort). */
   cancelUpstream?(tenantId: string, agentId: string, metadata: Record<string, unknown>): Promise<void>;
+  /** The agent a task taken over runs as: a remote-backed agent of the tenant, or undefined (then it is not resumed). */
+  remoteBackedAgent?(tenantId: string, agentId: string): Promise<ResolvedAgent | undefined>;
 }
 
 export const ORCHESTRATOR = Symbol('ORCHESTRATOR');

@@ -14,6 +14,7 @@ import { TaskReads } from './repositories/task-reads.repository.js';
 import { RunCounts } from './run-counts.service.js';
 import { LeaseFence } from './runs/lease-fence.js';
 import { LeaseService } from './runs/lease.service.js';
+import { FollowTakeover } from './runs/follow-takeover.service.js';
 import { RunEnd } from './runs/run-end.js';
 import { RunRegistry } from './runs/run-registry.js';
 import { RunShutdown } from './runs/shutdown.service.js';
@@ -47,6 +48,7 @@ import { TaskViews } from './task-views.service.js';
     RunEnd,
     TaskRunner,
     LeaseFence,
+    FollowTakeover,
     LeaseService,
     RunShutdown,
     TaskViews,

@@ -13,6 +13,9 @@ import { jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
  *   `ask`                 says "thinking" (working), then asks "which colour?" (input-required); the next
  *                         message to that task completes it with "colour: <message>"
  *   `hold`, `silent`      stay working until canceled (`silent` says nothing after the task)
+ *   `script`              paced by the test (`step()` releases each phase): the task; then "step one"
+ *                         (working) and an `answer` artifact "alpha"; then its chunk " beta" and "step two";
+ *                         then its last chunk " gamma" and completed without a message
  *   anything else         completes with "upstream heard: <input>" as the status message
  * Endpoints: `/rpc` (card says streaming), `/poll` (card says no streaming: followed by GetTask),
  * `/foreign` (a stream whose second event is of another task), `/garbage` (a stream of non-A2A events).
@@ -21,6 +24,10 @@ export interface Upstream {
   url: string;
   /** Upstream task ids it was asked to cancel. */
   canceled: Set<string>;
+  /** Lets a `script` task do its next phase (now, or when it gets there). */
+  step(): void;
+  /** How many SubscribeToTask requests it had (resubscriptions). */
+  subscriptions(): number;
   restart(): Promise<void>;
   close(): Promise<void>;
 }
@@ -45,7 +52,30 @@ function agentMessage(taskId: string, contextId: string, id: string, value: stri
   };
 }
 
-function executor(canceled: Set<string>): AgentExecutor {
+/** The test's pacing of `script` tasks: each `release` lets one waiting (or the next) phase go. */
+class Steps {
+  private credits = 0;
+  private waiters: (() => void)[] = [];
+  next(): Promise<void> {
+    if (this.credits > 0) {
+      this.credits--;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+  release(): void {
+    const w = this.waiters.shift();
+    if (w) w();
+    else this.credits++;
+  }
+  /** A restart: the phases waited for die with the process they belonged to. */
+  reset(): void {
+    this.waiters = [];
+    this.credits = 0;
+  }
+}
+
+function executor(canceled: Set<string>, steps: Steps): AgentExecutor {
   const waiting = new Map<string, () => void>();
   return {
     async execute(ctx, bus) {
@@ -86,6 +116,35 @@ function executor(canceled: Set<string>): AgentExecutor {
         if (input === 'hold')
           bus.publish(status(TaskState.TASK_STATE_WORKING, agentMessage(taskId, contextId, `${taskId}-w`, 'holding')));
         await new Promise<void>((resolve) => waiting.set(taskId, resolve));
+        return;
+      }
+      if (input === 'script') {
+        const chunk = (value: string, append: boolean, lastChunk: boolean) =>
+          AgentEvent.artifactUpdate({
+            taskId,
+            contextId,
+            metadata: undefined,
+            artifact: {
+              artifactId: 'answer',
+              name: 'answer',
+              description: '',
+              parts: [text(value)],
+              metadata: undefined,
+              extensions: [],
+            },
+            append,
+            lastChunk,
+          });
+        await steps.next();
+        bus.publish(status(TaskState.TASK_STATE_WORKING, agentMessage(taskId, contextId, `${taskId}-s1`, 'step one')));
+        bus.publish(chunk('alpha', false, false));
+        await steps.next();
+        bus.publish(chunk(' beta', true, false));
+        bus.publish(status(TaskState.TASK_STATE_WORKING, agentMessage(taskId, contextId, `${taskId}-s2`, 'step two')));
+        await steps.next();
+        bus.publish(chunk(' gamma', true, true));
+        bus.publish(status(TaskState.TASK_STATE_COMPLETED));
+        bus.finished();
         return;
       }
       if (input === 'ask') {
@@ -174,6 +233,8 @@ function rawStream(results: (id: unknown) => unknown[]): express.RequestHandler 
 
 export async function startUpstream(): Promise<Upstream> {
   const canceled = new Set<string>();
+  const steps = new Steps();
+  let subscriptions = 0;
   let server: Server | undefined;
   let port = 0;
   const listen = async (): Promise<void> => {
@@ -181,7 +242,11 @@ export async function startUpstream(): Promise<Upstream> {
     const url = `http://127.0.0.1:${port}`; // port 0 at the first start: the cards below read it when asked
     const base = (): string => `http://127.0.0.1:${port}`;
     const store = new InMemoryTaskStore();
-    const exec = executor(canceled);
+    const exec = executor(canceled, steps);
+    app.use('/rpc', express.json(), (req, _res, next) => {
+      if ((req.body as { method?: unknown } | undefined)?.method === 'SubscribeToTask') subscriptions++;
+      next();
+    });
     const streaming = new DefaultRequestHandler(cardOf(`${url}/rpc`, true), store, exec);
     const polled = new DefaultRequestHandler(cardOf(`${url}/poll`, false), store, exec);
     for (const [path, handler, stream] of [
@@ -226,7 +291,10 @@ export async function startUpstream(): Promise<Upstream> {
   return {
     url: `http://127.0.0.1:${port}`,
     canceled,
+    step: () => steps.release(),
+    subscriptions: () => subscriptions,
     async restart() {
+      steps.reset();
       await stop();
       await listen();
     },

@@ -40,6 +40,8 @@ export interface TaskRowChange {
   metadata?: Record<string, unknown>;
   /** Files the events refer to (a tool wrote them), stored in the same statement. */
   files?: NewTaskFile[];
+  /** Write only while the task is leased to this owner (a run whose task another replica took over writes nothing). */
+  owner?: string;
 }
 
 /** What an append committed: its events, and the task row after it when the append changed the state. */
@@ -70,7 +72,8 @@ export type StatusPayload = Extract<TaskEventBody, { kind: 'status' }>['payload'
  * embedded database's single process at start). `held` are runs alive here.
  */
 export type EndScope =
-  | { kind: 'task'; tenantId: string; taskId: string }
+  /** `owner`: only while the task is leased to it (a run's own end, retried after an outage). */
+  | { kind: 'task'; tenantId: string; taskId: string; owner?: string }
   | { kind: 'tenant'; tenantId: string }
   /**
    * Running tasks whose lease ran out and whose owner is `gone` (judged by
@@ -78,7 +81,15 @@ export type EndScope =
    * `restarted`, every running task not leased to `owner` (the embedded
    * database at start).
    */
-  | { kind: 'orphans'; owner: string; held: string[]; gone: string[]; restarted?: boolean };
+  | {
+      kind: 'orphans';
+      owner: string;
+      held: string[];
+      gone: string[];
+      restarted?: boolean;
+      /** Leave the `gone` owners' tasks that follow an upstream task: they are taken over, not ended. */
+      resumable?: boolean;
+    };
 
 /** A task an end applies to, as locked before writing it. */
 export interface EndCandidate {

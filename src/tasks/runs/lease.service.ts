@@ -8,8 +8,9 @@ import { LeaseFence } from './lease-fence.js';
 import type { Lease } from '../repositories/task-log.types.js';
 import { InstanceIdentity } from '../../database/instance-identity.js';
 import { RunEnd } from './run-end.js';
-import { RunRegistry } from './run-registry.js';
+import { RunAbandoned, RunRegistry, type HeldRun } from './run-registry.js';
 import { Metrics } from '../../metrics/metrics.service.js';
+import { FollowTakeover } from './follow-takeover.service.js';
 
 /**
  * No task stays running forever, and no live run is ended by another
@@ -57,6 +58,7 @@ export class LeaseService implements OnApplicationBootstrap, BeforeApplicationSh
     private readonly metrics: Metrics,
     private readonly channel: ReplicaChannel,
     private readonly fence: LeaseFence,
+    private readonly takeover: FollowTakeover,
   ) {
     metrics.onCollect(metrics.runsFenced, (g) => g.set(fence.waiting));
   }
@@ -67,6 +69,10 @@ export class LeaseService implements OnApplicationBootstrap, BeforeApplicationSh
 
   async onApplicationBootstrap(): Promise<void> {
     if (this.config.usesEmbeddedDatabase) {
+      // A remote-backed task an earlier process was following is resumed (its upstream task may still run).
+      await this.takeover
+        .takeOver({ restarted: true })
+        .catch((err: unknown) => this.logger.warn({ err: safeError(err) }, 'could not take over followed tasks'));
       const ended = await this.ends.endTasks(
         { kind: 'orphans', owner: this.identity.id, held: [], gone: [], restarted: true },
         { state: 'TASK_STATE_FAILED', error: 'server restarted' },
@@ -117,6 +123,7 @@ export class LeaseService implements OnApplicationBootstrap, BeforeApplicationSh
       if (ids.length === 0 && own) await own('SELECT 1', []);
       this.lastContact = sent;
       const lost = runs.filter((r) => !kept.has(r.taskId));
+      if (lost.length > 0) await this.letGoOfTakenOver(lost);
       if (!this.fence.closed) {
         for (const run of lost) this.registry.nudge(run);
         return;
@@ -127,6 +134,24 @@ export class LeaseService implements OnApplicationBootstrap, BeforeApplicationSh
       this.logger.log(`in touch with the database again; ${runs.length - lost.length} run(s) continue`);
     } finally {
       this.renewing = false;
+    }
+  }
+
+  /**
+   * Runs whose task another replica took over while this one was cut off (a remote-backed task's follower) stop
+   * and write nothing: the task is that replica's now (their writes are refused anyway, see `RunWriter`).
+   */
+  private async letGoOfTakenOver(lost: HeldRun[]): Promise<void> {
+    const taken = new Set(
+      await this.leases.takenOver(
+        this.identity.id,
+        lost.map((r) => r.taskId),
+      ),
+    );
+    for (const run of lost) {
+      if (taken.has(run.taskId) && !run.abort.signal.aborted) {
+        run.abort.abort(new RunAbandoned('the task was taken over by another replica'));
+      }
     }
   }
 
@@ -156,6 +181,8 @@ export class LeaseService implements OnApplicationBootstrap, BeforeApplicationSh
       for (const owner of expired) if (!alive(owner) && !this.gone.has(owner)) this.gone.set(owner, now);
       const gone = [...this.gone].filter(([, since]) => now - since >= this.config.leaseMs).map(([owner]) => owner);
       this.metrics.leaseSweeps.inc();
+      // Tasks that follow an upstream task are taken over and resumed here; the others end `failed`.
+      if (this.takeover.enabled) await this.takeover.takeOver({ gone });
       const ended = await this.endOrphans(gone);
       this.metrics.orphansEnded.inc(ended);
       return ended;
@@ -167,7 +194,13 @@ export class LeaseService implements OnApplicationBootstrap, BeforeApplicationSh
   /** Ends, in batches, the expired running tasks of `gone` owners and this replica's own expired strays. */
   async endOrphans(gone: string[]): Promise<number> {
     const ended = await this.ends.endTasks(
-      { kind: 'orphans', owner: this.identity.id, held: this.registry.all().map((r) => r.taskId), gone },
+      {
+        kind: 'orphans',
+        owner: this.identity.id,
+        held: this.registry.all().map((r) => r.taskId),
+        gone,
+        resumable: this.takeover.enabled,
+      },
       { state: 'TASK_STATE_FAILED', error: 'owner lost' },
     );
     if (ended.length) this.logger.warn(`ended ${ended.length} orphaned task(s): owner lost`);

@@ -9,10 +9,12 @@ import { toSnapshot } from '../task-snapshot.js';
 import type { HeldRun } from './run-registry.js';
 import type { RunWriter } from './run-writer.js';
 import { Metrics } from '../../metrics/metrics.service.js';
+import { InstanceIdentity } from '../../database/instance-identity.js';
 
 /** How a run ends: answered, asking, failed, or canceled (by a client, the operator, a shutdown). */
 export type RunEnding =
-  | { state: 'TASK_STATE_COMPLETED' | 'TASK_STATE_INPUT_REQUIRED'; message: MessageJson }
+  | { state: 'TASK_STATE_COMPLETED'; message?: MessageJson }
+  | { state: 'TASK_STATE_INPUT_REQUIRED'; message: MessageJson }
   | { state: 'TASK_STATE_FAILED'; error: string; message?: MessageJson }
   | { state: 'TASK_STATE_CANCELED'; error: string };
 
@@ -27,7 +29,8 @@ export function endingStatus(e: RunEnding, timestamp = new Date().toISOString())
   switch (e.state) {
     case 'TASK_STATE_COMPLETED':
     case 'TASK_STATE_INPUT_REQUIRED':
-      return { state: e.state, message: e.message, timestamp };
+      // A remote-backed agent's upstream may complete without a message: the status then has none.
+      return { state: e.state, ...(e.message ? { message: e.message } : {}), timestamp };
     case 'TASK_STATE_FAILED':
       return { state: e.state, ...(e.message ? { message: e.message } : {}), error: e.error, timestamp };
     case 'TASK_STATE_CANCELED':
@@ -76,6 +79,8 @@ export class RunEnd {
   private readonly logger = new Logger('RunEnd');
   /** Runs whose end could not be written yet (the database was away), by task id. */
   private readonly unrecorded = new Map<string, { tenantId: string; ending: TerminalEnding }>();
+  /** This replica: a run's end retried from outside is written only while the task is still leased here. */
+  private readonly self: string;
   private retryTimer: NodeJS.Timeout | undefined;
   private retryMs = 250;
 
@@ -83,7 +88,10 @@ export class RunEnd {
     private readonly writer: TaskLogWriter,
     private readonly log: EventLog,
     private readonly metrics: Metrics,
-  ) {}
+    identity: InstanceIdentity,
+  ) {
+    this.self = identity.id;
+  }
 
   /**
    * Ends a run from inside it. A settling ending (completed, input-required)
@@ -159,7 +167,8 @@ export class RunEnd {
       void (async () => {
         for (const [taskId, { tenantId, ending }] of [...this.unrecorded]) {
           try {
-            await this.endTasks({ kind: 'task', tenantId, taskId }, ending);
+            // Not if another replica took the task over meanwhile (a remote-backed task's follower): it is its run now.
+            await this.endTasks({ kind: 'task', tenantId, taskId, owner: this.self }, ending);
             this.unrecorded.delete(taskId);
           } catch (err) {
             this.logger.warn({ err: safeError(err), taskId }, 'could not record the end of a run; retrying');

@@ -19,9 +19,11 @@ export class RunWriter {
   /** Set once a queued write was refused: the task ended without us (canceled …). */
   rejected = false;
 
+  /** `owner`: every write is conditional on the task being leased to it (see `TaskRowChange.owner`). */
   constructor(
     private readonly taskId: string,
     private readonly log: EventLog,
+    private readonly owner?: string,
   ) {}
 
   /** Queues an event that changes nothing on the task row (text chunks, usage). */
@@ -49,13 +51,17 @@ export class RunWriter {
     if (this.rejected) return null;
     // Whatever is still queued rides along in the same statement.
     const queued = this.failure ? [] : mergeChunks(this.pending.splice(0));
-    const stored = await this.log.append(this.taskId, [...queued, ...events], change);
+    const stored = await this.log.append(this.taskId, [...queued, ...events], this.owned(change));
     // Refused: the queued chunks go with the next write (or nowhere, if the task ended).
     if (!stored) this.pending.unshift(...queued);
     return stored;
   }
 
   /** Waits for queued events to be written (or dropped after a write error). */
+  private owned(change: TaskRowChange): TaskRowChange {
+    return this.owner ? { ...change, owner: this.owner } : change;
+  }
+
   async flush(): Promise<void> {
     while (this.loop) await this.loop;
   }
@@ -76,7 +82,7 @@ export class RunWriter {
     try {
       while (this.pending.length > 0 && !this.rejected) {
         const batch = mergeChunks(this.pending.splice(0));
-        const stored = await this.log.append(this.taskId, batch);
+        const stored = await this.log.append(this.taskId, batch, this.owned({}));
         if (!stored) {
           this.rejected = true;
           this.pending = [];

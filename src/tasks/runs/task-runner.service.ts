@@ -23,6 +23,7 @@ import { StatsRecorder } from '../../stats/stats-recorder.service.js';
 import { Prices } from '../../usage/prices.service.js';
 import { Budgets } from '../../budgets/budget.service.js';
 import { currentContext, inSpan } from '../../tracing/spans.js';
+import { InstanceIdentity } from '../../database/instance-identity.js';
 
 export interface RunStart {
   ctx: RunContext;
@@ -62,6 +63,7 @@ export class TaskRunner {
     private readonly prices: Prices,
     private readonly budgets: Budgets,
     private readonly stats: StatsRecorder,
+    private readonly identity: InstanceIdentity,
   ) {
     metrics.onCollect(metrics.runsInFlight, (g) => g.set(registry.size));
   }
@@ -106,7 +108,12 @@ export class TaskRunner {
         else waiting.push(w);
       }
     };
-    const writer = new RunWriter(start.ctx.taskId, this.log);
+    // A remote-backed agent's run writes only while its task is leased here: another replica may take it over.
+    const writer = new RunWriter(
+      start.ctx.taskId,
+      this.log,
+      start.ctx.agent.constitution.backend ? this.identity.id : undefined,
+    );
     const ctx: RunContext = {
       ...start.ctx,
       artifacts: start.artifacts,
@@ -221,7 +228,10 @@ export class TaskRunner {
         }
         const ending: RunEnding =
           end.type === 'done'
-            ? { state: 'TASK_STATE_COMPLETED', message: end.message ?? mapper.reply(end.content) }
+            ? {
+                state: 'TASK_STATE_COMPLETED',
+                ...(end.bare ? {} : { message: end.message ?? mapper.reply(end.content) }),
+              }
             : { state: 'TASK_STATE_INPUT_REQUIRED', message: end.message ?? mapper.question(end.prompt) };
         const closing = mapper.closing();
         if (await this.settle(run, writer, ending, { closing, ...known(), inputsUpTo: taken })) return;
@@ -260,7 +270,7 @@ export class TaskRunner {
   private async settle(
     run: HeldRun,
     writer: RunWriter,
-    ending: Extract<RunEnding, { message: unknown }>,
+    ending: Extract<RunEnding, { state: 'TASK_STATE_COMPLETED' | 'TASK_STATE_INPUT_REQUIRED' }>,
     known: RunState & { closing: TaskEventBody[] },
   ): Promise<boolean> {
     if (run.inbox.size === 0) {
@@ -272,7 +282,7 @@ export class TaskRunner {
       if (run.inbox.size === 0) throw new Error('a message for the run could not be read from the log');
     }
     const recorded = await writer.write(known.closing, {
-      historyAppend: [ending.message],
+      ...(ending.message ? { historyAppend: [ending.message] } : {}),
       artifacts: foldArtifacts(known.artifacts, known.closing),
       tokens: { ...known.tokens },
     });

@@ -32,7 +32,7 @@ export const APPEND: Statement = {
     SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(i int, task_id varchar, events jsonb, n int, state varchar,
       set_status boolean, status_message jsonb, error_message text, history jsonb, artifacts jsonb,
       input_tokens int, output_tokens int, allowed text[], status_at timestamptz, set_lease boolean,
-      lease_owner varchar, lease_ms int, inputs_upto int, files jsonb, calls jsonb, metadata jsonb)
+      lease_owner varchar, lease_ms int, inputs_upto int, files jsonb, calls jsonb, metadata jsonb, owner varchar)
   ), t AS (
     UPDATE a2a_tasks a SET
       last_seq = a.last_seq + x.n,
@@ -57,6 +57,7 @@ export const APPEND: Statement = {
     FROM x
     WHERE a.task_id = x.task_id AND a.state = ANY(x.allowed)
       AND (x.inputs_upto IS NULL OR a.last_input_seq <= x.inputs_upto)
+      AND (x.owner IS NULL OR a.owner_instance = x.owner)
     RETURNING x.i, x.n, x.events, x.files, x.calls, a.task_id, a.last_seq, ${ROW}
   ), f AS (
     INSERT INTO task_files (id, tenant_id, task_id, media_type, filename, size, bytes)
@@ -106,5 +107,6 @@ export function appendRecord(
     files: change.files?.length ? change.files.map(fileRow) : null,
     calls: callsOf(events),
     metadata: change.metadata ?? null,
+    owner: change.owner ?? null,
   };
 }

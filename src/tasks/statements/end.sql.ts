@@ -5,13 +5,22 @@ import { NON_TERMINAL_STATES, type TaskStateName } from '../task-state.js';
 import { EVENT_COLUMNS } from './fragments.sql.js';
 import { notifyWrites, TASK_AND_SEQ } from './notify.sql.js';
 
+/**
+ * A task that follows an upstream task (a remote-backed agent's, bound to it), on the task row aliased `alias`:
+ * when its owner is gone, another replica takes it over instead of ending it (`LeaseRepository.claimFollowed`).
+ */
+export const FOLLOWED_SQL = (alias: string): string =>
+  `(${alias}.metadata ->> 'x-arbiter.upstream_task_id') IS NOT NULL`;
+
 const RUNNING: TaskStateName[] = ['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING'];
 
 /** The SQL condition of a scope on the task row aliased `a` (the state condition included). */
 export function scopeSql(scope: EndScope, p: Params): string {
   switch (scope.kind) {
-    case 'task':
-      return `a.task_id = ${p.add(scope.taskId)} AND a.tenant_id = ${p.add(scope.tenantId)} AND a.state = ANY(${p.add(NON_TERMINAL_STATES)}::text[])`;
+    case 'task': {
+      const owned = scope.owner ? ` AND a.owner_instance = ${p.add(scope.owner)}` : '';
+      return `a.task_id = ${p.add(scope.taskId)} AND a.tenant_id = ${p.add(scope.tenantId)} AND a.state = ANY(${p.add(NON_TERMINAL_STATES)}::text[])${owned}`;
+    }
     case 'tenant':
       return `a.tenant_id = ${p.add(scope.tenantId)} AND a.state = ANY(${p.add(NON_TERMINAL_STATES)}::text[])`;
     case 'orphans': {
@@ -19,7 +28,7 @@ export function scopeSql(scope: EndScope, p: Params): string {
       const lost = scope.restarted
         ? `(a.owner_instance IS DISTINCT FROM ${owner} OR a.lease_expires_at < now())`
         : `(a.lease_expires_at < now() AND (a.owner_instance IS NULL
-             OR a.owner_instance = ANY(${p.add(scope.gone)}::varchar[])
+             OR (a.owner_instance = ANY(${p.add(scope.gone)}::varchar[])${scope.resumable ? ` AND NOT ${FOLLOWED_SQL('a')}` : ''})
              OR (a.owner_instance = ${owner} AND NOT a.task_id = ANY(${p.add(scope.held)}::varchar[]))))`;
       return `a.state = ANY(${p.add(RUNNING)}::text[]) AND ${lost}`;
     }
