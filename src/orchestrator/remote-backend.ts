@@ -4,8 +4,9 @@ import { SendMessageRequest, StreamResponse, Task } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import type { ArtifactJson, PartJson } from '../common/a2a-json.js';
 import { partsText } from '../a2a-outbound/remote-reply.js';
-import { isObject, isTaskNotFound, mappedArtifact, mappedMessage, stateOf, UpstreamProblem } from './remote-content.js';
-import { describeCallError } from '../a2a-outbound/remote-errors.js';
+import { onBehalfOf } from '../outbound-auth/caller-context.js';
+import { stripSecrets } from '../outbound-auth/credentials.js';
+import { causeOf, isObject, mappedArtifact, mappedMessage, stateOf, UpstreamProblem } from './remote-content.js';
 import type { RemoteAgents } from '../a2a-outbound/remote-agents.service.js';
 import type { AgentBackend } from '../registry/backend.js';
 import { UPSTREAM_CONTEXT_ID, UPSTREAM_TASK_ID, type RunContext, type RunEvent, type RunInput } from './run-event.js';
@@ -66,6 +67,8 @@ class Follower {
   private readonly call = new AbortController();
   private settled = false;
   private timedOut: UpstreamProblem | undefined;
+  /** The registry entry's secrets: never in what the caller is told of the upstream's errors. */
+  private secrets: string[] = [];
 
   constructor(
     private readonly deps: RemoteTurnDeps,
@@ -88,9 +91,14 @@ class Follower {
       t.total_ms,
     );
     try {
-      const cached = await this.deps.remotes.upstream(this.ctx.tenantId, this.backend, this.call.signal);
+      const cached = await this.acting(() =>
+        this.deps.remotes.upstream(this.ctx.tenantId, this.backend, this.call.signal),
+      );
       this.client = cached.client;
-      const parts: PartJson[] = input.message?.parts ?? [{ text: input.text }];
+      this.secrets = cached.secrets;
+      // The caller's files go as the caller sent them: their bytes, not Arbiter's references to its stored copies.
+      const given: PartJson[] = input.message?.parts ?? [{ text: input.text }];
+      const parts = this.ctx.withFileBytes ? await this.ctx.withFileBytes(given) : given;
       const request = SendMessageRequest.fromJSON({
         message: {
           messageId: randomUUID(),
@@ -132,17 +140,10 @@ class Follower {
     }
   }
 
-  /** The turn's error event for what went wrong. */
+  /** The turn's error event for what went wrong: the upstream's own message, its secrets stripped. */
   failure(err: unknown): TurnEnd {
-    if (err instanceof UpstreamProblem) return { type: 'error', code: err.code, message: err.message };
-    if (isTaskNotFound(err)) {
-      return {
-        type: 'error',
-        code: 'upstream_task_lost',
-        message: `the upstream agent no longer knows task ${this.bound?.taskId ?? '(unknown)'} (it may have restarted)`,
-      };
-    }
-    return { type: 'error', code: 'upstream_error', message: describeCallError(err).replace(/^ERR: /, '') };
+    const { code, message } = causeOf(err, this.bound?.taskId);
+    return { type: 'error', code, message: stripSecrets(message, this.secrets) };
   }
 
   /**
@@ -150,10 +151,16 @@ class Follower {
    * effort, bounded): nothing goes on working upstream for a task that is over here.
    */
   async close(): Promise<void> {
-    if (!this.settled && this.bound && this.client) {
-      await this.deps.remotes.cancelUpstream(this.client, this.bound.taskId);
+    const { client, bound } = this;
+    if (!this.settled && bound && client) {
+      await this.acting(() => this.deps.remotes.cancelUpstream(client, bound.taskId));
     }
     this.call.abort();
+  }
+
+  /** Calls to the upstream act for the caller who started the turn (a `token_exchange` credential exchanges its JWT). */
+  private acting<T>(fn: () => Promise<T>): Promise<T> {
+    return onBehalfOf(this.ctx.subject, fn);
   }
 
   private expire(problem: UpstreamProblem): void {
@@ -175,7 +182,7 @@ class Follower {
       );
       let r: IteratorResult<unknown>;
       try {
-        r = await it.next();
+        r = await this.acting(() => it.next());
       } finally {
         clearTimeout(timer);
       }
@@ -297,7 +304,10 @@ class Follower {
         const end: TurnEnd = {
           type: 'error',
           code: `upstream_${what}`,
-          message: `the upstream task ended ${what}${text ? `: ${text.slice(0, 2000)}` : ''}`,
+          message: stripSecrets(
+            `the upstream task ended ${what}${text ? `: ${text.slice(0, 2000)}` : ''}`,
+            this.secrets,
+          ),
         };
         return { events, end };
       }
