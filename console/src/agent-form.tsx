@@ -16,21 +16,47 @@ const TEXT_FIELDS: { key: keyof Constitution; label: string; hint: string; long?
   { key: 'temperature', label: 'Temperature', hint: 'number 0–2 (default 0.7)' },
 ];
 
+const TIMEOUTS = ['first_event_ms', 'idle_ms', 'total_ms'] as const;
+
 function toValues(def: Constitution): FormValues {
   const v: FormValues = {};
   for (const [k, val] of Object.entries(def)) {
-    if (val === null || val === undefined) continue;
+    if (val === null || val === undefined || k === 'backend') continue;
     v[k] = Array.isArray(val) ? val.join('\n') : String(val);
   }
+  if (def.backend) {
+    v.backed = 'remote';
+    v.remote = def.backend.remote;
+    v.registry = def.backend.registry ?? '';
+    for (const t of TIMEOUTS) if (def.backend.timeouts?.[t] !== undefined) v[t] = String(def.backend.timeouts[t]);
+  }
   return v;
+}
+
+/** The backend of a remote-backed agent (gateway mode), or null for a model's. */
+function backendOf(v: FormValues): Record<string, unknown> | null {
+  if (v.backed !== 'remote') return null;
+  const timeouts: Record<string, number | string> = {};
+  for (const t of TIMEOUTS) {
+    const s = (v[t] ?? '').trim();
+    if (s !== '') timeouts[t] = /^\d+$/.test(s) ? Number(s) : s;
+  }
+  return {
+    remote: (v.remote ?? '').trim(),
+    ...(v.registry ? { registry: v.registry } : {}),
+    ...(Object.keys(timeouts).length ? { timeouts } : {}),
+  };
 }
 
 /** The form's values as a constitution: numbers parsed where they look like numbers (the server checks the rest). */
 function toBody(v: FormValues, original: Constitution | undefined): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   const num = (s: string): number | string => (/^-?\d+(\.\d+)?$/.test(s.trim()) ? Number(s) : s);
+  const backend = backendOf(v);
+  if (backend) out.backend = backend;
+  else if (original?.backend) out.backend = null;
   for (const f of ['name', 'role', 'goal', 'personality', 'model', 'brevity', 'mode'] as const) {
-    const s = v[f] ?? '';
+    const s = f === 'model' && backend ? '' : (v[f] ?? '');
     if (s !== '') out[f] = s;
     else if (original && original[f] !== undefined && original[f] !== '' && original[f] !== null) out[f] = null;
   }
@@ -89,7 +115,10 @@ function modelHint(m: Models | undefined): string {
 
 /** Server field names (`temperature`, `rules.3`, `agent_def.goal`) → the form field they belong to. */
 function fieldOf(field: string): string {
-  return field.replace(/^agent_def\./, '').split(/[.[]/)[0] ?? field;
+  const f = field.replace(/^agent_def\./, '');
+  // A backend's fields are shown on their own inputs: `backend.remote`, `backend.timeouts.idle_ms` …
+  if (f.startsWith('backend.')) return f.split('.').at(-1) ?? f;
+  return f.split(/[.[]/)[0] ?? field;
 }
 
 /** The form that creates a stored agent or edits its constitution; a 400's `details` shown on their fields. */
@@ -102,6 +131,8 @@ export function AgentForm(props: { api: Api; agent?: Agent }) {
   const [saved, setSaved] = useState(false);
   const [busy, setBusy] = useState(false);
   const models = useLoad((signal) => props.api.get<Models>('/v1/models', signal), []);
+  const remotes = useLoad((signal) => props.api.get<{ items: { name: string }[] }>('/v1/remote-agents', signal), []);
+  const remote = values.backed === 'remote';
   const set = (k: string) => (e: TargetedEvent<HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement>) => {
     const value = e.currentTarget.value;
     setValues((v) => ({ ...v, [k]: value }));
@@ -125,7 +156,17 @@ export function AgentForm(props: { api: Api; agent?: Agent }) {
     } catch (err) {
       if (err instanceof ApiError && err.details.length > 0) {
         const byField: Record<string, string[]> = {};
-        const known = new Set(['id', 'brevity', 'mode', 'rules', 'capabilities', ...TEXT_FIELDS.map((f) => f.key)]);
+        const known = new Set([
+          'id',
+          'brevity',
+          'mode',
+          'rules',
+          'capabilities',
+          'remote',
+          'registry',
+          ...TIMEOUTS,
+          ...TEXT_FIELDS.map((f) => f.key),
+        ]);
         const rest: string[] = [];
         for (const d of err.details) {
           const f = fieldOf(d.field);
@@ -177,7 +218,57 @@ export function AgentForm(props: { api: Api; agent?: Agent }) {
         />
         {hint('id', 'letters, digits, _ and -, up to 64; cannot change later')}
       </div>
-      {TEXT_FIELDS.map((f) => (
+      <div class="field">
+        <label for="f-backed">Backed by</label>
+        <select {...fieldProps('backed')} value={values.backed ?? ''} onChange={set('backed')}>
+          <option value="">a model</option>
+          <option value="remote">a remote agent (gateway)</option>
+        </select>
+        {hint('backed', 'a model answers, or a remote A2A agent of your registry or the shared one does')}
+      </div>
+      {remote ? (
+        <>
+          <div class="field-row">
+            <div class="field">
+              <label for="f-remote">Remote agent</label>
+              <input
+                {...fieldProps('remote')}
+                list="f-remote-list"
+                value={values.remote ?? ''}
+                onInput={set('remote')}
+              />
+              <datalist id="f-remote-list">
+                {(remotes.data?.items ?? []).map((r) => (
+                  <option key={r.name} value={r.name} />
+                ))}
+              </datalist>
+              {hint('remote', 'the registry entry’s name: one of your remote agents, or a shared one')}
+            </div>
+            <div class="field">
+              <label for="f-registry">Registry</label>
+              <select {...fieldProps('registry')} value={values.registry ?? ''} onChange={set('registry')}>
+                <option value="">yours, then shared</option>
+                <option value="tenant">yours only</option>
+                <option value="shared">shared only</option>
+              </select>
+              {hint('registry', 'where the name is looked up')}
+            </div>
+          </div>
+          <div class="field-row">
+            {TIMEOUTS.map((t) => (
+              <div class="field" key={t}>
+                <label for={`f-${t}`}>{t.replace(/_ms$/, '').replace('_', ' ')} timeout (ms)</label>
+                <input {...fieldProps(t)} inputMode="numeric" value={values[t] ?? ''} onInput={set(t)} />
+                {hint(
+                  t,
+                  t === 'first_event_ms' ? 'default 30000' : t === 'idle_ms' ? 'default 120000' : 'default 900000',
+                )}
+              </div>
+            ))}
+          </div>
+        </>
+      ) : null}
+      {TEXT_FIELDS.filter((f) => !(remote && ['model', 'max_tokens', 'temperature'].includes(f.key))).map((f) => (
         <div class="field" key={f.key}>
           <label for={`f-${f.key}`}>{f.label}</label>
           {f.long ? (

@@ -203,6 +203,14 @@ export interface Constitution {
   mode?: string;
   rules?: string[];
   capabilities?: string[];
+  /** Gateway mode: backed by a remote A2A agent instead of a model. */
+  backend?: AgentBackend | null;
+}
+
+export interface AgentBackend {
+  remote: string;
+  registry?: 'tenant' | 'shared';
+  timeouts?: { first_event_ms?: number; idle_ms?: number; total_ms?: number };
 }
 
 export interface Agent {

@@ -13,6 +13,7 @@ import { TenantRemotes } from './tenant-remotes.service.js';
 import { partsText, replyText } from './remote-reply.js';
 import type { MessageJson } from '../common/a2a-json.js';
 import { OutboundCredentials } from '../outbound-auth/outbound-credentials.service.js';
+import { secretsOf, stripSecrets } from '../outbound-auth/credentials.js';
 
 const REPLY_CAP = 16 * 1024;
 
@@ -197,15 +198,16 @@ export class RemoteAgents {
     tenantId: string,
     backend: { remote: string; registry?: 'tenant' | 'shared' },
     signal: AbortSignal,
-  ): Promise<CachedCard> {
+  ): Promise<CachedCard & { secrets: string[] }> {
     const remote = await this.remotes.lookup(tenantId, backend.remote, backend.registry);
     if (!remote) throw new Error(`no remote agent named '${backend.remote}' in the registry`);
     if (remote.missingTokenEnv) throw new Error(`no token (environment variable ${remote.missingTokenEnv} is not set)`);
+    const secrets = secretsOf(remote.auth);
     try {
-      return await this.cards.cardFor(remote, signal);
+      return { ...(await this.cards.cardFor(remote, signal)), secrets };
     } catch (err) {
       signal.throwIfAborted();
-      throw new Error(describeCardError(err).replace(/^ERR: /, ''));
+      throw new Error(stripSecrets(describeCardError(err).replace(/^ERR: /, ''), secrets));
     }
   }
 

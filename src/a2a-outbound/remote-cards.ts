@@ -5,11 +5,13 @@ import {
   ClientFactoryOptions,
   DefaultAgentCardResolver,
   JsonRpcTransportFactory,
+  RestTransportFactory,
 } from '@a2a-js/sdk/client';
 import type { AppConfig } from '../config/app-config.js';
 import type { EgressPolicy } from '../common/net/egress.js';
 import { fingerprintOf, type OutboundCredentials } from '../outbound-auth/outbound-credentials.service.js';
 import { egressFetch, RemoteCallError } from './egress-fetch.js';
+import { EgressGrpcTransportFactory } from './egress-grpc.js';
 import type { RemoteAgent } from './remote-registry.service.js';
 import { reason } from './remote-errors.js';
 import { checkCard, type CardTrust } from './card-pinning.js';
@@ -137,7 +139,14 @@ export class RemoteCards {
     const resolver = new DefaultAgentCardResolver({ fetchImpl: fetchForCalls, legacyCompat: { enabled: true } });
     const factory = new ClientFactory(
       ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-        transports: [new JsonRpcTransportFactory({ fetchImpl: fetchForCalls, legacyCompat: { enabled: true } })],
+        // Every binding the card may offer, each through the egress guard with the entry's credential; JSON-RPC
+        // first, then HTTP+JSON, then gRPC (a gRPC-only upstream is reached over gRPC).
+        transports: [
+          new JsonRpcTransportFactory({ fetchImpl: fetchForCalls, legacyCompat: { enabled: true } }),
+          new RestTransportFactory({ fetchImpl: fetchForCalls, legacyCompat: { enabled: true } }),
+          new EgressGrpcTransportFactory(this.policy, credential, this.config.a2aTimeoutMs),
+        ],
+        preferredTransports: ['JSONRPC', 'HTTP+JSON', 'GRPC'],
         cardResolver: resolver,
       }),
     );

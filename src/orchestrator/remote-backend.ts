@@ -1,36 +1,27 @@
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { GetTaskRequest, SendMessageRequest, StreamResponse, SubscribeToTaskRequest, Task } from '@a2a-js/sdk';
+import { SendMessageRequest, StreamResponse } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import type { ArtifactJson, PartJson } from '../common/a2a-json.js';
 import { partsText } from '../a2a-outbound/remote-reply.js';
+import { onBehalfOf } from '../outbound-auth/caller-context.js';
+import { stripSecrets } from '../outbound-auth/credentials.js';
 import {
   artifactDelta,
+  causeOf,
   foldedParts,
   isObject,
-  isTaskNotFound,
   mappedArtifact,
   mappedMessage,
   stateOf,
   UpstreamProblem,
 } from './remote-content.js';
-import { describeCallError } from '../a2a-outbound/remote-errors.js';
 import type { RemoteAgents } from '../a2a-outbound/remote-agents.service.js';
 import type { AgentBackend } from '../registry/backend.js';
+import { checkedEvent, KNOWN_STATES, pollTask, resubscribed, sendAndPoll, SETTLED } from './remote-sources.js';
 import { UPSTREAM_CONTEXT_ID, UPSTREAM_TASK_ID, type RunContext, type RunEvent, type RunInput } from './run-event.js';
 
 type Json = Record<string, unknown>;
 type TurnEnd = Extract<RunEvent, { type: 'done' | 'input_required' | 'error' }>;
-
-const SETTLED = new Set([
-  'TASK_STATE_COMPLETED',
-  'TASK_STATE_FAILED',
-  'TASK_STATE_CANCELED',
-  'TASK_STATE_REJECTED',
-  'TASK_STATE_INPUT_REQUIRED',
-  'TASK_STATE_AUTH_REQUIRED',
-]);
-const KNOWN_STATES = new Set([...SETTLED, 'TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING']);
 
 export interface RemoteTurnDeps {
   remotes: RemoteAgents;
@@ -80,6 +71,8 @@ class Follower {
   /** The turn ended itself on an error (a timeout, a refusal …) before the upstream task settled. */
   failed = false;
   private timedOut: UpstreamProblem | undefined;
+  /** The registry entry's secrets: never in what the caller is told of the upstream's errors. */
+  private secrets: string[] = [];
 
   constructor(
     private readonly deps: RemoteTurnDeps,
@@ -103,10 +96,15 @@ class Follower {
       t.total_ms,
     );
     try {
-      const cached = await this.deps.remotes.upstream(this.ctx.tenantId, this.backend, this.call.signal);
+      const cached = await this.acting(() =>
+        this.deps.remotes.upstream(this.ctx.tenantId, this.backend, this.call.signal),
+      );
       this.client = cached.client;
       const streaming = cached.card.capabilities?.streaming === true;
-      const parts: PartJson[] = input.message?.parts ?? [{ text: input.text }];
+      this.secrets = cached.secrets;
+      // The caller's files go as the caller sent them: their bytes, not Arbiter's references to its stored copies.
+      const given: PartJson[] = input.message?.parts ?? [{ text: input.text }];
+      const parts = this.ctx.withFileBytes ? await this.ctx.withFileBytes(given) : given;
       const request = SendMessageRequest.fromJSON({
         message: {
           messageId: randomUUID(),
@@ -120,7 +118,7 @@ class Follower {
         ? this.resumed(this.client, streaming)
         : streaming
           ? this.client.sendMessageStream(request, { signal: this.call.signal })
-          : this.sendAndPoll(this.client, request);
+          : sendAndPoll(this.client, request, this.call.signal);
       for await (const json of this.watched(source)) {
         const out = this.onEvent(json);
         for (const ev of out.events) yield ev;
@@ -132,7 +130,7 @@ class Follower {
       }
       // The stream closed before the task settled: follow it by GetTask.
       if (!this.bound) throw new UpstreamProblem('upstream_protocol', 'the upstream closed its stream without a task');
-      for await (const json of this.watched(this.poll(this.client, this.bound.taskId))) {
+      for await (const json of this.watched(pollTask(this.client, this.bound.taskId, this.call.signal))) {
         const out = this.onEvent(json);
         for (const ev of out.events) yield ev;
         if (out.end) {
@@ -150,17 +148,10 @@ class Follower {
     }
   }
 
-  /** The turn's error event for what went wrong. */
+  /** The turn's error event for what went wrong: the upstream's own message, its secrets stripped. */
   failure(err: unknown): TurnEnd {
-    if (err instanceof UpstreamProblem) return { type: 'error', code: err.code, message: err.message };
-    if (isTaskNotFound(err)) {
-      return {
-        type: 'error',
-        code: 'upstream_task_lost',
-        message: `the upstream agent no longer knows task ${this.bound?.taskId ?? '(unknown)'} (it may have restarted)`,
-      };
-    }
-    return { type: 'error', code: 'upstream_error', message: describeCallError(err).replace(/^ERR: /, '') };
+    const { code, message } = causeOf(err, this.bound?.taskId);
+    return { type: 'error', code, message: stripSecrets(message, this.secrets) };
   }
 
   /**
@@ -172,10 +163,16 @@ class Follower {
     // replica): the upstream task goes on, and the replica that follows it now needs it.
     const abandoned = (this.signal.reason as Error | undefined)?.name === 'RunAbandoned';
     const over = this.failed || (this.signal.aborted && !abandoned);
-    if (!this.settled && over && this.bound && this.client) {
-      await this.deps.remotes.cancelUpstream(this.client, this.bound.taskId);
+    const { client, bound } = this;
+    if (!this.settled && over && bound && client) {
+      await this.acting(() => this.deps.remotes.cancelUpstream(client, bound.taskId));
     }
     this.call.abort();
+  }
+
+  /** Calls to the upstream act for the caller who started the turn (a `token_exchange` credential exchanges its JWT). */
+  private acting<T>(fn: () => Promise<T>): Promise<T> {
+    return onBehalfOf(this.ctx.subject, fn);
   }
 
   private expire(problem: UpstreamProblem): void {
@@ -197,83 +194,25 @@ class Follower {
       );
       let r: IteratorResult<unknown>;
       try {
-        r = await it.next();
+        r = await this.acting(() => it.next());
       } finally {
         clearTimeout(timer);
       }
       if (r.done) return;
       first = false;
-      yield this.checked(r.value);
-    }
-  }
-
-  /** One event as JSON, within the size limit. */
-  private checked(value: unknown): Json {
-    let json: Json;
-    try {
-      json = StreamResponse.toJSON(value as StreamResponse) as Json;
-    } catch {
-      throw new UpstreamProblem('upstream_protocol', 'the upstream sent an event that is not an A2A stream response');
-    }
-    const size = Buffer.byteLength(JSON.stringify(json));
-    if (size > this.deps.maxEventBytes) {
-      throw new UpstreamProblem(
-        'upstream_too_large',
-        `the upstream sent an event of ${size} bytes, over the limit of ${this.deps.maxEventBytes}`,
-      );
-    }
-    return json;
-  }
-
-  /** A non-streaming upstream: send (returning at once), then follow its task by GetTask. */
-  private async *sendAndPoll(client: Client, request: SendMessageRequest): AsyncGenerator<StreamResponse> {
-    const result = await client.sendMessage(request, { signal: this.call.signal });
-    if ('status' in result) {
-      const task = result;
-      yield { payload: { $case: 'task', value: task } };
-      yield* this.poll(client, task.id);
-    } else yield { payload: { $case: 'message', value: result } };
-  }
-
-  /**
-   * GetTask with backoff (100 ms doubling to 2 s); each answer that differs from the one before as a task event
-   * (so `idle_ms` counts the time the task did not change); ends when the task settles.
-   */
-  private async *poll(client: Client, id: string): AsyncGenerator<StreamResponse> {
-    let last = '';
-    for (let wait = 100; ; wait = Math.min(wait * 2, 2_000)) {
-      await sleep(wait, undefined, { signal: this.call.signal });
-      const task = await client.getTask({ id, historyLength: 0, tenant: '' }, { signal: this.call.signal });
-      const json = Task.toJSON(task) as Json;
-      const seen = JSON.stringify(json);
-      if (seen === last) continue;
-      last = seen;
-      yield { payload: { $case: 'task', value: task } };
-      if (SETTLED.has(stateOf(json))) return;
+      yield checkedEvent(r.value, this.deps.maxEventBytes);
     }
   }
 
   /**
-   * A task taken over from a replica that died while following it: its upstream task as it stands now (GetTask
-   * with its whole history), then — when the upstream streams — a resubscription (SubscribeToTask: the task
-   * again, then its live events). What either repeats of the log is dropped by `onEvent`. An upstream that
-   * refuses the resubscription (the task settled meanwhile, say) is followed by GetTask instead; one that no
-   * longer knows the task ends the turn (`upstream_task_lost`).
+   * A task taken over from a replica that died while following it: its upstream task as it stands now, then its
+   * live events (`resubscribed`); task snapshots are reconciled with the log then, their history included.
    */
-  private async *resumed(client: Client, streaming: boolean): AsyncGenerator<StreamResponse> {
+  private resumed(client: Client, streaming: boolean): AsyncGenerator<StreamResponse> {
     if (!this.bound)
       throw new UpstreamProblem('upstream_protocol', 'the task was taken over before its upstream task was known');
     this.resuming = true;
-    const id = this.bound.taskId;
-    const task = await client.getTask(GetTaskRequest.fromJSON({ id }), { signal: this.call.signal });
-    yield { payload: { $case: 'task', value: task } };
-    if (!streaming || SETTLED.has(stateOf(Task.toJSON(task) as Json))) return;
-    try {
-      yield* client.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id }), { signal: this.call.signal });
-    } catch (err) {
-      if (isTaskNotFound(err) || this.call.signal.aborted) throw err;
-      // Not resubscribable now: `follow` goes on by GetTask.
-    }
+    return resubscribed(client, this.bound.taskId, streaming, this.call.signal);
   }
 
   /** What one upstream event adds to the log, and the end of the turn when it settles the task. */
@@ -369,7 +308,10 @@ class Follower {
         const end: TurnEnd = {
           type: 'error',
           code: `upstream_${what}`,
-          message: `the upstream task ended ${what}${text ? `: ${text.slice(0, 2000)}` : ''}`,
+          message: stripSecrets(
+            `the upstream task ended ${what}${text ? `: ${text.slice(0, 2000)}` : ''}`,
+            this.secrets,
+          ),
         };
         return { events, end };
       }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { TaskNotFoundError } from '@a2a-js/sdk/errors';
+import { describeCallError } from '../a2a-outbound/remote-errors.js';
 import type { ArtifactJson, MessageJson, PartJson } from '../common/a2a-json.js';
 import type { RunContext } from './run-event.js';
 
@@ -53,8 +54,12 @@ export function mappedParts(parts: unknown, protocol: Protocol): PartJson[] {
     if (kinds.length !== 1) throw protocol('a part with no content, or more than one');
     const out: PartJson = {};
     if (typeof p.text === 'string') out.text = p.text.replaceAll('\u0000', '\uFFFD').toWellFormed();
-    else if (typeof p.raw === 'string') out.raw = p.raw;
-    else if (typeof p.url === 'string') out.url = p.url;
+    else if (typeof p.raw === 'string') {
+      // Stored as the caller's are: padded standard base64 (what SQL's `decode` reads).
+      const b64 = p.raw.replace(/\s+/g, '');
+      if (b64.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(b64)) throw protocol('file bytes that are not base64');
+      out.raw = b64;
+    } else if (typeof p.url === 'string') out.url = p.url;
     else if (p.data !== undefined) out.data = p.data;
     else throw protocol('a part of the wrong type');
     if (typeof p.mediaType === 'string' && p.mediaType) out.mediaType = p.mediaType;
@@ -134,4 +139,16 @@ export function artifactDelta(
   } else return { parts: u, append: false };
   tail = [...tail, ...u.slice(k + 1)];
   return tail.length === 0 ? undefined : { parts: tail, append: true };
+}
+
+/** Why a turn failed, from what its upstream call threw: the code and the upstream's own message. */
+export function causeOf(err: unknown, upstreamTaskId: string | undefined): { code: string; message: string } {
+  if (err instanceof UpstreamProblem) return { code: err.code, message: err.message };
+  if (isTaskNotFound(err)) {
+    return {
+      code: 'upstream_task_lost',
+      message: `the upstream agent no longer knows task ${upstreamTaskId ?? '(unknown)'} (it may have restarted)`,
+    };
+  }
+  return { code: 'upstream_error', message: describeCallError(err).replace(/^ERR: /, '') };
 }

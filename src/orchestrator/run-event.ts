@@ -1,4 +1,4 @@
-import type { ArtifactJson, MessageJson } from '../common/a2a-json.js';
+import type { ArtifactJson, MessageJson, PartJson } from '../common/a2a-json.js';
 import type { SubjectToken } from '../common/subject-token.js';
 import type { ResolvedAgent } from '../registry/services/agents.js';
 import type { ModelCallUsage } from '../usage/usage-call.js';
@@ -34,6 +34,11 @@ export interface RunContext {
   contextId: string;
   /** The task's artifacts when the run started (a remote-backed agent logs only what its upstream adds to them). */
   artifacts?: ArtifactJson[];
+  /**
+   * Parts with their stored files' bytes put back (a remote-backed agent sends its upstream the bytes its caller
+   * sent, not Arbiter's references to them). Absent: the parts as they are.
+   */
+  withFileBytes?: (parts: PartJson[]) => Promise<PartJson[]>;
   /** The task's metadata when the run started (a remote-backed agent's upstream task is kept there). */
   metadata?: Record<string, unknown>;
   /**

@@ -153,3 +153,32 @@ export async function sendWithCredential<R extends { status: number }>(
   discard(res);
   return send(await credential.headers(ctx), credential.tls);
 }
+
+/** The secrets of `auth` (a token, a header's value, a client secret, a private key), to strip from what is shown. */
+export function secretsOf(auth: OutboundAuth): string[] {
+  switch (auth.type) {
+    case 'bearer':
+      return [auth.token];
+    case 'header':
+      return [auth.value];
+    case 'oauth2_client_credentials':
+    case 'token_exchange':
+      return [auth.clientSecret];
+    case 'mtls':
+      return [auth.tls.key];
+    case 'none':
+      return [];
+  }
+}
+
+/**
+ * Text from a remote (an error's message) with secrets taken out: the entry's own (`secrets`), any bearer token
+ * and anything shaped like a JWT (a token Arbiter was issued and the remote echoed).
+ */
+export function stripSecrets(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const s of secrets) if (s && s.length >= 4) out = out.split(s).join('[redacted]');
+  return out
+    .replace(/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/gi, '$1 [redacted]')
+    .replace(/\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g, '[redacted]');
+}

@@ -84,8 +84,14 @@ export function storeFiles(
   message: MessageJson,
   inlineTextMax: number,
 ): { message: MessageJson; files: NewTaskFile[] } {
+  const { parts, files } = storeFileParts(message.parts, inlineTextMax);
+  return { message: parts === message.parts ? message : { ...message, parts }, files };
+}
+
+/** `storeFiles` for any parts (a message's, an artifact's): the same parts when nothing changes. */
+export function storeFileParts(given: PartJson[], inlineTextMax: number): { parts: PartJson[]; files: NewTaskFile[] } {
   const files: NewTaskFile[] = [];
-  const parts = message.parts.map((p): PartJson => {
+  const parts = given.map((p): PartJson => {
     let part = p;
     if (p.metadata && FILE_REF in p.metadata) {
       const { [FILE_REF]: _dropped, ...metadata } = p.metadata;
@@ -106,10 +112,7 @@ export function storeFiles(
     files.push(file);
     return refPart(file, rest);
   });
-  return {
-    message: files.length || parts.some((p, i) => p !== message.parts[i]) ? { ...message, parts } : message,
-    files,
-  };
+  return { parts: files.length || parts.some((p, i) => p !== given[i]) ? parts : given, files };
 }
 
 /** The ids of the stored files these parts stand for. */

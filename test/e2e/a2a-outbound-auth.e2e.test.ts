@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 // Also loaded by the test runner (--import); here too so that running this file alone keeps the tripwire.
 import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
@@ -68,6 +68,8 @@ describe('outbound credentials: /a2a to guarded remotes (OAuth client credential
   let mutual: GuardedAgent;
   let html: { url: string; server: Server };
   let certs: ReturnType<typeof certificates>;
+  let acmeId = '';
+  let acmeBuilder = '';
 
   /** Runs `message` through the echo model on /v1/orchestrate as `token`; returns the reply (the tool results). */
   const run = async (message: string, token = tenant.token): Promise<string> => {
@@ -217,6 +219,7 @@ describe('outbound credentials: /a2a to guarded remotes (OAuth client credential
       issue_token: false,
     });
     assert.equal(acme.status, 201, acme.text);
+    acmeId = acme.body.tenant.id as string;
     const jwt = await idp.token('acme-agent', { scope: 'a2a:invoke' });
     const before = secure.seen.length;
     const out = await run('/a2a call exchanger on behalf', jwt);
@@ -262,5 +265,47 @@ describe('outbound credentials: /a2a to guarded remotes (OAuth client credential
       assert.deepEqual(s.claims?.act, { sub: OUTBOUND.id });
     }
     assert.match(await run('/a2a call own-exchanger hi'), /ERR: no remote agent named 'own-exchanger'/);
+    acmeBuilder = builder.body.token as string;
+  });
+
+  it('token_exchange behind a remote-backed agent: the upstream is called on behalf of the JWT caller', async () => {
+    // The previous test registered the issuer, the acme tenant and its own token-exchange remote.
+    assert.ok(acmeBuilder, 'the previous test ran');
+    const created = await server
+      .as(acmeBuilder)
+      .post('/v1/agents', { id: 'front', backend: { remote: 'own-exchanger' } });
+    assert.equal(created.status, 201, created.text);
+    const send = async (token: string, text: string) => {
+      const res = await fetch(`${server.url}/v1/a2a/agents/front`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'a2a-version': '1.0' },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'SendMessage',
+          params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] } },
+        }),
+      });
+      const body = (await res.json()) as { result?: { task?: Record<string, any> }; error?: unknown };
+      assert.ok(body.result?.task, JSON.stringify(body));
+      return body.result.task;
+    };
+    const since = secure.seen.length;
+    const jwt = await idp.token('acme-agent', { scope: 'a2a:invoke' });
+    const task = await send(jwt, 'through the gateway');
+    assert.equal(task.status.state, 'TASK_STATE_COMPLETED', JSON.stringify(task));
+    const calls = secure.seen.slice(since).filter((s) => s.status === 200);
+    assert.ok(calls.length > 0);
+    for (const s of calls) {
+      assert.equal(s.claims?.sub, 'acme-agent');
+      assert.deepEqual(s.claims?.act, { sub: OUTBOUND.id });
+    }
+    assert.ok(!JSON.stringify(task).includes(jwt), 'the caller’s token is not echoed anywhere');
+    // An opaque token has no JWT to exchange: the task ends failed, saying why.
+    const opaque = await server.admin.post(`/v1/admin/tenants/${acmeId}/tokens`, { scopes: ['a2a:invoke'] });
+    assert.equal(opaque.status, 201, opaque.text);
+    const refused = await send(opaque.body.token as string, 'no jwt');
+    assert.equal(refused.status.state, 'TASK_STATE_FAILED');
+    assert.match(JSON.stringify(refused.status.message), /token_exchange acts on behalf of the caller/);
   });
 });

@@ -11,6 +11,7 @@ import { FakeProvider } from '../helpers/fake-provider.js';
 import { startIdp, type SigningJwk, type TestIdp } from '../helpers/oidc-provider.js';
 import { CHROMIUM, ensureConsoleBuilt, openTab, signIn } from '../helpers/console.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startUpstream, type Upstream } from '../helpers/upstream-agent.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 
 const SHOTS = join(process.cwd(), 'test-artifacts', 'console');
@@ -47,6 +48,7 @@ describe('web console (/console) in Chromium', { skip }, () => {
   let tenantCtx: BrowserContext;
   let tenantToken = '';
   let tenantId = '';
+  let upstream: Upstream | undefined;
   /** The task canceled from its page (for the deep-link test). */
   let heldTask = '';
 
@@ -64,6 +66,7 @@ describe('web console (/console) in Chromium', { skip }, () => {
     // An identity provider whose JWTs the server may be told to trust (plain http on loopback: allow-listed).
     idpKey = await signingKey();
     idp = await startIdp(undefined, { keys: [idpKey] });
+    upstream = await startUpstream();
     server = await startTestServer({
       // Several chunks with a pause between them: the reply streams as separate text events. Agents without a
       // model run on the echo model; `openai/toolsmith` is the scripted one.
@@ -76,6 +79,8 @@ describe('web console (/console) in Chromium', { skip }, () => {
         ARBITER_IDENTITY_ALLOWLIST: new URL(idp.issuer).host,
         // Inline secrets of a tenant's remote agents and MCP servers are sealed: a key, or they are refused.
         ARBITER_SECRETS_KEY: randomBytes(32).toString('base64'),
+        // A remote-backed agent's upstream is on loopback.
+        ARBITER_A2A_ALLOW_PRIVATE: 'true',
       },
       prepareHome: (home) => {
         writeFileSync(
@@ -115,6 +120,7 @@ describe('web console (/console) in Chromium', { skip }, () => {
     await server?.close();
     await fake?.stop();
     await idp?.close();
+    await upstream?.close();
   });
 
   /** A new token of tenant acme with only these scopes (`POST /v1/admin/tenants/:id/tokens`). */
@@ -338,6 +344,47 @@ describe('web console (/console) in Chromium', { skip }, () => {
     await shot(tenant, 'tenant-task');
   });
 
+  it('tenant: creates an agent backed by a remote agent, talks to it and opens its task timeline', async () => {
+    const entry = await server
+      .as(tenantToken)
+      .post('/v1/remote-agents', { name: 'vendor', url: `${upstream?.url}/rpc` });
+    assert.equal(entry.status, 201, entry.text);
+    await tenant.getByRole('link', { name: 'Agents' }).first().click();
+    await tenant.getByRole('link', { name: 'New agent' }).click();
+    await tenant.getByLabel('Id').fill('gateway');
+    await tenant.getByLabel('Backed by').selectOption('remote');
+    assert.equal(await tenant.getByLabel('Model').count(), 0, 'no model for a remote-backed agent');
+    await tenant.locator('#f-remote-list option[value="vendor"]').waitFor({ state: 'attached' });
+    await tenant.getByLabel('Remote agent').fill('vendor');
+    await tenant.getByLabel('Registry').selectOption('tenant');
+    await tenant.getByLabel('idle timeout (ms)').fill('5');
+    await tenant.getByRole('button', { name: 'Create agent' }).click();
+    await tenant.locator('.field-error[data-field="idle_ms"]').waitFor();
+    await tenant.getByLabel('idle timeout (ms)').fill('60000');
+    await tenant.getByRole('button', { name: 'Create agent' }).click();
+    await tenant.getByRole('heading', { level: 1, name: /gateway/ }).waitFor();
+    const stored = await server.as(tenantToken).get('/v1/agents/gateway');
+    assert.deepEqual(stored.body.agent_def.backend, {
+      remote: 'vendor',
+      registry: 'tenant',
+      timeouts: { first_event_ms: 30000, idle_ms: 60000, total_ms: 900000 },
+    });
+    await tenant.getByRole('link', { name: 'Try it' }).click();
+    await tenant.getByLabel('Message').fill('hello upstream');
+    await tenant.getByRole('button', { name: 'Send' }).click();
+    const turn = tenant.getByTestId('agent-turn').last();
+    await turn.locator('.badge.state-completed').waitFor();
+    await turn.getByRole('link', { name: /timeline of/ }).click();
+    await tenant.getByTestId('task-state').getByText('completed').waitFor();
+    await tenant.locator('[data-event="request_received"]').waitFor();
+    await tenant.locator('[data-event="done"]').waitFor();
+    await shot(tenant, 'tenant-gateway-task');
+    // Leave the tenant as the next tests expect it: no remote agent, on the agents list.
+    assert.equal((await server.as(tenantToken).delete('/v1/agents/gateway')).status, 204);
+    assert.equal((await server.as(tenantToken).delete('/v1/remote-agents/vendor')).status, 204);
+    await tenant.getByRole('link', { name: 'Agents' }).first().click();
+  });
+
   it('tenant: a held task is live on its page and is canceled from it; the task list filters by state and agent', async () => {
     await tenant.getByRole('link', { name: 'helper' }).first().click();
     await tenant.getByRole('link', { name: 'Try it' }).click();
@@ -381,7 +428,7 @@ describe('web console (/console) in Chromium', { skip }, () => {
     await tenant.locator('tbody tr').first().waitFor();
     await rowsBecome(tenant, 2);
     await tenant.getByLabel('State').selectOption('completed');
-    await rowsBecome(tenant, 2);
+    await rowsBecome(tenant, 3); // helper's two, and the remote-backed agent's one
     await tenant.getByLabel('State').selectOption('');
     await tenant.getByLabel('Agent').selectOption('helper');
     await rowsBecome(tenant, 4);

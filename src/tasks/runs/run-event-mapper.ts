@@ -7,7 +7,7 @@ import {
 } from '../../orchestrator/run-event.js';
 import { ARBITER_ARTIFACT_META, type ArtifactJson, type MessageJson, type PartJson } from '../../common/a2a-json.js';
 import type { TaskEventBody } from '../task-events.js';
-import { describeStoredFile, fileRefOf, newFile, type NewTaskFile } from '../task-files.js';
+import { describeStoredFile, fileRefOf, newFile, storeFileParts, type NewTaskFile } from '../task-files.js';
 import type { CallPrice } from '../../usage/price-book.js';
 import { accountedCall } from '../../usage/usage-call.js';
 
@@ -27,15 +27,29 @@ export function upstreamMetadata(taskId: string, contextId: string): Record<stri
   return { [UPSTREAM_TASK_ID]: taskId, [UPSTREAM_CONTEXT_ID]: contextId };
 }
 
-/** A remote-backed agent's upstream event as it is logged (already mapped to this task by its follower). */
-export function upstreamEvent(ev: Extract<RunEvent, { type: 'upstream_status' | 'upstream_artifact' }>): TaskEventBody {
+/**
+ * A remote-backed agent's upstream event as it is logged (already mapped to this task by its follower), its
+ * files' bytes stored with the task like a caller's or a tool's (the log holds references to them).
+ */
+export function upstreamEvent(ev: Extract<RunEvent, { type: 'upstream_status' | 'upstream_artifact' }>): {
+  event: TaskEventBody;
+  files: NewTaskFile[];
+} {
   if (ev.type === 'upstream_status') {
+    const { value: message, files } = upstreamFiles(ev.message);
     return {
-      kind: 'status',
-      payload: { state: 'TASK_STATE_WORKING', message: ev.message, timestamp: new Date().toISOString() },
+      event: { kind: 'status', payload: { state: 'TASK_STATE_WORKING', message, timestamp: new Date().toISOString() } },
+      files,
     };
   }
-  return { kind: 'artifact', payload: { artifact: ev.artifact, append: ev.append, lastChunk: ev.lastChunk } };
+  const { value: artifact, files } = upstreamFiles(ev.artifact);
+  return { event: { kind: 'artifact', payload: { artifact, append: ev.append, lastChunk: ev.lastChunk } }, files };
+}
+
+/** Upstream content with its file bytes stored (every file, however small), and no reference of the upstream's own. */
+export function upstreamFiles<T extends { parts: PartJson[] }>(content: T): { value: T; files: NewTaskFile[] } {
+  const { parts, files } = storeFileParts(content.parts, 0);
+  return { value: parts === content.parts ? content : { ...content, parts }, files };
 }
 
 /** The id of a turn's `response` artifact (its text chunks append to it). */

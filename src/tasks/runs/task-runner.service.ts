@@ -10,11 +10,13 @@ import {
 } from '../../orchestrator/run-event.js';
 import { EventLog } from '../event-log/event-log.service.js';
 import { TaskReads } from '../repositories/task-reads.repository.js';
+import { TaskFileRepository } from '../repositories/task-file.repository.js';
+import { fileIdsIn, withBytes } from '../task-files.js';
 import type { ArtifactJson } from '../../common/a2a-json.js';
 import { ArtifactFold, foldArtifacts, type TaskEventBody } from '../task-events.js';
 import { isTerminal } from '../task-state.js';
 import { RunEnd, type RunEnding, type RunState } from './run-end.js';
-import { RunEventMapper, turnsIn, upstreamEvent, upstreamMetadata } from './run-event-mapper.js';
+import { RunEventMapper, turnsIn, upstreamEvent, upstreamFiles, upstreamMetadata } from './run-event-mapper.js';
 import { RunAbandoned, RunRegistry, type HeldRun, type QueuedInput } from './run-registry.js';
 import { RunWriter } from './run-writer.js';
 import { LeaseFence } from './lease-fence.js';
@@ -64,6 +66,7 @@ export class TaskRunner {
     private readonly budgets: Budgets,
     private readonly stats: StatsRecorder,
     private readonly identity: InstanceIdentity,
+    private readonly files: TaskFileRepository,
   ) {
     metrics.onCollect(metrics.runsInFlight, (g) => g.set(registry.size));
   }
@@ -117,6 +120,10 @@ export class TaskRunner {
     const ctx: RunContext = {
       ...start.ctx,
       artifacts: start.artifacts,
+      withFileBytes: async (parts) => {
+        const ids = fileIdsIn(parts);
+        return ids.length ? withBytes(parts, await this.files.bytes(start.ctx.tenantId, ids)) : parts;
+      },
       mayAct: (signal) => this.fence.pass(signal),
       // Before each model call: the run's own calls so far committed, then the budgets read (none: no work).
       beforeModelCall: (agentId, reported, abort) => {
@@ -182,11 +189,11 @@ export class TaskRunner {
             continue;
           }
           if (ev.type === 'upstream_status' || ev.type === 'upstream_artifact') {
-            const event = upstreamEvent(ev);
+            const { event, files } = upstreamEvent(ev);
             artifacts.add(event);
             // An interim status message is the task's status message until the next one (GetTask shows it).
-            const change = ev.type === 'upstream_status' ? { statusMessage: ev.message } : {};
-            if ((await writer.write([event], change)) === null) return;
+            const change = event.kind === 'status' ? { statusMessage: event.payload.message } : {};
+            if ((await writer.write([event], { ...change, ...(files.length ? { files } : {}) })) === null) return;
             continue;
           }
           if (ev.type === 'file') {
@@ -225,6 +232,12 @@ export class TaskRunner {
             { ...known(), ...(budget ? { closing: mapper.closing() } : {}) },
           );
           return;
+        }
+        if (end.message) {
+          // An upstream's answer: its files stored first, the answer refers to them.
+          const { value, files } = upstreamFiles(end.message);
+          if (files.length && (await writer.write([], { files })) === null) return;
+          end = { ...end, message: value };
         }
         const ending: RunEnding =
           end.type === 'done'
