@@ -3,7 +3,8 @@
 // under dist/test with Node's built-in test runner. Without DATABASE_URL it
 // first builds one migrated embedded database for the test servers to copy
 // (test/helpers/database.ts). At the end it lists what was skipped, why, and
-// how to run it (test/helpers/skip-summary.ts).
+// how to run it (test/helpers/skip-summary.ts), and the slowest files
+// (test/helpers/timing-reporter.ts).
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -37,6 +38,7 @@ const work = mkdtempSync(join(tmpdir(), 'arbiter-tests-'));
 // Ctrl-C reaches the test runner too; this process waits for it to stop, then still cleans up and reports.
 process.on('SIGINT', () => undefined);
 const skipsFile = join(work, 'skipped.jsonl');
+const timingsFile = join(work, 'timings.jsonl');
 const env = { ...process.env, NODE_ENV: 'test' };
 let status = 1;
 try {
@@ -59,6 +61,8 @@ try {
       '--test-reporter-destination=stdout',
       '--test-reporter=./dist/test/helpers/skip-reporter.js',
       `--test-reporter-destination=${skipsFile}`,
+      '--test-reporter=./dist/test/helpers/timing-reporter.js',
+      `--test-reporter-destination=${timingsFile}`,
       ...files,
     ],
     { stdio: 'inherit', env },
@@ -68,6 +72,11 @@ try {
     const { parseSkipped, summariseSkips } = await import('../dist/test/helpers/skip-summary.js');
     const lines = summariseSkips(parseSkipped(readFileSync(skipsFile, 'utf8')));
     if (lines.length) console.log(`\n${lines.join('\n')}`);
+  }
+  if (existsSync(timingsFile) && files.length > 1) {
+    const { slowestFiles } = await import('../dist/test/helpers/timing-reporter.js');
+    const lines = slowestFiles(readFileSync(timingsFile, 'utf8'));
+    if (lines.length) console.log(`\nslowest files:\n${lines.join('\n')}`);
   }
 } finally {
   rmSync(work, { recursive: true, force: true });
