@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { a2a, readSse, waitFor } from '../helpers/a2a.js';
-import { ensureConsoleBuilt, launchChromium, openTab, signIn, SKIP_WITHOUT_CHROMIUM } from '../helpers/console.js';
+import { ensureConsoleBuilt, launchChromium, openTab, signIn, SKIP_BROWSER } from '../helpers/console.js';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { FakeProvider } from '../helpers/fake-provider.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -13,7 +13,7 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 const UPDATE = process.env.UPDATE_SCREENSHOTS === '1';
 const SHOTS = join(process.cwd(), 'test-artifacts', 'console');
 
-describe('console overview, usage and budgets pages in Chromium', { skip: SKIP_WITHOUT_CHROMIUM }, () => {
+describe('console overview, usage and budgets pages in Chromium', { skip: SKIP_BROWSER }, () => {
   let server: TestServer;
   let fake: FakeProvider;
   let browser: Browser;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { exportJWK, generateKeyPair, importJWK, SignJWT } from 'jose';
@@ -9,7 +9,7 @@ import { agentSnippets } from '../../src/console/agent-snippets.js';
 import { waitFor } from '../helpers/a2a.js';
 import { FakeProvider } from '../helpers/fake-provider.js';
 import { startIdp, type SigningJwk, type TestIdp } from '../helpers/oidc-provider.js';
-import { CHROMIUM, ensureConsoleBuilt, openTab, signIn } from '../helpers/console.js';
+import { CHROMIUM, ensureConsoleBuilt, openTab, SKIP_BROWSER, signIn } from '../helpers/console.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { startUpstream, type Upstream } from '../helpers/upstream-agent.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
@@ -34,9 +34,7 @@ async function signingKey(): Promise<SigningJwk> {
 /** Where the console keeps its session in the tab (console/src/session.ts). */
 const SESSION_KEY = 'arbiter.console.session';
 
-// Outside CI a machine without Chromium skips these; in CI (.ci/run installs it) a missing browser fails them.
-const skip = !process.env.CI && !existsSync(CHROMIUM) ? `no Chromium at ${CHROMIUM}` : false;
-describe('web console (/console) in Chromium', { skip }, () => {
+describe('web console (/console) in Chromium', { skip: SKIP_BROWSER }, () => {
   let server: TestServer;
   let fake: FakeProvider;
   let idp: TestIdp;

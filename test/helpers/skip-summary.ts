@@ -27,6 +27,7 @@ const HINTS: { pattern: RegExp; needs: string; prefix: string }[] = [
     prefix: 'DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres ',
   },
   { pattern: /embedded only/, needs: 'the embedded database: DATABASE_URL unset', prefix: 'env -u DATABASE_URL ' },
+  { pattern: /TEST_BROWSER=off/, needs: 'TEST_BROWSER unset', prefix: 'env -u TEST_BROWSER ' },
   { pattern: /Chromium/, needs: 'Chromium at /usr/bin/chromium (Debian: apt-get install chromium)', prefix: '' },
   { pattern: /nginx/, needs: 'nginx (Debian: apt-get install nginx-light)', prefix: '' },
   {
