@@ -124,10 +124,35 @@ export class RemoteAgents {
   async call(tenantId: string, name: string, text: string, signal: AbortSignal): Promise<RemoteResult> {
     const remote = await this.remotes.get(tenantId, name);
     if (!remote) return { body: `ERR: no remote agent named '${name}'` };
+    return this.callRemote(remote, text, signal, this.config.a2aTimeoutMs);
+  }
+
+  /**
+   * A delegation to a remote-backed agent (`/agent <id> …` of another agent): its upstream called like `/a2a
+   * call`, within the agent's `total_ms`. The reply goes back to the delegating agent, not into a task of the
+   * remote-backed agent's own.
+   */
+  async callBackend(
+    tenantId: string,
+    backend: { remote: string; registry?: 'tenant' | 'shared'; timeouts: { total_ms: number } },
+    text: string,
+    signal: AbortSignal,
+  ): Promise<RemoteResult> {
+    const remote = await this.remotes.lookup(tenantId, backend.remote, backend.registry);
+    if (!remote) return { body: `ERR: no remote agent named '${backend.remote}' in the registry` };
+    return this.callRemote(remote, text, signal, backend.timeouts.total_ms);
+  }
+
+  private async callRemote(
+    remote: RemoteAgent,
+    text: string,
+    signal: AbortSignal,
+    timeoutMs: number,
+  ): Promise<RemoteResult> {
     if (remote.missingTokenEnv) {
       return { body: `ERR: HTTP 401: no token (environment variable ${remote.missingTokenEnv} is not set)` };
     }
-    const timeout = AbortSignal.timeout(this.config.a2aTimeoutMs);
+    const timeout = AbortSignal.timeout(timeoutMs);
     const callSignal = AbortSignal.any([signal, timeout]);
     let cached: CachedCard;
     try {
@@ -182,7 +207,7 @@ export class RemoteAgents {
         if (remoteTaskId) await this.cancelRemote(cached.client, remoteTaskId);
         if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : new Error('cancelled');
         return {
-          body: `ERR: transport: no answer within ${Math.round(this.config.a2aTimeoutMs / 1000)} s`,
+          body: `ERR: transport: no answer within ${Math.round(timeoutMs / 1000)} s`,
           remoteTaskId,
         };
       }

@@ -206,9 +206,11 @@ export class CommandStep {
     const prelude =
       `[Delegated by agent '${caller.id}' (delegation depth ${depth + 1} of at most ${max}). ` +
       `Your reply goes back to '${caller.id}', not to the user: answer the task directly.]`;
+    // A remote-backed agent's upstream gets the task alone: the prelude speaks to a model of this tenant's.
+    const content = target.constitution.backend ? task.trim() : `${prelude}\n\n${task.trim()}`;
     let reply: string;
     try {
-      reply = await this.turn(target, [{ role: 'user', content: `${prelude}\n\n${task.trim()}` }], depth + 1);
+      reply = await this.turn(target, [{ role: 'user', content }], depth + 1);
     } catch (err) {
       this.signal.throwIfAborted();
       if (err instanceof ProviderError) return `ERR: agent '${id}' failed: ${err.code}`;

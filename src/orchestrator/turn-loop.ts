@@ -75,6 +75,12 @@ export class TurnLoop {
    */
   async agentTurn(agent: ResolvedAgent, messages: ChatMessage[], depth: number): Promise<string> {
     const c = agent.constitution;
+    if (c.backend) {
+      // A remote-backed agent delegated to: its upstream answers, once the task is stored.
+      await this.stored();
+      const text = messages[messages.length - 1]?.content ?? '';
+      return (await this.deps.remotes.callBackend(this.tenantId, c.backend, text, this.signal)).body;
+    }
     const target = this.deps.router.resolve(c.model);
     const provider: Provider =
       target.kind === 'echo'

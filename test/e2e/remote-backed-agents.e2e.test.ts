@@ -17,6 +17,7 @@ import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { GRPC_ON, startTestServer, type TestServer } from '../helpers/server.js';
 import { grpcClient, restClient, textMessage, v03Client, v1Client, waitFor } from '../helpers/a2a.js';
 import { startUpstream, type Upstream } from '../helpers/upstream-agent.js';
+import { FakeProvider } from '../helpers/fake-provider.js';
 
 const state = (t: Task): string => TaskState[t.status?.state ?? 0];
 const textOf = (parts: { content?: { $case: string; value?: unknown } }[] | undefined): string =>
@@ -37,6 +38,7 @@ describe('remote-backed agents (gateway mode): any A2A agent behind Arbiter, eve
   let a: TestTenant;
   let b: TestTenant;
   let jsonrpc: Client;
+  let fake: FakeProvider;
 
   const get = (c: Client, id: string): Promise<Task> => c.getTask(GetTaskRequest.fromJSON({ id, historyLength: 50 }));
   const settled = (c: Client, id: string): Promise<Task> =>
@@ -47,9 +49,13 @@ describe('remote-backed agents (gateway mode): any A2A agent behind Arbiter, eve
 
   before(async () => {
     up = await startUpstream();
+    fake = new FakeProvider();
+    await fake.start();
     server = await startTestServer({
       env: {
         ...GRPC_ON,
+        OPENAI_BASE_URL: `${fake.url}/v1`,
+        OPENAI_API_KEY: 'sk-test-gateway-0001',
         // The upstream is on loopback: the operator's switch lets registry entries reach private addresses.
         ARBITER_A2A_ALLOW_PRIVATE: 'true',
         ARBITER_A2A_CARD_TTL_MS: '0',
@@ -77,6 +83,7 @@ describe('remote-backed agents (gateway mode): any A2A agent behind Arbiter, eve
   after(async () => {
     await server.close();
     await up.close();
+    await fake.stop();
   });
 
   it('is created with a backend naming a registry entry; an unknown entry, a model beside it or bad timeouts are 400s naming the field', async () => {
@@ -261,6 +268,20 @@ describe('remote-backed agents (gateway mode): any A2A agent behind Arbiter, eve
       assert.equal(state(t), 'TASK_STATE_FAILED', agent);
       assert.match(said(t), reason, agent);
     }
+  });
+
+  it('another agent delegates to it like to any sub-agent; the upstream gets the task alone', async () => {
+    // A hosted agent whose model delegates to the remote-backed one, then reports what came back.
+    fake.scripts.set('delegator', (c) => (c.call === 1 ? '/agent gw summarise the quarter' : `Relayed. ${c.last}`));
+    await newAgent(a, { id: 'front', model: 'openai/delegator' });
+    const front = await v1Client(server.url, a.token, 'front');
+    const t = asTask(await front.sendMessage(textMessage('ask the vendor')));
+    assert.equal(state(t), 'TASK_STATE_COMPLETED', said(t));
+    const answer = reply(await get(front, t.id));
+    assert.match(answer, /^Relayed\./);
+    // The upstream heard the task, not the prelude Arbiter writes for its own models.
+    assert.match(answer, /upstream heard: summarise the quarter/);
+    assert.doesNotMatch(answer, /Delegated by/);
   });
 
   it('another tenant sees neither the agent nor its tasks', async () => {

@@ -249,7 +249,8 @@ export class AgentCatalog implements OnModuleInit {
         const role = c.role ? ` [${c.role}]` : '';
         const goal = c.goal ? ` — ${c.goal.replace(/\s+/g, ' ').slice(0, 160)}` : '';
         lines.push(
-          `  ${a.id}${role} ${c.model ?? 'default'}${goal}${skills.length ? ` (skills: ${skills.join(', ')})` : ''}`,
+          `  ${a.id}${role} ${c.backend ? `remote:${c.backend.remote}` : (c.model ?? 'default')}${goal}` +
+            (skills.length ? ` (skills: ${skills.join(', ')})` : ''),
         );
       }
       cursor = page.next_cursor ?? undefined;
