@@ -97,7 +97,10 @@ class Follower {
     );
     try {
       const cached = await this.acting(() =>
-        this.deps.remotes.upstream(this.ctx.tenantId, this.backend, this.call.signal),
+        this.deps.remotes.upstream(this.ctx.tenantId, this.backend, this.call.signal).catch((err: unknown) => {
+          // No card, or one its pin refuses: its message says which (already safe to show).
+          throw this.call.signal.aborted ? err : new UpstreamProblem('upstream_error', (err as Error).message);
+        }),
       );
       this.client = cached.client;
       const streaming = cached.card.capabilities?.streaming === true;

@@ -4,9 +4,10 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { TaskState, type Task } from '@a2a-js/sdk';
 import { FakeProvider, type ScriptCall, type ScriptReply } from '../helpers/fake-provider.js';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
-import { readSse } from '../helpers/a2a.js';
+import { readSse, textMessage, v1Client } from '../helpers/a2a.js';
 import { newKeyPair } from '../helpers/card-signatures.js';
 import { startSignedAgent, type SignedAgent } from '../helpers/signed-agent.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -105,5 +106,22 @@ describe('remote card pinning: card_signature in a2a_agents.json (A2A §8.4.3)',
       assert.match(await run(`/a2a card ${name}`), expected, name);
     }
     assert.match(await run('/a2a list'), /tampered — \(card signature invalid\)/);
+  });
+
+  it("a remote-backed agent's upstream card is checked against its pin too: verified, or nothing is sent", async () => {
+    await newAgent(a, { id: 'front-good', backend: { remote: 'good', registry: 'shared' } });
+    await newAgent(a, { id: 'front-tampered', backend: { remote: 'tampered', registry: 'shared' } });
+    const send = async (agent: string, text: string): Promise<Task> =>
+      (await (await v1Client(server.url, a.token, agent)).sendMessage(textMessage(text))) as Task;
+    const good = await send('front-good', 'hello');
+    assert.equal(TaskState[good.status!.state], 'TASK_STATE_COMPLETED');
+    const bad = await send('front-tampered', 'secret plans');
+    assert.equal(TaskState[bad.status!.state], 'TASK_STATE_FAILED');
+    const said = (bad.status?.message?.parts ?? []).map((p) => (p.content?.$case === 'text' ? p.content.value : ''));
+    assert.match(
+      said.join(''),
+      /^upstream_error: card signature invalid: the signature by kid "[^"]+" does not match the card's content$/,
+    );
+    assert.doesNotMatch(JSON.stringify(bad), /signed heard/, 'nothing was sent');
   });
 });

@@ -9,6 +9,7 @@ import type { JWK } from 'jose';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { GRPC_ON, startTestServer, tempHome, type TestServer } from '../helpers/server.js';
 import { grpcClient, rpc, V1 } from '../helpers/a2a.js';
+import { startUpstream, type Upstream } from '../helpers/upstream-agent.js';
 import {
   headersOf,
   newKeyPair,
@@ -25,8 +26,10 @@ describe('signed agent cards (A2A §8.4)', () => {
   let jwks: { keys: JWK[] };
   const previous = newKeyPair('EdDSA');
   const home = tempHome();
+  let upstream: Upstream;
 
   before(async () => {
+    upstream = await startUpstream();
     const current = newKeyPair('ES256');
     const keyFile = writePrivateKey(join(home, 'card-key.pem'), current.privateKey);
     // The key of the last rotation: still published, so cards a client cached with its signature verify.
@@ -41,16 +44,22 @@ describe('signed agent cards (A2A §8.4)', () => {
         ...GRPC_ON,
         ARBITER_CARD_SIGNING_KEY_FILE: keyFile,
         ARBITER_CARD_SIGNING_PREVIOUS_KEYS_FILE: previousFile,
+        // The remote-backed agent's upstream is on loopback.
+        ARBITER_A2A_ALLOW_PRIVATE: 'true',
       },
     });
     t = await newTenant(server);
     await newAgent(t, { id: 'research', model: 'echo', role: 'researcher', goal: 'finds things' });
+    const entry = await t.client.post('/v1/remote-agents', { name: 'vendor', url: `${upstream.url}/rpc` });
+    assert.equal(entry.status, 201, entry.text);
+    await newAgent(t, { id: 'front', backend: { remote: 'vendor' } });
     const res = await server.http.get('/.well-known/jwks.json');
     assert.equal(res.status, 200);
     jwks = res.body;
   });
   after(async () => {
     await server?.close();
+    await upstream?.close();
   });
 
   /** Every check a client could make: the SDK's verifier, an independent JCS + compact-JWS one, the header. */
@@ -88,6 +97,13 @@ describe('signed agent cards (A2A §8.4)', () => {
     assert.equal(compat.body.protocolVersion, '0.3.0');
     assert.equal(await verified(compat.body, 'compat'), kid);
     assert.equal(compat.body.signatures.length, 2, 'the whole card, and its v1.0 fields as the SDK reads them');
+  });
+
+  it("a remote-backed agent's card, derived from the upstream's, is Arbiter's and signed by Arbiter", async () => {
+    const card = await t.client.get('/v1/a2a/agents/front/agent-card.json', V1);
+    assert.equal(card.status, 200, card.text);
+    assert.equal(card.body.name, 'Vendor Upstream');
+    assert.equal(await verified(card.body, 'remote-backed'), jwks.keys[0].kid);
   });
 
   it('the extended card verifies on JSON-RPC (1.0 and 0.3), HTTP+JSON and gRPC', async () => {
