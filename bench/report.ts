@@ -111,14 +111,14 @@ export function markdown(rows: Row[], labels: Map<string, string>): string {
   for (const scenario of [...new Set(rows.map((r) => r.scenario))]) {
     out.push(`### ${labels.get(scenario) ?? scenario} (${scenario})`, '');
     out.push(
-      '| target | req/s median (min–max) | p50 ms | p99 ms | server CPU µs/req (min–max) | server CPU vs bare | PostgreSQL CPU µs/req | client CPU µs/req | vs sdk-memory | vs sdk-db | errors |',
+      '| target | req/s median (min–max) | p50 ms | p99 ms | server CPU µs/req (min–max) | PostgreSQL CPU µs/req | client CPU µs/req | vs sdk-memory | vs sdk-db | server CPU vs bare | errors |',
       '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
     );
     for (const r of rows.filter((row) => row.scenario === scenario)) {
       out.push(
         `| ${r.target} | ${sp(r.perSecond, 1)} | ${f(r.p50, 1)} | ${f(r.p99, 1)} | ${sp(r.serverCpuUsPerReq)} | ` +
-          `${r.cpuVsBare === undefined ? '–' : `×${r.cpuVsBare.toFixed(1)} bare`} | ` +
-          `${sp(r.dbCpuUsPerReq)} | ${f(r.clientCpuUsPerReq.median)} | ${x(r.vsSdkMemory)} | ${x(r.vsSdkDb)} | ${r.errors} |`,
+          `${sp(r.dbCpuUsPerReq)} | ${f(r.clientCpuUsPerReq.median)} | ${x(r.vsSdkMemory)} | ${x(r.vsSdkDb)} | ` +
+          `${r.cpuVsBare === undefined ? '–' : `×${r.cpuVsBare.toFixed(1)} bare`} | ${r.errors} |`,
       );
     }
     out.push('');
