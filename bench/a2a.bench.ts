@@ -1,18 +1,24 @@
 /**
- * `npm run bench`: Arbiter against the official @a2a-js/sdk server, all
- * started here at the beginning of the run and kept running, on loopback:
+ * `npm run bench`: Arbiter against the official @a2a-js/sdk server and a bare
+ * `node:http` server, all started here at the beginning of the run and kept
+ * running, on loopback:
  *
+ *   bare            plain node:http answering the same JSON with the minimum of work
  *   sdk-memory      the SDK server, InMemoryTaskStore
  *   sdk-db          the same server, the SDK's DatabaseTaskStore on PostgreSQL
  *   arbiter-pg      one Arbiter replica on PostgreSQL
  *   arbiter-pglite  one Arbiter replica on embedded PGlite
  *   arbiter-pg-x2   two replicas on one PostgreSQL database, requests alternating
+ *   arbiter-proxy   arbiter-pg with a remote-backed agent in front of an SDK server (in-memory) of its own
  *
  * Closed-loop load from this process, interleaved: for each rep, for each
  * scenario, every target in turn (the order rotated each rep), so that noise
  * on a shared machine hits all targets alike. Reports medians over reps with
- * min–max, server CPU per request from /proc, and throughput ratios to the
- * two SDK servers measured in the same run — bare numbers mean little here.
+ * min–max, server CPU per request from /proc, throughput ratios to the two
+ * SDK servers and CPU ratios to the bare server measured in the same run —
+ * absolute numbers mean little here. Then the gateway's overhead (the SDK
+ * directly against through Arbiter) and the bytes each target allocates per
+ * blocking send.
  */
 import { randomInt } from 'node:crypto';
 import { cpus } from 'node:os';
@@ -26,12 +32,15 @@ import {
   streamMessage,
   type LoadResult,
 } from './load.js';
+import { ALLOC_CONCURRENCY, allocationPerSend, allocationTable, type AllocPart } from './alloc.js';
+import { gatewayTable } from './gateway.js';
 import { heldRuns, type HeldRunsResult } from './held.js';
 import { idleSubscriptions, type MemoryResult } from './memory.js';
 import { markdown, summarize, writeJson, type Measurement } from './report.js';
 import {
   backendPids,
   cleanup,
+  countAllocations,
   createDatabase,
   ECHO_ENV,
   PG_URL,
@@ -48,6 +57,8 @@ const SUBSCRIPTIONS = Number(process.env.BENCH_SUBSCRIPTIONS ?? 1000);
 /** Held runs on one replica for the held-run measurement (0: skip it). */
 const HELD = Number(process.env.BENCH_HELD ?? 10000);
 const SUBSCRIPTION_SETTLE = Number(process.env.BENCH_SETTLE_SECONDS ?? 35);
+/** Blocking sends (c=16) over which each target's allocations are counted (0: skip it). */
+const ALLOC = Number(process.env.BENCH_ALLOC ?? 5000);
 /** Unmeasured load at the scenario's concurrency right before each window (pools, sockets, JIT). */
 const PRIME_SECONDS = Math.min(0.5, SECONDS / 5);
 const GET_TASKS = 200;
@@ -138,11 +149,15 @@ async function measure(r: Running, s: Scenario, rep: number, position: number): 
   try {
     await closedLoop(s.concurrency, PRIME_SECONDS, () => s.op(r, client));
     const dbBefore = await dbCpu(r.target.database);
-    const serverBefore = r.target.pids.reduce((n, pid) => n + cpuMicros(pid), 0);
+    const cpu = (pids: number[]) => pids.reduce((n, pid) => n + cpuMicros(pid), 0);
+    const parts = r.target.parts ?? [];
+    const partsBefore = parts.map((p) => cpu(p.pids));
+    const serverBefore = cpu(r.target.pids);
     const selfBefore = process.cpuUsage();
     const res: LoadResult = await closedLoop(s.concurrency, SECONDS, () => s.op(r, client));
     const self = process.cpuUsage(selfBefore);
-    const server = r.target.pids.reduce((n, pid) => n + cpuMicros(pid), 0) - serverBefore;
+    const server = cpu(r.target.pids) - serverBefore;
+    const partsCpu = parts.map((p, i) => cpu(p.pids) - partsBefore[i]);
     const dbAfter = await dbCpu(r.target.database);
     const perReq = (us: number) => (res.ops > 0 ? us / res.ops : NaN);
     return {
@@ -154,6 +169,9 @@ async function measure(r: Running, s: Scenario, rep: number, position: number): 
       serverCpuUsPerReq: perReq(server),
       dbCpuUsPerReq: dbBefore && dbAfter ? perReq(dbDelta(dbBefore, dbAfter)) : undefined,
       clientCpuUsPerReq: perReq(self.user + self.system),
+      ...(parts.length
+        ? { serverCpuPartsUsPerReq: Object.fromEntries(parts.map((p, i) => [p.label, perReq(partsCpu[i])])) }
+        : {}),
     };
   } finally {
     client.close();
@@ -163,9 +181,14 @@ async function measure(r: Running, s: Scenario, rep: number, position: number): 
 function progress(m: Measurement): string {
   const n = (v: number | undefined, d = 0) => (v === undefined || !Number.isFinite(v) ? '–' : v.toFixed(d));
   return (
-    `rep ${m.rep}/${REPS}  ${m.scenario.padEnd(9)} ${m.target.padEnd(14)} ${n(m.perSecond, 1).padStart(8)} req/s` +
+    `rep ${m.rep}/${REPS}  ${m.scenario.padEnd(9)} ${m.target.padEnd(15)} ${n(m.perSecond, 1).padStart(8)} req/s` +
     `  p50 ${n(m.p50, 1).padStart(6)} ms  p99 ${n(m.p99, 1).padStart(6)} ms` +
     `  cpu ${n(m.serverCpuUsPerReq).padStart(5)} µs/req` +
+    (m.serverCpuPartsUsPerReq
+      ? ` (${Object.entries(m.serverCpuPartsUsPerReq)
+          .map(([k, v]) => `${k} ${n(v)}`)
+          .join(', ')})`
+      : '') +
     (m.dbCpuUsPerReq !== undefined ? `  pg ${n(m.dbCpuUsPerReq).padStart(5)}` : '') +
     `  client ${n(m.clientCpuUsPerReq).padStart(4)}` +
     (m.firstByteP50 !== undefined ? `  first bytes p50 ${n(m.firstByteP50, 1)} ms` : '') +
@@ -215,6 +238,7 @@ async function main(): Promise<void> {
       (postgres ? `; autovacuum ${autovacuum}, VACUUM ANALYZE of the bench databases before each round` : ''),
   );
 
+  const allocDir = ALLOC > 0 ? countAllocations() : undefined;
   const running: Running[] = [];
   for (const spec of targets) {
     const started = performance.now();
@@ -234,6 +258,23 @@ async function main(): Promise<void> {
         measurements.push(m);
         out(progress(m));
       }
+    }
+  }
+  const alloc: AllocPart[] = [];
+  if (allocDir) {
+    for (const r of running) {
+      const parts = await allocationPerSend(allocDir, r.target, ALLOC, (c) =>
+        sendMessage(c, next(r), r.target.headers),
+      );
+      for (const p of parts)
+        out(
+          `allocation  ${p.target.padEnd(15)} ${p.part.padEnd(15)} ${(p.bytesPerRequest / 1024).toFixed(1).padStart(7)} KiB/send` +
+            `  ${p.gcs} GCs  errors ${p.errors}` +
+            (p.sampledBytesPerRequest !== undefined
+              ? `  (sampling heap profiler: ${(p.sampledBytesPerRequest / 1024).toFixed(1)} KiB)`
+              : ''),
+        );
+      alloc.push(...parts);
     }
   }
   const pgDatabase = running.find((r) => r.target.name === 'arbiter-pg')?.target.database;
@@ -265,6 +306,24 @@ async function main(): Promise<void> {
       `(medians over reps; ratios are medians of per-rep ratios)\n`,
   );
   out(markdown(rows, new Map(scenarios.map((s) => [s.key, s.label]))));
+  const gateway = gatewayTable(measurements, scenarios);
+  if (gateway) {
+    out(
+      `\n## Gateway overhead: the SDK server (in-memory store) called directly, and through Arbiter ` +
+        `(a remote-backed agent on one arbiter-pg replica); median (min–max) of ${REPS} reps\n`,
+    );
+    out(gateway);
+    out(
+      '\n"added": the CPU of Arbiter and the upstream together, less the SDK alone, per request (median of per-rep differences); PostgreSQL\'s is apart.',
+    );
+  }
+  if (alloc.length) {
+    out(
+      `\n## Allocation: bytes allocated on the JS heap per blocking send (SendMessage c=${ALLOC_CONCURRENCY}, ` +
+        `${ALLOC} requests after 500 unmeasured), counted in the server processes\n`,
+    );
+    out(allocationTable(alloc));
+  }
   if (memory) {
     out(
       `\n## Idle subscriptions: resident memory of one arbiter-pg replica (steady state, ${memory.settleSeconds} s idle before each reading)\n`,
@@ -315,6 +374,8 @@ async function main(): Promise<void> {
       getTaskPool: GET_TASKS,
       subscriptions: SUBSCRIPTIONS,
       heldRuns: HELD,
+      allocRequests: ALLOC,
+      allocSampling: process.env.BENCH_ALLOC_SAMPLING === '1',
       targets: targets.map((t) => t.name),
       scenarios: scenarios.map((s) => ({ key: s.key, label: s.label, concurrency: s.concurrency })),
       echoEnv: ECHO_ENV,
@@ -326,11 +387,13 @@ async function main(): Promise<void> {
     },
     rows,
     measurements,
+    allocation: alloc,
     memory: memory ?? null,
     held: held ?? null,
   });
   out(`\nfull results: ${RESULTS}`);
-  const errors = measurements.reduce((n, m) => n + m.errors, 0);
+  const allocErrors = alloc.filter((p, i) => alloc.findIndex((q) => q.target === p.target) === i);
+  const errors = measurements.reduce((n, m) => n + m.errors, 0) + allocErrors.reduce((n, p) => n + p.errors, 0);
   if (errors) out(`WARNING: ${errors} failed requests in total (see the errors column)`);
 }
 

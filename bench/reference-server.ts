@@ -121,6 +121,9 @@ const server = app.listen(port, '127.0.0.1', () => {
     skills: [{ id: 'echo', name: 'echo', description: 'echo', tags: ['echo'] }],
   });
   const handler = new DefaultRequestHandler(card, taskStore, executor);
+  // Its card, where a gateway looks for it (`<url>/agent-card.json`): the `arbiter-proxy` target's upstream.
+  const cardJson = AgentCard.toJSON(card);
+  app.get('/rpc/agent-card.json', (_req, res) => void res.json(cardJson));
   app.use('/rpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
   process.stdout.write(`listening on ${url} (store: ${storeKind})\n`);
 });

@@ -19,6 +19,8 @@ export interface Measurement extends LoadResult {
   dbCpuUsPerReq?: number;
   /** The same for this (load-generating) process. */
   clientCpuUsPerReq: number;
+  /** `serverCpuUsPerReq` by kind of process, for a target of several kinds (a gateway and its upstream). */
+  serverCpuPartsUsPerReq?: Record<string, number>;
 }
 
 export interface Row {
@@ -36,6 +38,8 @@ export interface Row {
   /** Median over reps of this target's throughput / the reference's in the same rep. */
   vsSdkMemory?: number;
   vsSdkDb?: number;
+  /** Median over reps of this target's server CPU per request / the bare reference's in the same rep. */
+  cpuVsBare?: number;
 }
 
 export interface Spread {
@@ -44,20 +48,26 @@ export interface Spread {
   max: number;
 }
 
-const median = (xs: number[]): number => {
+export const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   if (s.length === 0) return NaN;
   const m = Math.floor(s.length / 2);
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
 
-const spread = (xs: number[]): Spread => ({ median: median(xs), min: Math.min(...xs), max: Math.max(...xs) });
+export const spread = (xs: number[]): Spread => ({ median: median(xs), min: Math.min(...xs), max: Math.max(...xs) });
 
-function ratio(all: Measurement[], mine: Measurement[], reference: string): number | undefined {
+/** The median over reps of `of(mine) / of(reference)`, both measured in the same rep and scenario. */
+export function ratio(
+  all: Measurement[],
+  mine: Measurement[],
+  reference: string,
+  of: (m: Measurement) => number = (m) => m.perSecond,
+): number | undefined {
   const ratios: number[] = [];
   for (const m of mine) {
     const ref = all.find((r) => r.scenario === m.scenario && r.rep === m.rep && r.target === reference);
-    if (ref && ref.perSecond > 0) ratios.push(m.perSecond / ref.perSecond);
+    if (ref && of(ref) > 0 && Number.isFinite(of(m))) ratios.push(of(m) / of(ref));
   }
   return ratios.length ? median(ratios) : undefined;
 }
@@ -84,14 +94,15 @@ export function summarize(all: Measurement[], scenarios: string[], targets: stri
         clientCpuUsPerReq: spread(mine.map((m) => m.clientCpuUsPerReq)),
         vsSdkMemory: ratio(all, mine, 'sdk-memory'),
         vsSdkDb: ratio(all, mine, 'sdk-db'),
+        cpuVsBare: target === 'bare' ? undefined : ratio(all, mine, 'bare', (m) => m.serverCpuUsPerReq),
       });
     }
   }
   return rows;
 }
 
-const f = (x: number, digits = 0): string => (Number.isFinite(x) ? x.toFixed(digits) : '–');
-const sp = (s: Spread | undefined, digits = 0): string =>
+export const f = (x: number, digits = 0): string => (Number.isFinite(x) ? x.toFixed(digits) : '–');
+export const sp = (s: Spread | undefined, digits = 0): string =>
   s ? `${f(s.median, digits)} (${f(s.min, digits)}–${f(s.max, digits)})` : '–';
 const x = (r: number | undefined): string => (r === undefined ? '–' : `×${r.toFixed(2)}`);
 
@@ -100,13 +111,14 @@ export function markdown(rows: Row[], labels: Map<string, string>): string {
   for (const scenario of [...new Set(rows.map((r) => r.scenario))]) {
     out.push(`### ${labels.get(scenario) ?? scenario} (${scenario})`, '');
     out.push(
-      '| target | req/s median (min–max) | p50 ms | p99 ms | server CPU µs/req (min–max) | PostgreSQL CPU µs/req | client CPU µs/req | vs sdk-memory | vs sdk-db | errors |',
-      '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+      '| target | req/s median (min–max) | p50 ms | p99 ms | server CPU µs/req (min–max) | PostgreSQL CPU µs/req | client CPU µs/req | vs sdk-memory | vs sdk-db | server CPU vs bare | errors |',
+      '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
     );
     for (const r of rows.filter((row) => row.scenario === scenario)) {
       out.push(
         `| ${r.target} | ${sp(r.perSecond, 1)} | ${f(r.p50, 1)} | ${f(r.p99, 1)} | ${sp(r.serverCpuUsPerReq)} | ` +
-          `${sp(r.dbCpuUsPerReq)} | ${f(r.clientCpuUsPerReq.median)} | ${x(r.vsSdkMemory)} | ${x(r.vsSdkDb)} | ${r.errors} |`,
+          `${sp(r.dbCpuUsPerReq)} | ${f(r.clientCpuUsPerReq.median)} | ${x(r.vsSdkMemory)} | ${x(r.vsSdkDb)} | ` +
+          `${r.cpuVsBare === undefined ? '–' : `×${r.cpuVsBare.toFixed(1)} bare`} | ${r.errors} |`,
       );
     }
     out.push('');

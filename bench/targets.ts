@@ -1,6 +1,7 @@
 /**
- * Starting and stopping the servers `npm run bench` measures: the SDK
- * reference (in-memory or durable store) and Arbiter replicas, each a child
+ * Starting and stopping the servers `npm run bench` measures: the bare
+ * `node:http` reference, the SDK reference (in-memory or durable store),
+ * Arbiter replicas and Arbiter as a gateway in front of the SDK, each a child
  * process of its own, plus the PostgreSQL databases they use. Everything
  * started here is registered, so `cleanup()` can stop it and drop the
  * databases on failure or SIGINT too.
@@ -8,6 +9,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,6 +27,8 @@ export interface Target {
   pids: number[];
   /** The PostgreSQL database it uses, if any (its backends' CPU is read too). */
   database?: string;
+  /** When `pids` are processes of different kinds (a gateway and its upstream): which are which. */
+  parts?: { label: string; pids: number[] }[];
   stop: () => Promise<void>;
 }
 
@@ -40,11 +44,29 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+let allocDir: string | undefined;
+
+/**
+ * From now on every server started gets the allocation counter (bench/alloc-preload.ts), which
+ * acknowledges in the directory returned. Inert until signaled.
+ */
+export function countAllocations(): string {
+  allocDir ??= mkdtempSync(join(tmpdir(), 'arbiter-bench-alloc-'));
+  homes.add(allocDir);
+  return allocDir;
+}
+
 function launch(args: string[], env: Record<string, string>, stdout: 'pipe' | 'ignore'): ChildProcess {
   // BENCH_NODE_ARGS go to every server, e.g. `--cpu-prof --cpu-prof-dir=prof` to profile them under load.
   const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const alloc: Record<string, string> = {};
+  if (allocDir) {
+    nodeArgs.push('--import', fileURLToPath(new URL('./alloc-preload.js', import.meta.url)));
+    alloc.BENCH_ALLOC_DIR = allocDir;
+    if (process.env.BENCH_ALLOC_SAMPLING) alloc.BENCH_ALLOC_SAMPLING = process.env.BENCH_ALLOC_SAMPLING;
+  }
   const child = spawn(process.execPath, [...nodeArgs, ...args], {
-    env: { PATH: process.env.PATH ?? '', ...env },
+    env: { PATH: process.env.PATH ?? '', ...alloc, ...env },
     stdio: ['ignore', stdout, 'inherit'],
   });
   children.add(child);
@@ -118,17 +140,9 @@ async function migrateSdkStore(url: string): Promise<void> {
   if (code !== 0) throw new Error(`a2a-db upgrade exited ${code}`);
 }
 
-/** The @a2a-js/sdk reference server (bench/reference-server.ts). */
-export async function sdkServer(name: string, store: 'memory' | 'database'): Promise<Target> {
-  let database: { name: string; url: string } | undefined;
-  const env: Record<string, string> = { ...ECHO_ENV, REFERENCE_STORE: store };
-  if (store === 'database') {
-    database = await createDatabase(name);
-    await migrateSdkStore(database.url);
-    env.REFERENCE_DATABASE_URL = database.url;
-  }
-  const child = launch(['dist/bench/reference-server.js'], env, 'pipe');
-  const url = await new Promise<string>((resolve, reject) => {
+/** The base URL a server prints (`listening on http://…`) once it listens. */
+function listening(name: string, child: ChildProcess): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error(`${name} did not start: ${out}`)), 60_000);
     child.stdout!.on('data', (d: Buffer) => {
@@ -143,6 +157,32 @@ export async function sdkServer(name: string, store: 'memory' | 'database'): Pro
     });
     child.once('exit', (c) => reject(new Error(`${name} exited ${c}: ${out}`)));
   });
+}
+
+/** The bare `node:http` reference (bench/bare-server.ts): the runtime's floor. */
+export async function bareServer(name: string): Promise<Target> {
+  const child = launch(['dist/bench/bare-server.js'], { ...ECHO_ENV }, 'pipe');
+  const url = await listening(name, child);
+  return {
+    name,
+    endpoints: [`${url}/rpc`],
+    headers: { 'a2a-version': '1.0' },
+    pids: [child.pid!],
+    stop: () => stopChild(child),
+  };
+}
+
+/** The @a2a-js/sdk reference server (bench/reference-server.ts). */
+export async function sdkServer(name: string, store: 'memory' | 'database'): Promise<Target> {
+  let database: { name: string; url: string } | undefined;
+  const env: Record<string, string> = { ...ECHO_ENV, REFERENCE_STORE: store };
+  if (store === 'database') {
+    database = await createDatabase(name);
+    await migrateSdkStore(database.url);
+    env.REFERENCE_DATABASE_URL = database.url;
+  }
+  const child = launch(['dist/bench/reference-server.js'], env, 'pipe');
+  const url = await listening(name, child);
   return {
     name,
     endpoints: [`${url}/rpc`],
@@ -207,6 +247,7 @@ export async function arbiter(
   replicas = 1,
   checkout = '.',
   caller: 'opaque' | 'jwt' = 'opaque',
+  extraEnv: Record<string, string> = {},
 ): Promise<ArbiterTarget> {
   const adminToken = `adm_${randomBytes(24).toString('hex')}`;
   const started: { child: ChildProcess; url: string }[] = [];
@@ -217,7 +258,10 @@ export async function arbiter(
     await idp?.close();
   };
   try {
-    const env: Record<string, string> = idp ? { ARBITER_IDENTITY_ALLOWLIST: `127.0.0.1:${idp.port}` } : {};
+    const env: Record<string, string> = {
+      ...(idp ? { ARBITER_IDENTITY_ALLOWLIST: `127.0.0.1:${idp.port}` } : {}),
+      ...extraEnv,
+    };
     for (let i = 0; i < replicas; i++) started.push(await startReplica(adminToken, databaseUrl, checkout, env));
     const admin = (path: string, body: unknown) =>
       fetch(`${started[0].url}${path}`, {
@@ -253,8 +297,53 @@ export async function arbiter(
   }
 }
 
+/**
+ * Arbiter as a gateway: one replica on PostgreSQL with a remote-backed agent (`backend.remote`) whose
+ * registry entry is an SDK reference server with its in-memory store, started for this target alone so
+ * that its CPU is counted apart (`parts`). The upstream is on loopback: ARBITER_A2A_ALLOW_PRIVATE.
+ */
+export async function arbiterProxy(name: string): Promise<Target> {
+  const upstream = await sdkServer(`${name}-upstream`, 'memory');
+  let gateway: ArbiterTarget | undefined;
+  const stop = async () => {
+    await gateway?.stop();
+    await upstream.stop();
+  };
+  try {
+    gateway = await arbiter(name, (await createDatabase('proxy')).url, 1, '.', 'opaque', {
+      ARBITER_A2A_ALLOW_PRIVATE: 'true',
+    });
+    const call = async (path: string, body: unknown) => {
+      const res = await fetch(`${gateway!.urls[0]}${path}`, {
+        method: 'POST',
+        headers: { authorization: gateway!.headers.authorization, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      if (!res.ok) throw new Error(`${name}: POST ${path} answered ${res.status}: ${await res.text()}`);
+    };
+    await call('/v1/remote-agents', { name: 'sdk', url: upstream.endpoints[0] });
+    await call('/v1/agents', { id: 'proxy', backend: { remote: 'sdk' } });
+    return {
+      name,
+      endpoints: gateway.urls.map((u) => `${u}/v1/a2a/agents/proxy`),
+      headers: gateway.headers,
+      pids: [...gateway.pids, ...upstream.pids],
+      database: gateway.database,
+      parts: [
+        { label: 'arbiter', pids: gateway.pids },
+        { label: 'upstream', pids: upstream.pids },
+      ],
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
 /** The targets of `npm run bench`, in their default order. */
 export const TARGETS: { name: string; postgres: boolean; start: () => Promise<Target> }[] = [
+  { name: 'bare', postgres: false, start: () => bareServer('bare') },
   { name: 'sdk-memory', postgres: false, start: () => sdkServer('sdk-memory', 'memory') },
   { name: 'sdk-db', postgres: true, start: () => sdkServer('sdk-db', 'database') },
   { name: 'arbiter-pg', postgres: true, start: async () => arbiter('arbiter-pg', (await createDatabase('pg')).url) },
@@ -269,6 +358,7 @@ export const TARGETS: { name: string; postgres: boolean; start: () => Promise<Ta
     postgres: true,
     start: async () => arbiter('arbiter-pg-x2', (await createDatabase('pg_x2')).url, 2),
   },
+  { name: 'arbiter-proxy', postgres: true, start: () => arbiterProxy('arbiter-proxy') },
 ];
 
 /** PIDs of the PostgreSQL backends connected to `database` right now. */

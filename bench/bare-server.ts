@@ -1,0 +1,166 @@
+/**
+ * The `bare` reference of `npm run bench`: a plain `node:http` server answering
+ * the three A2A JSON-RPC calls the bench makes — SendMessage (blocking),
+ * SendStreamingMessage (the echo's chunks as SSE) and GetTask — with the JSON
+ * the binding returns, doing the minimum: read the body, `JSON.parse` it,
+ * build the response object, `JSON.stringify` it. Tasks are kept in a Map.
+ * No framework, no validation beyond what building the answer needs, no
+ * store: what the runtime itself costs per request, the floor any A2A server
+ * on Node stands on.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type ServerResponse } from 'node:http';
+import { chunkText } from '../src/orchestrator/providers/echo.model.js';
+
+const chunks = Number(process.env.ARBITER_ECHO_CHUNKS ?? 4);
+const port = Number(process.env.PORT ?? 0);
+
+interface TextPart {
+  text: string;
+}
+interface MessageJson {
+  messageId: string;
+  contextId: string;
+  taskId: string;
+  role: string;
+  parts: TextPart[];
+}
+interface RpcRequest {
+  id?: unknown;
+  method?: unknown;
+  params?: { id?: unknown; message?: { messageId?: unknown; contextId?: unknown; parts?: unknown } };
+}
+
+const tasks = new Map<string, unknown>();
+
+const rpcError = (id: unknown, code: number, message: string) => ({ jsonrpc: '2.0', id, error: { code, message } });
+
+function reply(res: ServerResponse, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+/** The caller's message as stored in the task, and its text. */
+function inputOf(rpc: RpcRequest, taskId: string, contextId: string): { message: MessageJson; text: string } | null {
+  const m = rpc.params?.message;
+  if (!m || typeof m.messageId !== 'string' || !Array.isArray(m.parts)) return null;
+  const parts = (m.parts as unknown[]).map((p) => ({ text: String((p as Partial<TextPart>)?.text ?? '') }));
+  return {
+    message: { messageId: m.messageId, contextId, taskId, role: 'ROLE_USER', parts },
+    text: parts.map((p) => p.text).join('\n'),
+  };
+}
+
+function send(rpc: RpcRequest, res: ServerResponse): void {
+  const taskId = randomUUID();
+  const contextId = typeof rpc.params?.message?.contextId === 'string' ? rpc.params.message.contextId : randomUUID();
+  const input = inputOf(rpc, taskId, contextId);
+  if (!input) return reply(res, rpcError(rpc.id ?? null, -32602, 'params.message is required'));
+  const task = {
+    id: taskId,
+    contextId,
+    status: { state: 'TASK_STATE_COMPLETED', timestamp: new Date().toISOString() },
+    artifacts: [{ artifactId: `${taskId}-text-0`, name: 'response', parts: [{ text: input.text }] }],
+    history: [
+      input.message,
+      { messageId: `${taskId}-r0`, contextId, taskId, role: 'ROLE_AGENT', parts: [{ text: input.text }] },
+    ],
+  };
+  tasks.set(taskId, task);
+  reply(res, { jsonrpc: '2.0', id: rpc.id ?? null, result: { task } });
+}
+
+function stream(rpc: RpcRequest, res: ServerResponse): void {
+  const taskId = randomUUID();
+  const contextId = typeof rpc.params?.message?.contextId === 'string' ? rpc.params.message.contextId : randomUUID();
+  const input = inputOf(rpc, taskId, contextId);
+  if (!input) return reply(res, rpcError(rpc.id ?? null, -32602, 'params.message is required'));
+  const id = rpc.id ?? null;
+  const at = new Date().toISOString();
+  const artifactId = `${taskId}-text-0`;
+  const agent = { messageId: `${taskId}-r0`, contextId, taskId, role: 'ROLE_AGENT', parts: [{ text: input.text }] };
+  const frame = (result: unknown) => `data: ${JSON.stringify({ jsonrpc: '2.0', id, result })}\n\n`;
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  res.write(
+    frame({
+      task: {
+        id: taskId,
+        contextId,
+        status: { state: 'TASK_STATE_SUBMITTED', timestamp: at },
+        history: [input.message],
+      },
+    }),
+  );
+  res.write(frame({ statusUpdate: { taskId, contextId, status: { state: 'TASK_STATE_WORKING', timestamp: at } } }));
+  chunkText(input.text, chunks).forEach((text, i) =>
+    res.write(
+      frame({
+        artifactUpdate: {
+          taskId,
+          contextId,
+          artifact: { artifactId, name: 'response', parts: [{ text }] },
+          ...(i > 0 ? { append: true } : {}),
+        },
+      }),
+    ),
+  );
+  const done = new Date().toISOString();
+  res.end(frame({ statusUpdate: { taskId, contextId, status: { state: 'TASK_STATE_COMPLETED', timestamp: done } } }));
+  tasks.set(taskId, {
+    id: taskId,
+    contextId,
+    status: { state: 'TASK_STATE_COMPLETED', timestamp: done },
+    artifacts: [{ artifactId, name: 'response', parts: [{ text: input.text }] }],
+    history: [input.message, agent],
+  });
+}
+
+function handle(res: ServerResponse, body: string): void {
+  let rpc: RpcRequest;
+  try {
+    rpc = JSON.parse(body) as RpcRequest;
+  } catch {
+    return reply(res, rpcError(null, -32700, 'parse error'));
+  }
+  switch (rpc.method) {
+    case 'SendMessage':
+      return send(rpc, res);
+    case 'SendStreamingMessage':
+      return stream(rpc, res);
+    case 'GetTask': {
+      const task = typeof rpc.params?.id === 'string' ? tasks.get(rpc.params.id) : undefined;
+      return reply(
+        res,
+        task ? { jsonrpc: '2.0', id: rpc.id ?? null, result: task } : rpcError(rpc.id, -32001, 'Task not found'),
+      );
+    }
+    default:
+      return reply(res, rpcError(rpc.id ?? null, -32601, 'method not found'));
+  }
+}
+
+const server = createServer((req, res) => {
+  if (req.method !== 'POST' || req.url !== '/rpc') {
+    res.writeHead(404).end();
+    return;
+  }
+  let body = '';
+  req.setEncoding('utf8');
+  req.on('data', (d: string) => {
+    body += d;
+    if (body.length > 1 << 20) req.destroy();
+  });
+  req.on('end', () => handle(res, body));
+});
+server.keepAliveTimeout = 60_000;
+server.listen(port, '127.0.0.1', () => {
+  const addr = server.address() as { port: number };
+  process.stdout.write(`listening on http://127.0.0.1:${addr.port} (bare node:http)\n`);
+});
+const stop = () => {
+  server.closeAllConnections();
+  server.close(() => process.exit(0));
+};
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);
