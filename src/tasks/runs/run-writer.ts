@@ -2,6 +2,12 @@ import type { EventLog } from '../event-log/event-log.service.js';
 import type { Appended, TaskRowChange } from '../repositories/task-log.types.js';
 import type { TaskEventBody } from '../task-events.js';
 
+/** What queued events may change on the task row: later status messages win, metadata merges, files add up. */
+export type QueuedChange = Pick<TaskRowChange, 'statusMessage' | 'metadata' | 'files'>;
+
+/** How many events may wait for a write before the run waits for it (an upstream faster than the database). */
+export const MAX_QUEUED_EVENTS = 64;
+
 /**
  * Writes one run's events in order. Text chunks are queued and written by a
  * background loop; chunks that pile up while a write is in flight go out
@@ -11,6 +17,8 @@ import type { TaskEventBody } from '../task-events.js';
  */
 export class RunWriter {
   private pending: TaskEventBody[] = [];
+  /** The row change the queued events make, written in their statement. */
+  private change: QueuedChange = {};
   private loop: Promise<void> | undefined;
   /** The background loop that is waiting for its macrotask and has written nothing yet (0: none). */
   private deferred = 0;
@@ -28,8 +36,17 @@ export class RunWriter {
 
   /** Queues an event that changes nothing on the task row (text chunks, usage). */
   enqueue(event: TaskEventBody): void {
+    this.queue([event]);
+  }
+
+  /**
+   * Queues events and the change they make to the row (an upstream's status message, metadata, files), written
+   * together with whatever else is queued. Await `room()` before queuing more when the queue is long.
+   */
+  queue(events: TaskEventBody[], change: QueuedChange = {}): void {
     if (this.failure || this.rejected) return;
-    this.pending.push(event);
+    this.pending.push(...events);
+    this.change = mergeChange(this.change, change);
     if (this.loop) return;
     const id = ++this.loops;
     this.deferred = id;
@@ -51,10 +68,24 @@ export class RunWriter {
     if (this.rejected) return null;
     // Whatever is still queued rides along in the same statement.
     const queued = this.failure ? [] : mergeChunks(this.pending.splice(0));
-    const stored = await this.log.append(this.taskId, [...queued, ...events], this.owned(change));
-    // Refused: the queued chunks go with the next write (or nowhere, if the task ended).
-    if (!stored) this.pending.unshift(...queued);
+    const queuedChange = this.failure ? {} : this.change;
+    this.change = {};
+    const stored = await this.log.append(
+      this.taskId,
+      [...queued, ...events],
+      this.owned(mergeChange(queuedChange, change)),
+    );
+    if (!stored) {
+      // Refused: the queued events go with the next write (or nowhere, if the task ended).
+      this.pending.unshift(...queued);
+      this.change = mergeChange(queuedChange, this.change);
+    }
     return stored;
+  }
+
+  /** Resolves once fewer than `MAX_QUEUED_EVENTS` events wait (at once when they do already). */
+  async room(): Promise<void> {
+    if (this.pending.length >= MAX_QUEUED_EVENTS) await this.flush();
   }
 
   /** Waits for queued events to be written (or dropped after a write error). */
@@ -80,9 +111,11 @@ export class RunWriter {
 
   private async run(): Promise<void> {
     try {
-      while (this.pending.length > 0 && !this.rejected) {
+      while ((this.pending.length > 0 || hasChange(this.change)) && !this.rejected) {
         const batch = mergeChunks(this.pending.splice(0));
-        const stored = await this.log.append(this.taskId, batch, this.owned({}));
+        const change = this.change;
+        this.change = {};
+        const stored = await this.log.append(this.taskId, batch, this.owned(change));
         if (!stored) {
           this.rejected = true;
           this.pending = [];
@@ -92,10 +125,27 @@ export class RunWriter {
     } catch (err) {
       this.failure = err;
       this.pending = [];
+      this.change = {};
     } finally {
       this.loop = undefined;
     }
   }
+}
+
+function hasChange(c: QueuedChange): boolean {
+  return c.statusMessage !== undefined || c.metadata !== undefined || (c.files?.length ?? 0) > 0;
+}
+
+/** `later` applied after `earlier`: its status message (if it sets one) wins, metadata merges, files add up. */
+export function mergeChange<C extends QueuedChange>(earlier: QueuedChange, later: C): C & QueuedChange {
+  if (!hasChange(earlier)) return later;
+  const out: C = { ...later };
+  if (later.statusMessage === undefined && earlier.statusMessage !== undefined) {
+    out.statusMessage = earlier.statusMessage;
+  }
+  if (earlier.metadata) out.metadata = { ...earlier.metadata, ...later.metadata };
+  if (earlier.files?.length) out.files = [...earlier.files, ...(later.files ?? [])];
+  return out;
 }
 
 /** Merges consecutive appends of text to the same artifact into one event. */

@@ -183,9 +183,10 @@ export class TaskRunner {
           }
           if (ev.type === 'upstream_bound') {
             // A remote-backed agent's upstream task: kept in the task's metadata, written before anything of it.
+            // Queued like the events after it: what the upstream sent at once is written in one statement.
             const metadata = upstreamMetadata(ev.upstreamTaskId, ev.upstreamContextId);
             ctx.metadata = { ...ctx.metadata, ...metadata };
-            if ((await writer.write([], { metadata })) === null) return; // the task ended elsewhere
+            writer.queue([], { metadata });
             continue;
           }
           if (ev.type === 'upstream_status' || ev.type === 'upstream_artifact') {
@@ -193,7 +194,10 @@ export class TaskRunner {
             artifacts.add(event);
             // An interim status message is the task's status message until the next one (GetTask shows it).
             const change = event.kind === 'status' ? { statusMessage: event.payload.message } : {};
-            if ((await writer.write([event], { ...change, ...(files.length ? { files } : {}) })) === null) return;
+            writer.queue([event], { ...change, ...(files.length ? { files } : {}) });
+            // Files are large: they are not left to pile up (nor are events an upstream sends faster than stored).
+            if (files.length) await writer.flush();
+            else await writer.room();
             continue;
           }
           if (ev.type === 'file') {

@@ -1,0 +1,109 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { EventLog } from '../../src/tasks/event-log/event-log.service.js';
+import type { Appended, TaskRowChange } from '../../src/tasks/repositories/task-log.types.js';
+import type { TaskEventBody } from '../../src/tasks/task-events.js';
+import type { NewTaskFile } from '../../src/tasks/task-files.js';
+import type { MessageJson } from '../../src/common/a2a-json.js';
+import { MAX_QUEUED_EVENTS, mergeChange, RunWriter } from '../../src/tasks/runs/run-writer.js';
+
+const message = (id: string): MessageJson => ({ messageId: id, role: 'ROLE_AGENT', parts: [{ text: id }] });
+const status = (id: string): TaskEventBody => ({
+  kind: 'status',
+  payload: { state: 'TASK_STATE_WORKING', message: message(id), timestamp: '2026-11-26T00:00:00Z' },
+});
+const file = (id: string): NewTaskFile => ({ id, mediaType: 'text/plain', filename: null, size: 2, b64: 'aGk=' });
+
+/** The log's append as the writer sees it: each call recorded; it commits when `release` is called. */
+function recordingLog() {
+  const calls: { events: TaskEventBody[]; change?: TaskRowChange }[] = [];
+  let release: () => void = () => undefined;
+  let gate: Promise<void> | undefined;
+  const log = {
+    append: async (_taskId: string, events: TaskEventBody[], change?: TaskRowChange): Promise<Appended> => {
+      calls.push({ events, change });
+      if (gate) await gate;
+      return { events: [] };
+    },
+  } as unknown as EventLog;
+  return {
+    log,
+    calls,
+    hold: () => {
+      gate = new Promise((r) => (release = r));
+    },
+    release: () => {
+      gate = undefined;
+      release();
+    },
+  };
+}
+
+describe('the run writer queues events with the row change they make', () => {
+  it('merges changes: a later status message wins, metadata merges, files add up', () => {
+    const merged = mergeChange(
+      { statusMessage: message('a'), metadata: { x: 1, y: 1 }, files: [file('f1')] },
+      { metadata: { y: 2 }, files: [file('f2')] },
+    );
+    assert.equal(merged.statusMessage?.messageId, 'a');
+    assert.deepEqual(merged.metadata, { x: 1, y: 2 });
+    assert.deepEqual(
+      merged.files?.map((f) => f.id),
+      ['f1', 'f2'],
+    );
+    assert.equal(
+      mergeChange({ statusMessage: message('a') }, { statusMessage: message('b') }).statusMessage?.messageId,
+      'b',
+    );
+    assert.deepEqual(mergeChange<TaskRowChange>({}, { state: 'TASK_STATE_COMPLETED' }), {
+      state: 'TASK_STATE_COMPLETED',
+    });
+  });
+
+  it('what is queued at once goes out in one statement with its merged change, owner-conditional', async () => {
+    const r = recordingLog();
+    const w = new RunWriter('t1', r.log, 'replica-1');
+    w.queue([], { metadata: { 'x-arbiter.upstream_task_id': 'up-1' } });
+    w.queue([status('s1')], { statusMessage: message('s1') });
+    w.queue([status('s2')], { statusMessage: message('s2') });
+    await w.flush();
+    assert.equal(r.calls.length, 1);
+    assert.deepEqual(
+      r.calls[0].events.map((e) => (e.kind === 'status' ? e.payload.message?.messageId : e.kind)),
+      ['s1', 's2'],
+    );
+    assert.equal(r.calls[0].change?.statusMessage?.messageId, 's2');
+    assert.deepEqual(r.calls[0].change?.metadata, { 'x-arbiter.upstream_task_id': 'up-1' });
+    assert.equal(r.calls[0].change?.owner, 'replica-1');
+  });
+
+  it('a final write takes the queue along; its own status message wins over the queued one', async () => {
+    const r = recordingLog();
+    const w = new RunWriter('t1', r.log);
+    w.queue([status('s1')], { statusMessage: message('s1'), metadata: { m: 1 } });
+    await w.write([status('end')], { state: 'TASK_STATE_COMPLETED', statusMessage: message('end') });
+    assert.equal(r.calls.length, 1);
+    assert.equal(r.calls[0].events.length, 2);
+    assert.equal(r.calls[0].change?.statusMessage?.messageId, 'end');
+    assert.equal(r.calls[0].change?.state, 'TASK_STATE_COMPLETED');
+    assert.deepEqual(r.calls[0].change?.metadata, { m: 1 });
+  });
+
+  it('room() waits while the queue is full and a write is in flight, and not otherwise', async () => {
+    const r = recordingLog();
+    const w = new RunWriter('t1', r.log);
+    r.hold();
+    w.queue([status('first')]);
+    await new Promise((res) => setImmediate(res)); // the background write starts, and waits on the database
+    for (let i = 0; i < MAX_QUEUED_EVENTS; i++) w.queue([status(`s${i}`)]);
+    let roomy = false;
+    const waiting = w.room().then(() => (roomy = true));
+    await new Promise((res) => setImmediate(res));
+    assert.equal(roomy, false, 'a full queue waits for the database');
+    r.release();
+    await waiting;
+    assert.equal(r.calls.length, 2);
+    assert.equal(r.calls[1].events.length, MAX_QUEUED_EVENTS);
+    await w.room(); // an empty queue: at once
+  });
+});
