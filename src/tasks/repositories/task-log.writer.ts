@@ -11,7 +11,7 @@ import { Sql } from '../../database/sql.service.js';
 import { Metrics } from '../../metrics/metrics.service.js';
 import { APPEND, appendRecord } from '../statements/append.sql.js';
 import { CONTINUE } from '../statements/continue.sql.js';
-import { CREATE, createRecord } from '../statements/create.sql.js';
+import { createRecord, createStatement } from '../statements/create.sql.js';
 import { anyLeftSql, endManySql, lockCandidatesSql } from '../statements/end.sql.js';
 import { fileRow, toStoredEvents, type EventRow } from '../statements/fragments.sql.js';
 import { DELETE_ENDED_IN_CONTEXT, PURGE_ENDED } from '../statements/remove.sql.js';
@@ -287,7 +287,9 @@ export class TaskLogWriter {
       return fold(item);
     });
     const input = items.map(({ task, first, lease }, i) => createRecord(i, task, first, lease, folded[i]));
-    const [r] = await this.sql.query<{ at: Date; n: number; refused: number[] }>(CREATE, [JSON.stringify(input)]);
+    const [r] = await this.sql.query<{ at: Date; n: number; refused: number[] }>(createStatement(input), [
+      JSON.stringify(input),
+    ]);
     const refused = new Set(r?.refused ?? []);
     if (!r || r.n + refused.size !== items.length) throw new Error(`created ${r?.n ?? 0} of ${items.length} tasks`);
     const createdAt = r.at.toISOString();

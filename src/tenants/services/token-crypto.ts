@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export const TENANT_TOKEN_PATTERN = /^atr_[0-9a-f]{64}$/;
 
@@ -12,7 +12,7 @@ export function generateAdminToken(): string {
 }
 
 export function sha256Hex(value: string): string {
-  return createHash('sha256').update(value, 'utf8').digest('hex');
+  return hash('sha256', value, 'hex');
 }
 
 /** Human-facing prefix shown in token listings; not enough to authenticate. */
