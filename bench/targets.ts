@@ -199,7 +199,8 @@ async function startReplica(
 /**
  * `replicas` Arbiter processes on one database (PGlite in its own ARBITER_HOME
  * when `databaseUrl` is absent), a tenant created through the admin API.
- * `checkout`: the built checkout to run (`npm run bench:ab` compares several).
+ * `checkout`: the built checkout to run (`npm run bench:ab` compares several); `extraEnv`: more settings for
+ * every replica.
  */
 export async function arbiter(
   name: string,
@@ -207,6 +208,7 @@ export async function arbiter(
   replicas = 1,
   checkout = '.',
   caller: 'opaque' | 'jwt' = 'opaque',
+  extraEnv: Record<string, string> = {},
 ): Promise<ArbiterTarget> {
   const adminToken = `adm_${randomBytes(24).toString('hex')}`;
   const started: { child: ChildProcess; url: string }[] = [];
@@ -217,7 +219,10 @@ export async function arbiter(
     await idp?.close();
   };
   try {
-    const env: Record<string, string> = idp ? { ARBITER_IDENTITY_ALLOWLIST: `127.0.0.1:${idp.port}` } : {};
+    const env: Record<string, string> = {
+      ...extraEnv,
+      ...(idp ? { ARBITER_IDENTITY_ALLOWLIST: `127.0.0.1:${idp.port}` } : {}),
+    };
     for (let i = 0; i < replicas; i++) started.push(await startReplica(adminToken, databaseUrl, checkout, env));
     const admin = (path: string, body: unknown) =>
       fetch(`${started[0].url}${path}`, {
