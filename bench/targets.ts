@@ -239,7 +239,8 @@ async function startReplica(
 /**
  * `replicas` Arbiter processes on one database (PGlite in its own ARBITER_HOME
  * when `databaseUrl` is absent), a tenant created through the admin API.
- * `checkout`: the built checkout to run (`npm run bench:ab` compares several).
+ * `checkout`: the built checkout to run (`npm run bench:ab` compares several); `extraEnv`: more settings for
+ * every replica.
  */
 export async function arbiter(
   name: string,

@@ -55,6 +55,9 @@ try {
       // Every test process refuses (and fails on) any connection off loopback: see test/helpers/loopback-only.ts.
       '--import',
       './dist/test/helpers/loopback-only.js',
+      // …and runs the embedded database's WebAssembly without optimising it: see test/helpers/wasm-baseline.ts.
+      '--import',
+      './dist/test/helpers/wasm-baseline.js',
       '--test',
       `--test-concurrency=${concurrency}`,
       '--test-reporter=spec',

@@ -14,8 +14,13 @@ export interface ServerProcess {
 }
 
 const MAIN = 'dist/src/main.js';
-/** The servers a test starts carry the loopback-only tripwire too. */
-const TRIPWIRE = ['--import', './dist/test/helpers/loopback-only.js'];
+/** The servers a test starts carry the loopback-only tripwire too, and run WebAssembly as tests do (`wasm-baseline.ts`). */
+const TRIPWIRE = [
+  '--import',
+  './dist/test/helpers/loopback-only.js',
+  '--import',
+  './dist/test/helpers/wasm-baseline.js',
+];
 
 /**
  * Runs `node dist/src/main.js` as a child process until it exits; resolves with code and output.
