@@ -9,6 +9,8 @@ import { BudgetRepository, type TenantBudgets } from './budget.repository.js';
 export interface PeriodUse {
   tokens: number;
   cost: number;
+  /** Messages sent (new tasks and continuations). */
+  requests: number;
   from: string;
   resets_at: string;
 }
@@ -53,6 +55,7 @@ export class BudgetViews {
     const p = (k: 'day' | 'month'): PeriodUse => ({
       tokens: spend[k].tokens,
       cost: spend[k].cost,
+      requests: spend[k].requests,
       from: w[k].from.toISOString(),
       resets_at: w[k].resetsAt.toISOString(),
     });
@@ -75,11 +78,15 @@ export class BudgetViews {
     const out = new Map<string, TenantBudgetsView>();
     for (const { id, budgets } of tenants) {
       const byAgent = spend.get(id) ?? new Map<string, PeriodSpend>();
-      const total: PeriodSpend = { day: { tokens: 0, cost: 0 }, month: { tokens: 0, cost: 0 } };
+      const total: PeriodSpend = {
+        day: { tokens: 0, cost: 0, requests: 0 },
+        month: { tokens: 0, cost: 0, requests: 0 },
+      };
       for (const s of byAgent.values()) {
         for (const k of ['day', 'month'] as const) {
           total[k].tokens += s[k].tokens;
           total[k].cost += s[k].cost;
+          total[k].requests += s[k].requests;
         }
       }
       for (const k of ['day', 'month'] as const) total[k].cost = Number(total[k].cost.toFixed(12));

@@ -3,7 +3,7 @@ import type { Folded } from '../repositories/merged-creation.js';
 import type { Lease, NewTask } from '../repositories/task-log.types.js';
 import type { TaskEventBody } from '../task-events.js';
 import { FILE_RECORD, fileRow, RUNNING_SQL, statusTimestamp } from './fragments.sql.js';
-import { callsOf, usageCtes } from './usage.sql.js';
+import { callsOf, requestsCte, usageCtes } from './usage.sql.js';
 
 /**
  * New tasks with their first events, many in one statement — and, for a
@@ -14,7 +14,8 @@ import { callsOf, usageCtes } from './usage.sql.js';
  * tenants concerned are locked (`tenant_running` FOR UPDATE) and what fits
  * goes in, in submission order; `refused` lists the rest, which wrote
  * nothing. No notice: nobody can watch a task before its creation commits.
- * The model calls of merged usage events are accounted with it (`usage.sql.ts`).
+ * The model calls of merged usage events are accounted with it, and each task
+ * counts as a message taken (`usage.sql.ts`).
  * $1: the tasks (`createRecord`).
  */
 export const CREATE: Statement = {
@@ -58,7 +59,9 @@ export const CREATE: Statement = {
     INSERT INTO task_events (task_id, seq, kind, payload)
     SELECT x.task_id, ev.ord::int, ev.value->>'kind', ev.value->'payload'
       FROM t JOIN x ON x.task_id = t.task_id, jsonb_array_elements(x.events) WITH ORDINALITY AS ev(value, ord)
-  )${usageCtes('SELECT x.tenant_id, x.task_id, x.calls FROM t JOIN x ON x.task_id = t.task_id WHERE x.calls IS NOT NULL')}
+  )${requestsCte('SELECT x.tenant_id, x.agent_id FROM t JOIN x ON x.task_id = t.task_id')}${usageCtes(
+    'SELECT x.tenant_id, x.task_id, x.calls FROM t JOIN x ON x.task_id = t.task_id WHERE x.calls IS NOT NULL',
+  )}
   SELECT now() AS at, count(*)::int AS n,
     (SELECT COALESCE(array_agg(x.i), '{}') FROM x WHERE x.i NOT IN (SELECT i FROM ok)) AS refused
   FROM t`,
