@@ -37,6 +37,8 @@ export const measureOf = (k: BudgetKey): Measure =>
   k.startsWith('tokens_') ? 'tokens' : k.startsWith('cost_') ? 'cost' : 'requests';
 /** Counted in whole units (tokens, requests), not an amount of money. */
 export const isCountKey = (k: BudgetKey): boolean => measureOf(k) !== 'cost';
+/** The budgets of model calls (checked before each one), not of messages taken. */
+export const SPEND_KEYS: readonly BudgetKey[] = BUDGET_KEYS.filter((k) => measureOf(k) !== 'requests');
 export const periodOf = (k: BudgetKey): 'day' | 'month' => (k.endsWith('_day') ? 'day' : 'month');
 
 export const hasLimits = (l: BudgetLimits | undefined | null): l is BudgetLimits =>
@@ -74,12 +76,16 @@ export function periods(now = Date.now()): Record<'day' | 'month', { from: Date;
 
 const used = (s: PeriodSpend, k: BudgetKey): number => s[periodOf(k)][measureOf(k)];
 
-/** The first budget of `limits` that `spend` has reached (at or over its limit), or undefined. */
+/**
+ * The first budget of `limits` that `spend` has reached (at or over its limit), or undefined. `keys`: only these
+ * (between the model calls of a run, request budgets do not apply: the run's message was taken already).
+ */
 export function exhausted(
   limits: BudgetLimits,
   spend: PeriodSpend,
+  keys: readonly BudgetKey[] = BUDGET_KEYS,
 ): { key: BudgetKey; used: number; limit: number } | undefined {
-  for (const key of BUDGET_KEYS) {
+  for (const key of keys) {
     const limit = limits[key];
     if (limit === null) continue;
     const u = used(spend, key);

@@ -74,10 +74,10 @@ export class BudgetViews {
           tenants.map((t) => t.id),
           windowOf(w),
         )
-      : new Map<string, Map<string, PeriodSpend>>();
+      : new Map<string, Map<string, PeriodSpend & { called: boolean }>>();
     const out = new Map<string, TenantBudgetsView>();
     for (const { id, budgets } of tenants) {
-      const byAgent = spend.get(id) ?? new Map<string, PeriodSpend>();
+      const byAgent = spend.get(id) ?? new Map<string, PeriodSpend & { called: boolean }>();
       const total: PeriodSpend = {
         day: { tokens: 0, cost: 0, requests: 0 },
         month: { tokens: 0, cost: 0, requests: 0 },
@@ -90,7 +90,9 @@ export class BudgetViews {
         }
       }
       for (const k of ['day', 'month'] as const) total[k].cost = Number(total[k].cost.toFixed(12));
-      const agents = [...new Set([...(budgets?.agents.keys() ?? []), ...byAgent.keys()])].sort();
+      // Listed: the agents with a budget, or with model calls this month (messages alone count in the totals).
+      const called = [...byAgent].filter(([, s]) => s.called).map(([agent]) => agent);
+      const agents = [...new Set([...(budgets?.agents.keys() ?? []), ...called])].sort();
       out.set(id, {
         tenant: this.use(budgets?.tenant ?? NO_LIMITS, total, w),
         agents: agents.map((agent) => ({

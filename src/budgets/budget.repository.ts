@@ -54,11 +54,12 @@ const spendOf = (r: SpendRow | undefined): PeriodSpend =>
  * (`usage_daily`, summed over providers and models) beside the messages taken (`usage_requests`). $1 the tenants,
  * $2 and $3 the month's range.
  */
-const DAILY = `SELECT tenant_id, agent_id, bucket, sum(tokens) AS tokens, sum(cost) AS cost, sum(requests) AS requests
-    FROM (SELECT tenant_id, agent_id, bucket, input_tokens + output_tokens AS tokens, cost, 0 AS requests
+const DAILY = `SELECT tenant_id, agent_id, bucket, sum(tokens) AS tokens, sum(cost) AS cost, sum(requests) AS requests,
+         sum(calls) AS calls
+    FROM (SELECT tenant_id, agent_id, bucket, input_tokens + output_tokens AS tokens, cost, 0 AS requests, calls
             FROM usage_daily WHERE tenant_id = ANY($1::uuid[]) AND bucket >= $2 AND bucket < $3
           UNION ALL
-          SELECT tenant_id, agent_id, bucket, 0, 0, requests
+          SELECT tenant_id, agent_id, bucket, 0, 0, requests, 0
             FROM usage_requests WHERE tenant_id = ANY($1::uuid[]) AND bucket >= $2 AND bucket < $3) d
    GROUP BY tenant_id, agent_id, bucket`;
 
@@ -123,24 +124,27 @@ export class BudgetRepository {
     };
   }
 
-  /** Each agent's spend this UTC day and month (the agents with usage this month), and the tenants' totals. */
+  /**
+   * Each agent's spend this UTC day and month (the agents with usage this month: messages taken, model calls —
+   * `called`), and the tenants' totals.
+   */
   async spendByAgent(
     tenantIds: string[],
     p: { dayFrom: Date; monthFrom: Date; monthEnd: Date },
-  ): Promise<Map<string, Map<string, PeriodSpend>>> {
-    const rows: (SpendRow & { tenant_id: string })[] = await this.ds.query(
-      `SELECT tenant_id, agent_id,
+  ): Promise<Map<string, Map<string, PeriodSpend & { called: boolean }>>> {
+    const rows: (SpendRow & { tenant_id: string; month_calls: string | null })[] = await this.ds.query(
+      `SELECT tenant_id, agent_id, sum(calls) AS month_calls,
               sum(tokens) FILTER (WHERE bucket >= $4) AS day_tokens, sum(cost) FILTER (WHERE bucket >= $4) AS day_cost,
               sum(requests) FILTER (WHERE bucket >= $4) AS day_requests,
               sum(tokens) AS month_tokens, sum(cost) AS month_cost, sum(requests) AS month_requests
          FROM (${DAILY}) r GROUP BY tenant_id, agent_id ORDER BY tenant_id, agent_id`,
       [tenantIds, p.monthFrom, p.monthEnd, p.dayFrom],
     );
-    const out = new Map<string, Map<string, PeriodSpend>>();
+    const out = new Map<string, Map<string, PeriodSpend & { called: boolean }>>();
     for (const r of rows) {
       let m = out.get(r.tenant_id);
-      if (!m) out.set(r.tenant_id, (m = new Map<string, PeriodSpend>()));
-      m.set(r.agent_id, spendOf(r));
+      if (!m) out.set(r.tenant_id, (m = new Map<string, PeriodSpend & { called: boolean }>()));
+      m.set(r.agent_id, { ...spendOf(r), called: Number(r.month_calls ?? 0) > 0 });
     }
     return out;
   }

@@ -10,6 +10,7 @@ import { ACCESS_CHANNEL, changeOf } from '../tenants/services/open-streams.servi
 import { AuditLog } from '../tenants/services/audit-log.service.js';
 import { Prices } from '../usage/prices.service.js';
 import {
+  BUDGET_KEYS,
   checkAgainst,
   exhausted,
   exhaustedMessage,
@@ -18,6 +19,7 @@ import {
   parseLimits,
   periodOf,
   periods,
+  SPEND_KEYS,
   type BudgetLimits,
 } from './budget-limits.js';
 import { BudgetRepository, type TenantBudgets } from './budget.repository.js';
@@ -30,8 +32,8 @@ export const BUDGETS_CHANNEL = 'arbiter_budgets';
 export const QUOTA_KEYS = ['sends_per_minute', 'max_running_tasks', 'max_open_streams'] as const;
 
 /**
- * Token and cost budgets per tenant and per agent (docs/budgets.md), by UTC
- * day and month. Which tenants have budgets is kept in memory on every
+ * Token, cost and request budgets per tenant and per agent (docs/budgets.md),
+ * by UTC day and month. Which tenants have budgets is kept in memory on every
  * replica (loaded at start, dropped per tenant by a notice when a budget
  * changes, and read again from the database while the notice connection is
  * down), so a tenant without budgets costs a map lookup and nothing else.
@@ -145,8 +147,10 @@ export class Budgets implements OnModuleInit, OnApplicationBootstrap {
     if (!b || (!b.tenant && !own)) return;
     const w = periods();
     const spend = await this.repo.spend(tenantId, agentId, windowOf(w));
-    const t = b.tenant ? exhausted(b.tenant, spend.tenant) : undefined;
-    const a = own ? exhausted(own, spend.agent) : undefined;
+    // A run's model calls are checked against token and cost budgets; its message was counted when taken.
+    const keys = where === 'start' ? BUDGET_KEYS : SPEND_KEYS;
+    const t = b.tenant ? exhausted(b.tenant, spend.tenant, keys) : undefined;
+    const a = own ? exhausted(own, spend.agent, keys) : undefined;
     const hit = t
       ? { e: t, whose: `tenant ${b.tenantName}`, kind: 'tenant' }
       : a

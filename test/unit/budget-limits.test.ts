@@ -8,6 +8,7 @@ import {
   parseLimits,
   periods,
   ratios,
+  SPEND_KEYS,
   type PeriodSpend,
 } from '../../src/budgets/budget-limits.js';
 
@@ -105,6 +106,8 @@ describe('budgets: limits, periods and checks', () => {
     assert.equal(exhausted(limits, spend(1e6, 1e6, 0, 0, [1, 1])), undefined);
     const hit = exhausted(limits, spend(0, 0, 0, 0, [2, 2]));
     assert.deepEqual(hit, { key: 'requests_per_day', used: 2, limit: 2 });
+    // Between a run's model calls only token and cost budgets apply: its message was counted when it was taken.
+    assert.equal(exhausted(limits, spend(0, 0, 0, 0, [2, 2]), SPEND_KEYS), undefined);
     assert.equal(exhaustedMessage('agent front', hit), 'budget exhausted for agent front (requests today: 2 of 2)');
     assert.deepEqual(
       checkAgainst({ requests_per_month: 3 }, spend(0, 0, 0, 0, [1, 4])).map((e) => [e.field, e.messages[0]]),
