@@ -17,6 +17,7 @@ import { BudgetThresholdEntity } from './budgets/entities/budget-threshold.entit
 import { StatsA2aErrorsEntity, StatsLatencyEntity, StatsTasksEntity } from './stats/entities/stats.entities.js';
 import { UsageLedgerEntity } from './usage/entities/usage-ledger.entity.js';
 import { UsageDailyEntity, UsageHourlyEntity } from './usage/entities/usage-rollup.entity.js';
+import { UsageRequestsEntity } from './usage/entities/usage-requests.entity.js';
 
 /**
  * Every module's entities, gathered above the modules (like `AppModule`), so
@@ -40,6 +41,7 @@ export const ENTITIES: EntityList = [
   UsageLedgerEntity,
   UsageHourlyEntity,
   UsageDailyEntity,
+  UsageRequestsEntity,
   AgentBudgetEntity,
   BudgetThresholdEntity,
   StatsTasksEntity,

@@ -357,13 +357,21 @@ export interface UsageReport {
   rows: (UsageSums & Record<string, unknown>)[];
 }
 
-export const BUDGET_KEYS = ['tokens_per_day', 'tokens_per_month', 'cost_per_day', 'cost_per_month'] as const;
+export const BUDGET_KEYS = [
+  'tokens_per_day',
+  'tokens_per_month',
+  'cost_per_day',
+  'cost_per_month',
+  'requests_per_day',
+  'requests_per_month',
+] as const;
 export type BudgetKey = (typeof BUDGET_KEYS)[number];
 export type BudgetLimits = Record<BudgetKey, number | null>;
 
 export interface BudgetUse {
   tokens: number;
   cost: number;
+  requests: number;
   from: string;
   resets_at: string;
 }

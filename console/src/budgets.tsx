@@ -23,6 +23,8 @@ export const LABELS: Record<BudgetKey, string> = {
   tokens_per_month: 'Tokens per month',
   cost_per_day: 'Cost per day',
   cost_per_month: 'Cost per month',
+  requests_per_day: 'Requests per day',
+  requests_per_month: 'Requests per month',
 };
 
 /** How a budget's use is named beside its meter. */
@@ -31,12 +33,14 @@ export const USE_LABELS: Record<BudgetKey, string> = {
   tokens_per_month: 'Tokens this month',
   cost_per_day: 'Cost today',
   cost_per_month: 'Cost this month',
+  requests_per_day: 'Requests today',
+  requests_per_month: 'Requests this month',
 };
 
 const periodOf = (k: BudgetKey): 'day' | 'month' => (k.endsWith('_day') ? 'day' : 'month');
-/** What `budget` used against key `k`: tokens or cost in the key's period. */
+/** What `budget` used against key `k`: tokens, cost or requests in the key's period. */
 export const usedOf = (budget: Budget, k: BudgetKey): number =>
-  budget.used[periodOf(k)][k.startsWith('tokens_') ? 'tokens' : 'cost'];
+  budget.used[periodOf(k)][k.startsWith('tokens_') ? 'tokens' : k.startsWith('cost_') ? 'cost' : 'requests'];
 export const hasLimits = (b: Budget): boolean => BUDGET_KEYS.some((k) => b.limits[k] !== null);
 
 /** When a period resets, as a reader takes it in: "00:00 UTC on 27 Nov" (UTC, as budgets are). */
@@ -111,7 +115,7 @@ export function UseBars(props: {
   const { budget } = props;
   const cur = props.currency ? ` ${props.currency}` : '';
   const keys = BUDGET_KEYS.filter(
-    (k) => budget.limits[k] !== null || (props.all && (k.startsWith('tokens_') || props.currency !== null)),
+    (k) => budget.limits[k] !== null || (props.all && (!k.startsWith('cost_') || props.currency !== null)),
   );
   return (
     <>
@@ -200,7 +204,13 @@ function LimitsForm(props: {
     void run(() => props.save(body), `Saved the budget of ${props.name}.`);
   };
   const unit = (k: BudgetKey): string =>
-    k.startsWith('tokens_') ? 'tokens' : props.currency ? props.currency : 'needs prices';
+    k.startsWith('tokens_')
+      ? 'tokens'
+      : k.startsWith('requests_')
+        ? 'messages'
+        : props.currency
+          ? props.currency
+          : 'needs prices';
   return (
     <form class="limits" onSubmit={submit} aria-label={`Budget of ${props.name}`}>
       <div class="field-row">
@@ -327,9 +337,9 @@ export function BudgetsPage(props: { api: Api; admin: boolean; mayEdit: boolean 
     <section class="budgets-page">
       <PageTitle>Budgets</PageTitle>
       <p class="muted">
-        Limits per UTC day and month, in tokens or in cost{data?.currency ? ` (${data.currency})` : ''}. A run that has
-        reached one is refused, or stopped between model calls. Bars turn amber at {data?.warn_at_percent ?? 80}% and
-        red at the limit.
+        Limits per UTC day and month, in tokens, in requests or in cost{data?.currency ? ` (${data.currency})` : ''}. A
+        run that has reached one is refused, or stopped between model calls. Bars turn amber at{' '}
+        {data?.warn_at_percent ?? 80}% and red at the limit.
       </p>
       {admin && (
         <label>
@@ -419,7 +429,14 @@ export function BudgetsPage(props: { api: Api; admin: boolean; mayEdit: boolean 
                   key={adding}
                   name={adding}
                   budget={{
-                    limits: { tokens_per_day: null, tokens_per_month: null, cost_per_day: null, cost_per_month: null },
+                    limits: {
+                      tokens_per_day: null,
+                      tokens_per_month: null,
+                      cost_per_day: null,
+                      cost_per_month: null,
+                      requests_per_day: null,
+                      requests_per_month: null,
+                    },
                     used: one.tenant.used,
                   }}
                   currency={one.currency}

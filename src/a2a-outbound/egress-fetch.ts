@@ -23,8 +23,9 @@ const NO_BODY = new Set([101, 204, 205, 304]);
  * checks, pinned addresses, re-checked redirects), sends only the remote's
  * own credential (`auth` of its entry: headers, a TLS client certificate),
  * to its own origin only (whatever the caller set), renews a refused OAuth
- * token once, and turns an HTTP error status without a JSON-RPC error body
- * into a `RemoteCallError`. `optional`: a card fetch, sent without
+ * token once, and turns an HTTP error status without an A2A error body (a
+ * JSON-RPC error, or HTTP+JSON's `google.rpc.Status` with an `ErrorInfo`)
+ * into a `RemoteCallError`; the SDK reads an A2A error as its typed error. `optional`: a card fetch, sent without
  * credentials when they act for a caller and there is none.
  */
 export function egressFetch(
@@ -55,7 +56,7 @@ export function egressFetch(
         {
           malformed: (message) => new RemoteCallError('malformed', message),
           refusal: (status, b) =>
-            status >= 400 && !isJsonRpcError(b)
+            status >= 400 && !isA2aError(b)
               ? new RemoteCallError('http', `HTTP ${status}: ${statusText(status)}`)
               : null,
         },
@@ -88,7 +89,7 @@ export function egressFetch(
     if (tooDeep(res.body, out.get('content-type') ?? '')) {
       throw new RemoteCallError('malformed', `the response is nested deeper than ${MAX_JSON_DEPTH} levels`);
     }
-    if (res.status >= 400 && !isJsonRpcError(res.body)) {
+    if (res.status >= 400 && !isA2aError(res.body)) {
       throw new RemoteCallError('http', `HTTP ${res.status}: ${statusText(res.status)}`);
     }
     return new Response(NO_BODY.has(res.status) ? null : new Uint8Array(res.body), {
@@ -117,10 +118,19 @@ function tooDeep(body: Buffer, contentType: string): boolean {
   return text.split('\n').some((line) => line.startsWith('data:') && tooDeepAt(line) !== -1);
 }
 
-function isJsonRpcError(body: Buffer): boolean {
+function isA2aError(body: Buffer): boolean {
   try {
     const j = parseJsonText(body.toString('utf8')) as { jsonrpc?: unknown; error?: unknown };
-    return j.jsonrpc === '2.0' && j.error !== null && typeof j.error === 'object';
+    if (j.error === null || typeof j.error !== 'object') return false;
+    if (j.jsonrpc === '2.0') return true;
+    const details = (j.error as { details?: unknown }).details;
+    return (
+      Array.isArray(details) &&
+      details.some(
+        (d: { '@type'?: unknown; reason?: unknown } | null) =>
+          d?.['@type'] === 'type.googleapis.com/google.rpc.ErrorInfo' && typeof d.reason === 'string',
+      )
+    );
   } catch {
     return false;
   }

@@ -6,8 +6,16 @@ import type { Client } from '@a2a-js/sdk/client';
 import { AppConfig } from '../config/app-config.js';
 import { capBytes } from '../common/text.js';
 import { RemoteCards, type CachedCard } from './remote-cards.js';
-import { describeCallError, describeCardError, reason, staleCard } from './remote-errors.js';
+import {
+  describeCallError,
+  describeCardError,
+  reason,
+  staleCard,
+  transientCardError,
+  UpstreamCardError,
+} from './remote-errors.js';
 import { CardSignatureError } from '../common/card-signing/card-signature.js';
+import { OutboundAuthError } from '../outbound-auth/outbound-auth.types.js';
 import type { RemoteAgent } from './remote-registry.service.js';
 import { TenantRemotes } from './tenant-remotes.service.js';
 import { partsText, replyText } from './remote-reply.js';
@@ -232,7 +240,11 @@ export class RemoteAgents {
       return { ...(await this.cards.cardFor(remote, signal)), secrets };
     } catch (err) {
       signal.throwIfAborted();
-      throw new Error(stripSecrets(describeCardError(err).replace(/^ERR: /, ''), secrets));
+      const message = stripSecrets(describeCardError(err).replace(/^ERR: /, ''), secrets);
+      // A credential that could not be had is Arbiter's failure, not the upstream's answer.
+      throw err instanceof OutboundAuthError
+        ? new Error(message)
+        : new UpstreamCardError(message, transientCardError(err));
     }
   }
 

@@ -44,3 +44,22 @@ export function describeCardError(err: unknown): string {
   if (err instanceof CardSignatureError) return `ERR: card signature invalid: ${err.message}`;
   return `ERR: card fetch failed: ${reason(err)}`;
 }
+
+/** A remote-backed agent's upstream card could not be had; `transient`: worth trying again later. */
+export class UpstreamCardError extends Error {
+  constructor(
+    message: string,
+    readonly transient: boolean,
+  ) {
+    super(message);
+    this.name = 'UpstreamCardError';
+  }
+}
+
+/** Whether a card fetch that failed so may succeed later (not a refused address, a bad card or signature). */
+export function transientCardError(err: unknown): boolean {
+  if (err instanceof CardSignatureError) return false;
+  if (err instanceof EgressError) return err.code !== 'blocked' && err.code !== 'bad_url';
+  if (err instanceof RemoteCallError) return err.kind === 'http' && /^HTTP (429|5\d\d)/.test(err.message);
+  return true;
+}

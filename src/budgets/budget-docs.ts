@@ -2,7 +2,7 @@ import { ApiOkResponse, type SchemaObject } from '@nestjs/swagger';
 
 const limit = (description: string): SchemaObject => ({ type: ['number', 'null'], description });
 
-/** The four limits (null: none), as bodies and answers carry them. */
+/** The six limits (null: none), as bodies and answers carry them. */
 export const LIMITS_SCHEMA: SchemaObject = {
   type: 'object',
   properties: {
@@ -10,6 +10,8 @@ export const LIMITS_SCHEMA: SchemaObject = {
     tokens_per_month: limit('input + output tokens per UTC calendar month, 1 to 10^12'),
     cost_per_day: limit('cost per UTC day in the prices file’s currency, 0.000001 to 10^9 (needs prices)'),
     cost_per_month: limit('cost per UTC calendar month, 0.000001 to 10^9 (needs prices)'),
+    requests_per_day: limit('messages sent to the agent (new tasks and continuations) per UTC day, 1 to 10^9'),
+    requests_per_month: limit('messages sent per UTC calendar month, 1 to 10^9'),
   },
   additionalProperties: false,
 };
@@ -19,10 +21,11 @@ const PERIOD: SchemaObject = {
   properties: {
     tokens: { type: 'integer' },
     cost: { type: 'number' },
+    requests: { type: 'integer', description: 'messages sent (new tasks and continuations)' },
     from: { type: 'string', format: 'date-time' },
     resets_at: { type: 'string', format: 'date-time' },
   },
-  required: ['tokens', 'cost', 'from', 'resets_at'],
+  required: ['tokens', 'cost', 'requests', 'from', 'resets_at'],
 };
 
 export const USE_SCHEMA: SchemaObject = {

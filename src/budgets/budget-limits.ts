@@ -1,7 +1,17 @@
 import type { FieldError } from '../common/errors.js';
 
-/** The four budgets a tenant or an agent may have. Tokens are input + output tokens (cached ones are input). */
-export const BUDGET_KEYS = ['tokens_per_day', 'tokens_per_month', 'cost_per_day', 'cost_per_month'] as const;
+/**
+ * The budgets a tenant or an agent may have. Tokens are input + output tokens (cached ones are input); requests
+ * are the messages sent to the agent (each new task or continuation taken counts one).
+ */
+export const BUDGET_KEYS = [
+  'tokens_per_day',
+  'tokens_per_month',
+  'cost_per_day',
+  'cost_per_month',
+  'requests_per_day',
+  'requests_per_month',
+] as const;
 export type BudgetKey = (typeof BUDGET_KEYS)[number];
 
 /** A budget's limits: null (or absent) for none. Costs are in the prices file's currency. */
@@ -12,14 +22,28 @@ export const NO_LIMITS: BudgetLimits = {
   tokens_per_month: null,
   cost_per_day: null,
   cost_per_month: null,
+  requests_per_day: null,
+  requests_per_month: null,
 };
 
 export const MAX_TOKENS_LIMIT = 1_000_000_000_000;
+export const MAX_REQUESTS_LIMIT = 1_000_000_000;
 export const MIN_COST_LIMIT = 0.000001;
 export const MAX_COST_LIMIT = 1_000_000_000;
 
-export const isTokenKey = (k: BudgetKey): boolean => k.startsWith('tokens_');
+/** What a budget counts. */
+export type Measure = 'tokens' | 'cost' | 'requests';
+export const measureOf = (k: BudgetKey): Measure =>
+  k.startsWith('tokens_') ? 'tokens' : k.startsWith('cost_') ? 'cost' : 'requests';
+/** Counted in whole units (tokens, requests), not an amount of money. */
+export const isCountKey = (k: BudgetKey): boolean => measureOf(k) !== 'cost';
+/** The budgets of model calls (checked before each one), not of messages taken. */
+export const SPEND_KEYS: readonly BudgetKey[] = BUDGET_KEYS.filter((k) => measureOf(k) !== 'requests');
 export const periodOf = (k: BudgetKey): 'day' | 'month' => (k.endsWith('_day') ? 'day' : 'month');
+
+/** Whether `l` limits requests (the messages an agent is sent). */
+export const hasRequestLimit = (l: BudgetLimits | undefined | null): boolean =>
+  !!l && (l.requests_per_day !== null || l.requests_per_month !== null);
 
 export const hasLimits = (l: BudgetLimits | undefined | null): l is BudgetLimits =>
   !!l && BUDGET_KEYS.some((k) => l[k] !== null);
@@ -28,6 +52,8 @@ export const hasLimits = (l: BudgetLimits | undefined | null): l is BudgetLimits
 export interface Spent {
   tokens: number;
   cost: number;
+  /** Messages sent to the agent (or the tenant's agents). */
+  requests: number;
 }
 
 export interface PeriodSpend {
@@ -35,7 +61,10 @@ export interface PeriodSpend {
   month: Spent;
 }
 
-export const ZERO_SPEND: PeriodSpend = { day: { tokens: 0, cost: 0 }, month: { tokens: 0, cost: 0 } };
+export const ZERO_SPEND: PeriodSpend = {
+  day: { tokens: 0, cost: 0, requests: 0 },
+  month: { tokens: 0, cost: 0, requests: 0 },
+};
 
 /** The UTC calendar day and month `now` falls in: each from its start (inclusive) to its reset (exclusive). */
 export function periods(now = Date.now()): Record<'day' | 'month', { from: Date; resetsAt: Date }> {
@@ -49,17 +78,18 @@ export function periods(now = Date.now()): Record<'day' | 'month', { from: Date;
   };
 }
 
-const used = (s: PeriodSpend, k: BudgetKey): number => {
-  const p = s[periodOf(k)];
-  return isTokenKey(k) ? p.tokens : p.cost;
-};
+const used = (s: PeriodSpend, k: BudgetKey): number => s[periodOf(k)][measureOf(k)];
 
-/** The first budget of `limits` that `spend` has reached (at or over its limit), or undefined. */
+/**
+ * The first budget of `limits` that `spend` has reached (at or over its limit), or undefined. `keys`: only these
+ * (between the model calls of a run, request budgets do not apply: the run's message was taken already).
+ */
 export function exhausted(
   limits: BudgetLimits,
   spend: PeriodSpend,
+  keys: readonly BudgetKey[] = BUDGET_KEYS,
 ): { key: BudgetKey; used: number; limit: number } | undefined {
-  for (const key of BUDGET_KEYS) {
+  for (const key of keys) {
     const limit = limits[key];
     if (limit === null) continue;
     const u = used(spend, key);
@@ -80,10 +110,10 @@ export function ratios(limits: BudgetLimits, spend: PeriodSpend): { key: BudgetK
 
 /** How a budget is named in messages: "tokens this month", "cost today". */
 export function budgetLabel(k: BudgetKey): string {
-  return `${isTokenKey(k) ? 'tokens' : 'cost'} ${periodOf(k) === 'day' ? 'today' : 'this month'}`;
+  return `${measureOf(k)} ${periodOf(k) === 'day' ? 'today' : 'this month'}`;
 }
 
-const fmt = (k: BudgetKey, v: number): string => (isTokenKey(k) ? String(v) : String(Number(v.toFixed(6))));
+const fmt = (k: BudgetKey, v: number): string => (isCountKey(k) ? String(v) : String(Number(v.toFixed(6))));
 
 /** "budget exhausted for agent research (tokens this month: 1200 of 1000)". */
 export function exhaustedMessage(whose: string, e: { key: BudgetKey; used: number; limit: number }): string {
@@ -94,8 +124,8 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 
 /**
  * Checks a body of budget limits: each key one of `BUDGET_KEYS`, null (none)
- * or a number in range — tokens a whole number from 1 to 10¹², costs from
- * 0.000001 to 10⁹ (and only with prices configured). Returns the limits
+ * or a number in range — tokens a whole number from 1 to 10¹², requests from
+ * 1 to 10⁹, costs from 0.000001 to 10⁹ (and only with prices configured). Returns the limits
  * given (absent keys left out) and the problems, each naming its field.
  */
 export function parseLimits(
@@ -119,9 +149,10 @@ export function parseLimits(
       limits[key] = null;
       continue;
     }
-    if (isTokenKey(key)) {
-      if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > MAX_TOKENS_LIMIT) {
-        errors.push({ field: field(k), messages: [`${k} must be null (none) or a whole number from 1 to 10^12`] });
+    if (isCountKey(key)) {
+      const [max, shown] = measureOf(key) === 'tokens' ? [MAX_TOKENS_LIMIT, '10^12'] : [MAX_REQUESTS_LIMIT, '10^9'];
+      if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > max) {
+        errors.push({ field: field(k), messages: [`${k} must be null (none) or a whole number from 1 to ${shown}`] });
         continue;
       }
     } else {
@@ -186,6 +217,8 @@ export function limitsOfRow(r: {
   tokens_per_month: string | number | null;
   cost_per_day: string | number | null;
   cost_per_month: string | number | null;
+  requests_per_day: string | number | null;
+  requests_per_month: string | number | null;
 }): BudgetLimits {
   const n = (v: string | number | null): number | null => (v === null ? null : Number(v));
   return {
@@ -193,5 +226,7 @@ export function limitsOfRow(r: {
     tokens_per_month: n(r.tokens_per_month),
     cost_per_day: n(r.cost_per_day),
     cost_per_month: n(r.cost_per_month),
+    requests_per_day: n(r.requests_per_day),
+    requests_per_month: n(r.requests_per_month),
   };
 }

@@ -12,7 +12,7 @@ import { BudgetViews, type BudgetUse } from './budget-views.service.js';
 
 /**
  * The soft threshold (`ARBITER_BUDGET_WARN_PERCENT`): once calls are
- * accounted (committed) here, the tenant's budgets are read again, off the
+ * accounted (committed) here, or a message is taken, the tenant's budgets are read again, off the
  * request path; a budget whose spend reached the threshold is recorded once
  * per period over every replica (a row in `budget_thresholds`, unique per
  * budget and period, with its audit row `budget.threshold`) and counted.
@@ -130,6 +130,6 @@ export class BudgetThresholds {
 }
 
 const spendOfUse = (u: BudgetUse): PeriodSpend => ({
-  day: { tokens: u.used.day.tokens, cost: u.used.day.cost },
-  month: { tokens: u.used.month.tokens, cost: u.used.month.cost },
+  day: { tokens: u.used.day.tokens, cost: u.used.day.cost, requests: u.used.day.requests },
+  month: { tokens: u.used.month.tokens, cost: u.used.month.cost, requests: u.used.month.requests },
 });

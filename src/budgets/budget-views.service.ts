@@ -9,6 +9,8 @@ import { BudgetRepository, type TenantBudgets } from './budget.repository.js';
 export interface PeriodUse {
   tokens: number;
   cost: number;
+  /** Messages sent (new tasks and continuations). */
+  requests: number;
   from: string;
   resets_at: string;
 }
@@ -53,6 +55,7 @@ export class BudgetViews {
     const p = (k: 'day' | 'month'): PeriodUse => ({
       tokens: spend[k].tokens,
       cost: spend[k].cost,
+      requests: spend[k].requests,
       from: w[k].from.toISOString(),
       resets_at: w[k].resetsAt.toISOString(),
     });
@@ -71,19 +74,25 @@ export class BudgetViews {
           tenants.map((t) => t.id),
           windowOf(w),
         )
-      : new Map<string, Map<string, PeriodSpend>>();
+      : new Map<string, Map<string, PeriodSpend & { called: boolean }>>();
     const out = new Map<string, TenantBudgetsView>();
     for (const { id, budgets } of tenants) {
-      const byAgent = spend.get(id) ?? new Map<string, PeriodSpend>();
-      const total: PeriodSpend = { day: { tokens: 0, cost: 0 }, month: { tokens: 0, cost: 0 } };
+      const byAgent = spend.get(id) ?? new Map<string, PeriodSpend & { called: boolean }>();
+      const total: PeriodSpend = {
+        day: { tokens: 0, cost: 0, requests: 0 },
+        month: { tokens: 0, cost: 0, requests: 0 },
+      };
       for (const s of byAgent.values()) {
         for (const k of ['day', 'month'] as const) {
           total[k].tokens += s[k].tokens;
           total[k].cost += s[k].cost;
+          total[k].requests += s[k].requests;
         }
       }
       for (const k of ['day', 'month'] as const) total[k].cost = Number(total[k].cost.toFixed(12));
-      const agents = [...new Set([...(budgets?.agents.keys() ?? []), ...byAgent.keys()])].sort();
+      // Listed: the agents with a budget, or with model calls this month (messages alone count in the totals).
+      const called = [...byAgent].filter(([, s]) => s.called).map(([agent]) => agent);
+      const agents = [...new Set([...(budgets?.agents.keys() ?? []), ...called])].sort();
       out.set(id, {
         tenant: this.use(budgets?.tenant ?? NO_LIMITS, total, w),
         agents: agents.map((agent) => ({

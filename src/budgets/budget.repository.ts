@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
-import { limitsOfRow, ZERO_SPEND, type BudgetLimits, type PeriodSpend } from './budget-limits.js';
+import { BUDGET_KEYS, limitsOfRow, ZERO_SPEND, type BudgetLimits, type PeriodSpend } from './budget-limits.js';
 
 /** A tenant's budgets as stored: its own limits (null: none) and its agents'. */
 export interface TenantBudgets {
@@ -16,32 +16,58 @@ type LimitRow = {
   tokens_per_month: string | null;
   cost_per_day: string | null;
   cost_per_month: string | null;
+  requests_per_day: string | null;
+  requests_per_month: string | null;
 };
 
-const ANY_LIMIT = `(tokens_per_day IS NOT NULL OR tokens_per_month IS NOT NULL OR cost_per_day IS NOT NULL
-  OR cost_per_month IS NOT NULL)`;
-const LIMITS = 'tokens_per_day, tokens_per_month, cost_per_day, cost_per_month';
+const ANY_LIMIT = `(${BUDGET_KEYS.map((k) => `${k} IS NOT NULL`).join(' OR ')})`;
+const LIMITS = BUDGET_KEYS.join(', ');
 
 interface SpendRow {
   agent_id: string;
   day_tokens: string | null;
   day_cost: string | null;
+  day_requests: string | null;
   month_tokens: string | null;
   month_cost: string | null;
+  month_requests: string | null;
 }
 
 const spendOf = (r: SpendRow | undefined): PeriodSpend =>
   r
     ? {
-        day: { tokens: Number(r.day_tokens ?? 0), cost: Number(r.day_cost ?? 0) },
-        month: { tokens: Number(r.month_tokens ?? 0), cost: Number(r.month_cost ?? 0) },
+        day: {
+          tokens: Number(r.day_tokens ?? 0),
+          cost: Number(r.day_cost ?? 0),
+          requests: Number(r.day_requests ?? 0),
+        },
+        month: {
+          tokens: Number(r.month_tokens ?? 0),
+          cost: Number(r.month_cost ?? 0),
+          requests: Number(r.month_requests ?? 0),
+        },
       }
     : ZERO_SPEND;
 
 /**
+ * The daily rollups a spend is read from, one row per tenant, agent and UTC day: the model calls' tokens and cost
+ * (`usage_daily`, summed over providers and models) beside the messages taken (`usage_requests`). $1 the tenants,
+ * $2 and $3 the month's range.
+ */
+const DAILY = `SELECT tenant_id, agent_id, bucket, sum(tokens) AS tokens, sum(cost) AS cost, sum(requests) AS requests,
+         sum(calls) AS calls
+    FROM (SELECT tenant_id, agent_id, bucket, input_tokens + output_tokens AS tokens, cost, 0 AS requests, calls
+            FROM usage_daily WHERE tenant_id = ANY($1::uuid[]) AND bucket >= $2 AND bucket < $3
+          UNION ALL
+          SELECT tenant_id, agent_id, bucket, 0, 0, requests, 0
+            FROM usage_requests WHERE tenant_id = ANY($1::uuid[]) AND bucket >= $2 AND bucket < $3) d
+   GROUP BY tenant_id, agent_id, bucket`;
+
+/**
  * Budgets and what was spent against them. Spend is read from the daily
- * usage rollup (`usage_daily`, keyed by tenant and day first): a month is at
- * most 31 rows per agent, provider and model, whatever the number of calls.
+ * usage rollup (`usage_daily`, keyed by tenant and day first) and the daily
+ * request counts (`usage_requests`): a month is at most 31 rows per agent,
+ * provider and model, whatever the number of calls.
  */
 @Injectable()
 export class BudgetRepository {
@@ -83,57 +109,42 @@ export class BudgetRepository {
     agentId: string,
     p: { dayFrom: Date; monthFrom: Date; monthEnd: Date },
   ): Promise<{ tenant: PeriodSpend; agent: PeriodSpend }> {
-    const rows: (SpendRow & {
-      a_day_tokens: string | null;
-      a_day_cost: string | null;
-      a_month_tokens: string | null;
-      a_month_cost: string | null;
-    })[] = await this.ds.query(
-      `SELECT '' AS agent_id,
-                sum(input_tokens + output_tokens) FILTER (WHERE bucket >= $2) AS day_tokens,
-                sum(cost) FILTER (WHERE bucket >= $2) AS day_cost,
-                sum(input_tokens + output_tokens) AS month_tokens, sum(cost) AS month_cost,
-                sum(input_tokens + output_tokens) FILTER (WHERE bucket >= $2 AND agent_id = $5) AS a_day_tokens,
-                sum(cost) FILTER (WHERE bucket >= $2 AND agent_id = $5) AS a_day_cost,
-                sum(input_tokens + output_tokens) FILTER (WHERE agent_id = $5) AS a_month_tokens,
-                sum(cost) FILTER (WHERE agent_id = $5) AS a_month_cost
-           FROM usage_daily WHERE tenant_id = $1 AND bucket >= $3 AND bucket < $4`,
-      [tenantId, p.dayFrom, p.monthFrom, p.monthEnd, agentId],
+    const rows: (SpendRow & { whose: string })[] = await this.ds.query(
+      `SELECT w.whose, '' AS agent_id,
+              sum(tokens) FILTER (WHERE bucket >= $4) AS day_tokens, sum(cost) FILTER (WHERE bucket >= $4) AS day_cost,
+              sum(requests) FILTER (WHERE bucket >= $4) AS day_requests,
+              sum(tokens) AS month_tokens, sum(cost) AS month_cost, sum(requests) AS month_requests
+         FROM (${DAILY}) r, LATERAL (VALUES ('tenant'), (CASE WHEN r.agent_id = $5 THEN 'agent' END)) w(whose)
+        WHERE w.whose IS NOT NULL GROUP BY w.whose`,
+      [[tenantId], p.monthFrom, p.monthEnd, p.dayFrom, agentId],
     );
-    const r = rows[0];
     return {
-      tenant: spendOf(r),
-      agent: spendOf(
-        r && {
-          agent_id: agentId,
-          day_tokens: r.a_day_tokens,
-          day_cost: r.a_day_cost,
-          month_tokens: r.a_month_tokens,
-          month_cost: r.a_month_cost,
-        },
-      ),
+      tenant: spendOf(rows.find((r) => r.whose === 'tenant')),
+      agent: spendOf(rows.find((r) => r.whose === 'agent')),
     };
   }
 
-  /** Each agent's spend this UTC day and month (the agents with usage this month), and the tenants' totals. */
+  /**
+   * Each agent's spend this UTC day and month (the agents with usage this month: messages taken, model calls —
+   * `called`), and the tenants' totals.
+   */
   async spendByAgent(
     tenantIds: string[],
     p: { dayFrom: Date; monthFrom: Date; monthEnd: Date },
-  ): Promise<Map<string, Map<string, PeriodSpend>>> {
-    const rows: (SpendRow & { tenant_id: string })[] = await this.ds.query(
-      `SELECT tenant_id, agent_id,
-              sum(input_tokens + output_tokens) FILTER (WHERE bucket >= $2) AS day_tokens,
-              sum(cost) FILTER (WHERE bucket >= $2) AS day_cost,
-              sum(input_tokens + output_tokens) AS month_tokens, sum(cost) AS month_cost
-         FROM usage_daily WHERE tenant_id = ANY($1::uuid[]) AND bucket >= $3 AND bucket < $4
-        GROUP BY tenant_id, agent_id ORDER BY tenant_id, agent_id`,
-      [tenantIds, p.dayFrom, p.monthFrom, p.monthEnd],
+  ): Promise<Map<string, Map<string, PeriodSpend & { called: boolean }>>> {
+    const rows: (SpendRow & { tenant_id: string; month_calls: string | null })[] = await this.ds.query(
+      `SELECT tenant_id, agent_id, sum(calls) AS month_calls,
+              sum(tokens) FILTER (WHERE bucket >= $4) AS day_tokens, sum(cost) FILTER (WHERE bucket >= $4) AS day_cost,
+              sum(requests) FILTER (WHERE bucket >= $4) AS day_requests,
+              sum(tokens) AS month_tokens, sum(cost) AS month_cost, sum(requests) AS month_requests
+         FROM (${DAILY}) r GROUP BY tenant_id, agent_id ORDER BY tenant_id, agent_id`,
+      [tenantIds, p.monthFrom, p.monthEnd, p.dayFrom],
     );
-    const out = new Map<string, Map<string, PeriodSpend>>();
+    const out = new Map<string, Map<string, PeriodSpend & { called: boolean }>>();
     for (const r of rows) {
       let m = out.get(r.tenant_id);
-      if (!m) out.set(r.tenant_id, (m = new Map<string, PeriodSpend>()));
-      m.set(r.agent_id, spendOf(r));
+      if (!m) out.set(r.tenant_id, (m = new Map<string, PeriodSpend & { called: boolean }>()));
+      m.set(r.agent_id, { ...spendOf(r), called: Number(r.month_calls ?? 0) > 0 });
     }
     return out;
   }
@@ -145,11 +156,11 @@ export class BudgetRepository {
 
   async upsertAgent(em: EntityManager, tenantId: string, agentId: string, l: BudgetLimits): Promise<void> {
     await em.query(
-      `INSERT INTO agent_budgets (tenant_id, agent_id, ${LIMITS}, updated_at) VALUES ($1, $2, $3, $4, $5, $6, now())
-       ON CONFLICT (tenant_id, agent_id) DO UPDATE SET tokens_per_day = EXCLUDED.tokens_per_day,
-         tokens_per_month = EXCLUDED.tokens_per_month, cost_per_day = EXCLUDED.cost_per_day,
-         cost_per_month = EXCLUDED.cost_per_month, updated_at = now()`,
-      [tenantId, agentId, l.tokens_per_day, l.tokens_per_month, l.cost_per_day, l.cost_per_month],
+      `INSERT INTO agent_budgets (tenant_id, agent_id, ${LIMITS}, updated_at)
+       VALUES ($1, $2, ${BUDGET_KEYS.map((_, i) => `$${i + 3}`).join(', ')}, now())
+       ON CONFLICT (tenant_id, agent_id) DO UPDATE SET
+         ${BUDGET_KEYS.map((k) => `${k} = EXCLUDED.${k}`).join(', ')}, updated_at = now()`,
+      [tenantId, agentId, ...BUDGET_KEYS.map((k) => l[k])],
     );
   }
 

@@ -10,14 +10,17 @@ import { ACCESS_CHANNEL, changeOf } from '../tenants/services/open-streams.servi
 import { AuditLog } from '../tenants/services/audit-log.service.js';
 import { Prices } from '../usage/prices.service.js';
 import {
+  BUDGET_KEYS,
   checkAgainst,
   exhausted,
   exhaustedMessage,
   hasLimits,
+  hasRequestLimit,
   NO_LIMITS,
   parseLimits,
   periodOf,
   periods,
+  SPEND_KEYS,
   type BudgetLimits,
 } from './budget-limits.js';
 import { BudgetRepository, type TenantBudgets } from './budget.repository.js';
@@ -30,8 +33,8 @@ export const BUDGETS_CHANNEL = 'arbiter_budgets';
 export const QUOTA_KEYS = ['sends_per_minute', 'max_running_tasks', 'max_open_streams'] as const;
 
 /**
- * Token and cost budgets per tenant and per agent (docs/budgets.md), by UTC
- * day and month. Which tenants have budgets is kept in memory on every
+ * Token, cost and request budgets per tenant and per agent (docs/budgets.md),
+ * by UTC day and month. Which tenants have budgets is kept in memory on every
  * replica (loaded at start, dropped per tenant by a notice when a budget
  * changes, and read again from the database while the notice connection is
  * down), so a tenant without budgets costs a map lookup and nothing else.
@@ -133,6 +136,17 @@ export class Budgets implements OnModuleInit, OnApplicationBootstrap {
     return this.applies(tenantId, agentId) ? this.check(tenantId, agentId, where) : undefined;
   }
 
+  /**
+   * Whether a request budget applies to `agentId`'s messages, so that the statement taking one counts it (true
+   * when not known here). Without one, a message is not counted: the common case writes nothing more.
+   */
+  countsRequests(tenantId: string, agentId: string): boolean {
+    const c = this.cached(tenantId);
+    if (c === null) return false;
+    if (c === undefined) return true;
+    return hasRequestLimit(c.tenant) || hasRequestLimit(c.agents.get(agentId));
+  }
+
   /** Whether a budget may apply to `agentId`'s calls (false: known here to have none, without a read). */
   applies(tenantId: string, agentId: string): boolean {
     const c = this.cached(tenantId);
@@ -145,8 +159,10 @@ export class Budgets implements OnModuleInit, OnApplicationBootstrap {
     if (!b || (!b.tenant && !own)) return;
     const w = periods();
     const spend = await this.repo.spend(tenantId, agentId, windowOf(w));
-    const t = b.tenant ? exhausted(b.tenant, spend.tenant) : undefined;
-    const a = own ? exhausted(own, spend.agent) : undefined;
+    // A run's model calls are checked against token and cost budgets; its message was counted when taken.
+    const keys = where === 'start' ? BUDGET_KEYS : SPEND_KEYS;
+    const t = b.tenant ? exhausted(b.tenant, spend.tenant, keys) : undefined;
+    const a = own ? exhausted(own, spend.agent, keys) : undefined;
     const hit = t
       ? { e: t, whose: `tenant ${b.tenantName}`, kind: 'tenant' }
       : a

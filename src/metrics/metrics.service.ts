@@ -178,7 +178,7 @@ export class Metrics {
 
   readonly budgetRefusals = new Counter({
     name: 'arbiter_budget_refusals_total',
-    help: 'Runs refused before they started (where="start") or stopped before a model call (where="run") because a token or cost budget was spent, by budget (tokens_per_day …) and whose (tenant, agent)',
+    help: 'Runs refused before they started (where="start") or stopped before a model call (where="run") because a token, cost or request budget was spent, by budget (tokens_per_day, requests_per_day …) and whose (tenant, agent)',
     labelNames: ['budget', 'whose', 'where'],
     registers: [this.registry],
   });
@@ -190,7 +190,7 @@ export class Metrics {
   });
   readonly budgetUsedRatio = new Gauge({
     name: 'arbiter_budget_used_ratio',
-    help: 'Share of a budget spent in its current period (1 = spent), as of the last call accounted here, by tenant id, agent ("" for the tenant\'s own budget) and budget',
+    help: 'Share of a budget spent in its current period (1 = spent), as of the last call accounted or message taken here, by tenant id, agent ("" for the tenant\'s own budget) and budget',
     labelNames: ['tenant', 'agent', 'budget'],
     registers: [this.registry],
   });

@@ -7,7 +7,6 @@ import { onBehalfOf } from '../outbound-auth/caller-context.js';
 import { stripSecrets } from '../outbound-auth/credentials.js';
 import {
   artifactDelta,
-  causeOf,
   foldedParts,
   isObject,
   mappedArtifact,
@@ -17,6 +16,7 @@ import {
 } from './remote-content.js';
 import type { RemoteAgents } from '../a2a-outbound/remote-agents.service.js';
 import type { AgentBackend } from '../registry/backend.js';
+import { turnFailure } from './remote-refusal.js';
 import { checkedEvent, KNOWN_STATES, pollTask, resubscribed, sendAndPoll, SETTLED } from './remote-sources.js';
 import { UPSTREAM_CONTEXT_ID, UPSTREAM_TASK_ID, type RunContext, type RunEvent, type RunInput } from './run-event.js';
 
@@ -70,6 +70,9 @@ class Follower {
   private settled = false;
   /** The turn ended itself on an error (a timeout, a refusal …) before the upstream task settled. */
   failed = false;
+  /** The turn sends a message (it is not a resumed one), and whether the upstream has answered it with an event. */
+  private sending = false;
+  private answered = false;
   private timedOut: UpstreamProblem | undefined;
   /** The registry entry's secrets: never in what the caller is told of the upstream's errors. */
   private secrets: string[] = [];
@@ -91,16 +94,14 @@ class Follower {
 
   async *follow(input: RunInput): AsyncGenerator<RunEvent> {
     const t = this.backend.timeouts;
+    this.sending = !input.resume;
     const total = setTimeout(
       () => this.expire(new UpstreamProblem('upstream_timeout', `the upstream did not settle within ${t.total_ms} ms`)),
       t.total_ms,
     );
     try {
       const cached = await this.acting(() =>
-        this.deps.remotes.upstream(this.ctx.tenantId, this.backend, this.call.signal).catch((err: unknown) => {
-          // No card, or one its pin refuses: its message says which (already safe to show).
-          throw this.call.signal.aborted ? err : new UpstreamProblem('upstream_error', (err as Error).message);
-        }),
+        this.deps.remotes.upstream(this.ctx.tenantId, this.backend, this.call.signal),
       );
       this.client = cached.client;
       const streaming = cached.card.capabilities?.streaming === true;
@@ -153,8 +154,7 @@ class Follower {
 
   /** The turn's error event for what went wrong: the upstream's own message, its secrets stripped. */
   failure(err: unknown): TurnEnd {
-    const { code, message } = causeOf(err, this.bound?.taskId);
-    return { type: 'error', code, message: stripSecrets(message, this.secrets) };
+    return turnFailure(err, this.bound?.taskId, this.secrets, this.sending && !this.answered);
   }
 
   /**
@@ -203,6 +203,7 @@ class Follower {
       }
       if (r.done) return;
       first = false;
+      this.answered = true;
       yield checkedEvent(r.value, this.deps.maxEventBytes);
     }
   }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { TaskNotFoundError } from '@a2a-js/sdk/errors';
-import { describeCallError } from '../a2a-outbound/remote-errors.js';
+import { describeCallError, UpstreamCardError } from '../a2a-outbound/remote-errors.js';
 import type { ArtifactJson, MessageJson, PartJson } from '../common/a2a-json.js';
 import type { RunContext } from './run-event.js';
 
@@ -144,6 +144,8 @@ export function artifactDelta(
 /** Why a turn failed, from what its upstream call threw: the code and the upstream's own message. */
 export function causeOf(err: unknown, upstreamTaskId: string | undefined): { code: string; message: string } {
   if (err instanceof UpstreamProblem) return { code: err.code, message: err.message };
+  // No card, or one its pin refuses: its message says which (already safe to show).
+  if (err instanceof UpstreamCardError) return { code: 'upstream_error', message: err.message };
   if (isTaskNotFound(err)) {
     return {
       code: 'upstream_task_lost',

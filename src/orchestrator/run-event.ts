@@ -20,6 +20,20 @@ export interface RunInput {
 /** The task metadata keys that bind a remote-backed agent's task to its upstream task. */
 export const UPSTREAM_TASK_ID = 'x-arbiter.upstream_task_id';
 export const UPSTREAM_CONTEXT_ID = 'x-arbiter.upstream_context_id';
+/** The task metadata key of the error a remote-backed agent's upstream answered a send with (`UpstreamRefusal`). */
+export const UPSTREAM_ERROR = 'x-arbiter.upstream_error';
+
+/**
+ * The error an upstream answered a send with, before any event of its task: its A2A type where the caller's
+ * binding has the same (else `internal`, or `unavailable` for a transient failure) and its message, secrets
+ * stripped. A blocking send (and a stream that has sent nothing yet) answers it as an error of its own binding.
+ */
+export interface UpstreamRefusal {
+  type: UpstreamErrorType;
+  message: string;
+}
+export type UpstreamErrorType =
+  'invalid_params' | 'content_type_not_supported' | 'unsupported_operation' | 'internal' | 'unavailable';
 
 /** Who is running what: everything a run may depend on besides its input. */
 export interface RunContext {
@@ -120,8 +134,11 @@ export type RunEvent =
    * `bare`: the upstream completed without a message, and none is added.
    */
   | { type: 'done'; content: string; message?: MessageJson; bare?: boolean }
-  /** The turn failed; `code` is stable, `message` safe to show. */
-  | { type: 'error'; code: string; message: string };
+  /**
+   * The turn failed; `code` is stable, `message` safe to show; `refusal`, the upstream answered the send itself
+   * with an error (kept in the task's metadata, `x-arbiter.upstream_error`).
+   */
+  | { type: 'error'; code: string; message: string; refusal?: UpstreamRefusal };
 
 /**
  * The boundary every task runs behind (A2A or native): an agent turn as a

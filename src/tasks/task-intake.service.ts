@@ -4,6 +4,7 @@ import type { MessageJson } from '../common/a2a-json.js';
 import type { SubjectToken } from '../common/subject-token.js';
 import { Budgets } from '../budgets/budget.service.js';
 import { AppConfig } from '../config/app-config.js';
+import { UsageMeter } from '../usage/usage-meter.js';
 import type { ChatMessage } from '../orchestrator/providers/provider.js';
 import type { ResolvedAgent } from '../registry/services/agents.js';
 import { EventLog, type Watch } from './event-log/event-log.service.js';
@@ -94,6 +95,7 @@ export class TaskIntake {
     private readonly leases: LeaseService,
     private readonly config: AppConfig,
     private readonly budgets: Budgets,
+    private readonly meter: UsageMeter,
   ) {}
 
   /**
@@ -129,6 +131,7 @@ export class TaskIntake {
       messageId: message.messageId,
       messageHash: messageHash(input.message),
       runningCap: opts.runningCap ?? 0,
+      countRequest: this.budgets.countsRequests(input.tenantId, input.agent.id),
       tenantId: input.tenantId,
       agentId: input.agent.id,
       contextId,
@@ -170,6 +173,8 @@ export class TaskIntake {
       const snapshot = await this.views.snapshotOf(existing.row);
       return { taskId: existing.row.taskId, snapshot, duplicate: { sameMessage } };
     }
+    // Counted by its statement (request budgets): their thresholds are checked now, off the request path.
+    this.meter.requested(input.tenantId);
     // The task as its first events left it: a new stream or a non-blocking send needs no read-back.
     const snapshot: TaskSnapshot = {
       id: taskId,
@@ -218,6 +223,7 @@ export class TaskIntake {
       this.leases.lease(),
       files,
       cap,
+      this.budgets.countsRequests(input.tenantId, input.agent.id),
     );
     if (!r) {
       const state = (await this.tasks.stateOf(input.tenantId, row.taskId))?.state ?? 'a terminal state';
@@ -225,6 +231,7 @@ export class TaskIntake {
       throw TaskError.terminal(row.taskId, state);
     }
     this.log.publish(row.taskId, r.events);
+    this.meter.requested(input.tenantId);
     const seq = r.events.find((e) => e.kind === 'message')?.seq ?? 0;
     if (r.started) {
       // From the row as the continuation resumed it (not as first read: the run may have settled since).

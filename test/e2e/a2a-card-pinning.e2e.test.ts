@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { TaskState, type Task } from '@a2a-js/sdk';
+import { ListTasksRequest, TaskState, type Task } from '@a2a-js/sdk';
 import { FakeProvider, type ScriptCall, type ScriptReply } from '../helpers/fake-provider.js';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { readSse, textMessage, v1Client } from '../helpers/a2a.js';
@@ -115,13 +115,19 @@ describe('remote card pinning: card_signature in a2a_agents.json (A2A §8.4.3)',
       (await (await v1Client(server.url, a.token, agent)).sendMessage(textMessage(text))) as Task;
     const good = await send('front-good', 'hello');
     assert.equal(TaskState[good.status!.state], 'TASK_STATE_COMPLETED');
-    const bad = await send('front-tampered', 'secret plans');
-    assert.equal(TaskState[bad.status!.state], 'TASK_STATE_FAILED');
-    const said = (bad.status?.message?.parts ?? []).map((p) => (p.content?.$case === 'text' ? p.content.value : ''));
-    assert.match(
-      said.join(''),
-      /^upstream_error: card signature invalid: the signature by kid "[^"]+" does not match the card's content$/,
+    // The caller waiting for its answer gets the refusal as its error; the task ends failed saying the same.
+    await assert.rejects(
+      send('front-tampered', 'secret plans'),
+      /upstream: card signature invalid: the signature by kid "[^"]+" does not match the card's content/,
     );
-    assert.doesNotMatch(JSON.stringify(bad), /signed heard/, 'nothing was sent');
+    const listed = await (
+      await v1Client(server.url, a.token, 'front-tampered')
+    ).listTasks(ListTasksRequest.fromJSON({ historyLength: 10 }));
+    assert.equal(listed.tasks.length, 1);
+    const [failed] = listed.tasks;
+    assert.equal(TaskState[failed.status!.state], 'TASK_STATE_FAILED');
+    const said = (failed.status?.message?.parts ?? []).map((p) => (p.content?.$case === 'text' ? p.content.value : ''));
+    assert.match(said.join(''), /^upstream_error: card signature invalid: the signature by kid "[^"]+" does not match/);
+    assert.doesNotMatch(JSON.stringify(failed), /signed heard/, 'nothing was sent');
   });
 });

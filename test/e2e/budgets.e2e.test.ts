@@ -116,6 +116,8 @@ describe('budgets: token and cost limits per tenant and agent', () => {
         tokens_per_month: 1_000_000,
         cost_per_day: null,
         cost_per_month: 50,
+        requests_per_day: null,
+        requests_per_month: null,
       });
       const cleared = await server.admin.patch(`/v1/admin/tenants/${t.id}/limits`, { cost_per_month: null });
       assert.equal(cleared.status, 200, cleared.text);
@@ -153,6 +155,8 @@ describe('budgets: token and cost limits per tenant and agent', () => {
         tokens_per_month: null,
         cost_per_day: null,
         cost_per_month: 1.5,
+        requests_per_day: null,
+        requests_per_month: null,
       });
       assert.equal(set.body.agent, 'worker');
       const [row] = await audit(t.id, 'agent.budget');
@@ -306,6 +310,8 @@ describe('budgets: token and cost limits per tenant and agent', () => {
         tokens_per_month: null,
         cost_per_day: null,
         cost_per_month: null,
+        requests_per_day: null,
+        requests_per_month: null,
       });
       assert.equal(b.tenant.used.day.tokens, 3000);
       assert.equal(b.tenant.used.month.tokens, 3000);

@@ -286,6 +286,8 @@ describe('console overview, usage and budgets pages in Chromium', { skip: SKIP_B
         tokens_per_month: null,
         cost_per_day: null,
         cost_per_month: null,
+        requests_per_day: null,
+        requests_per_month: null,
       });
       await writer.getByRole('button', { name: 'Cancel' }).click();
 

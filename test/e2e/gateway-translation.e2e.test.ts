@@ -8,10 +8,24 @@ import type { Client } from '@a2a-js/sdk/client';
 import { TaskFiles } from '../../src/tasks/task-files.service.js';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { GRPC_ON, startTestServer, type TestServer } from '../helpers/server.js';
-import { a2a, grpcClient, readSse, restClient, V03, V1, waitFor } from '../helpers/a2a.js';
+import {
+  a2a,
+  authFetch,
+  grpcClient,
+  readSse,
+  restClient,
+  sendParams,
+  textMessage,
+  v1Client,
+  V03,
+  V1,
+  waitFor,
+} from '../helpers/a2a.js';
 import { acceptedInOrder, WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { JsonRpcTransport as V03JsonRpcTransport } from '@a2a-js/sdk-v03/client';
 import {
   startGrpcUpstream,
+  startRefusingUpstream,
   startV03Upstream,
   UPSTREAM_FILE,
   UPSTREAM_URL,
@@ -29,12 +43,14 @@ describe('gateway translation: any binding and dialect in front of any binding a
   let server: TestServer;
   let legacy: TranslationUpstream;
   let grpcOnly: TranslationUpstream;
+  let refusing: Awaited<ReturnType<typeof startRefusingUpstream>>;
   let t: TestTenant;
   const receiver = new WebhookReceiver();
 
   before(async () => {
     legacy = await startV03Upstream();
     grpcOnly = await startGrpcUpstream();
+    refusing = await startRefusingUpstream();
     server = await startTestServer({
       env: {
         ...GRPC_ON,
@@ -52,17 +68,22 @@ describe('gateway translation: any binding and dialect in front of any binding a
     for (const [name, url] of [
       ['legacy', legacy.url],
       ['grpc-only', grpcOnly.url],
+      ['refusing', refusing.url],
+      ['refusing-rest', refusing.rest],
     ]) {
       const res = await t.client.post('/v1/remote-agents', { name, url, auth: { type: 'bearer', token: TOKEN } });
       assert.equal(res.status, 201, res.text);
     }
     await newAgent(t, { id: 'legacy', backend: { remote: 'legacy' } });
     await newAgent(t, { id: 'grpc-only', backend: { remote: 'grpc-only' } });
+    await newAgent(t, { id: 'refusing', backend: { remote: 'refusing' } });
+    await newAgent(t, { id: 'refusing-rest', backend: { remote: 'refusing-rest' } });
   });
   after(async () => {
     await server?.close();
     await legacy?.close();
     await grpcOnly?.close();
+    await refusing?.close();
     await receiver.stop();
   });
 
@@ -167,23 +188,103 @@ describe('gateway translation: any binding and dialect in front of any binding a
     assert.deepEqual(parts[5]?.data, { from: 'grpc', n: 3 });
   });
 
-  it("maps an upstream's error to the caller's binding and dialect with its message, the credential stripped", async () => {
+  /** A rejected call's error; fails when the call succeeds. */
+  const refusal = async (call: Promise<unknown>): Promise<Json> => {
+    try {
+      await call;
+    } catch (err) {
+      return err as Json;
+    }
+    return assert.fail('the call succeeded');
+  };
+  /** The upstream's message as the caller must read it: prefixed, the credential stripped (raw and as a bearer). */
+  const REFUSED_RPC = 'upstream: message.parts: the key [redacted] (sent as "Bearer [redacted]") may not send this';
+  const REFUSED_REST =
+    'upstream: text/plain is not accepted: the key [redacted] (sent as "Bearer [redacted]") may not send it';
+
+  it("answers an upstream's refusal of a send as an error of the caller's binding and dialect, secrets stripped", async () => {
+    // v1.0 JSON-RPC, the official client: the upstream's InvalidParams.
+    const v1 = await refusal((await v1Client(server.url, t.token, 'refusing')).sendMessage(textMessage('hi')));
+    assert.equal(v1.reason, 'INVALID_PARAMS');
+    assert.equal(v1.envelopeCode, -32602);
+    assert.equal(v1.message, REFUSED_RPC);
+    // v0.3 JSON-RPC, the official 0.3 client.
+    const legacyClient = new V03JsonRpcTransport({
+      endpoint: `${server.url}/v1/a2a/agents/refusing`,
+      fetchImpl: authFetch(t.token),
+    });
+    const v03 = await refusal(
+      legacyClient.sendMessage({
+        message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text: 'hi' }] },
+      }),
+    );
+    assert.equal(v03.errorResponse?.error.code, -32602);
+    assert.equal(v03.errorResponse?.error.message, REFUSED_RPC);
+    // gRPC: INVALID_ARGUMENT with the same ErrorInfo.
+    const overGrpc = await refusal((await grpcClient(server.url, t.token, 'refusing')).sendMessage(textMessage('hi')));
+    assert.equal(overGrpc.reason, 'INVALID_PARAMS');
+    assert.equal(overGrpc.status, 3);
+    assert.equal(overGrpc.message, REFUSED_RPC);
+    // HTTP+JSON, from an HTTP+JSON upstream's ContentTypeNotSupported (its google.rpc.Status read as such).
+    const rest = await refusal((await restClient(server.url, t.token, 'refusing-rest')).sendMessage(textMessage('hi')));
+    assert.equal(rest.reason, 'CONTENT_TYPE_NOT_SUPPORTED');
+    assert.equal(rest.statusCode, 400);
+    assert.equal(rest.message, REFUSED_REST);
+    for (const err of [v1, v03, overGrpc, rest]) assert.ok(!JSON.stringify(err).includes(TOKEN));
+    assert.ok(
+      refusing.authorizations.every((a) => a === `Bearer ${TOKEN}`),
+      'the upstream did get the token',
+    );
+  });
+
+  it('keeps the refused task failed, names it in the error, and answers a stream that has sent nothing the same way', async () => {
+    const rpc = a2a(server.url, t.token, 'refusing-rest', V1);
+    const sent = await rpc.send('hi');
+    assert.equal(sent.error?.code, -32005, JSON.stringify(sent));
+    const info = (sent.error?.data as Json[]).find((d) => d.reason === 'CONTENT_TYPE_NOT_SUPPORTED');
+    const taskId = info?.metadata?.task_id as string;
+    assert.ok(taskId, JSON.stringify(sent));
+    // The task is there for GetTask, ListTasks and the audit trail of what happened: failed, with the reason.
+    const task = (await rpc.get(taskId)).result as Json;
+    assert.equal(task.status.state, 'TASK_STATE_FAILED');
+    assert.match(task.status.message.parts[0].text, /^upstream_error: .*is not accepted/);
+    assert.equal(task.metadata['x-arbiter.upstream_error'].type, 'content_type_not_supported');
+    assert.ok(!JSON.stringify(task).includes(TOKEN));
+    const listed = ((await rpc.list({ status: 'TASK_STATE_FAILED' })).result as Json).tasks as Json[];
+    assert.ok(listed.some((x) => x.id === taskId));
+
+    // A stream: the error is its answer (no SSE), as the upstream's own stream would answer.
+    const res = await a2a(server.url, t.token, 'refusing', V1).post('SendStreamingMessage', sendParams('hi'));
+    assert.match(res.headers.get('content-type') ?? '', /application\/json/);
+    const streamed = (await res.json()) as Json;
+    assert.equal(streamed.error?.code, -32602);
+    assert.equal(streamed.error?.message, REFUSED_RPC);
+
+    // Returning at once: the task, which then fails with the reason (nothing is waiting for an error).
+    const early = await rpc.send('hi', { returnImmediately: true });
+    const id = (early.result as Json).task.id as string;
+    const failed = await waitFor(async () => {
+      const got = (await rpc.get(id)).result as Json;
+      return got.status.state === 'TASK_STATE_FAILED' ? got : undefined;
+    });
+    assert.match(failed.status.message.parts[0].text, /^upstream_error: /);
+  });
+
+  it("maps an upstream error that has no counterpart to an internal error with the upstream's message", async () => {
     const grpc = await grpcClient(server.url, t.token, 'legacy');
-    const failed = await send(grpc, 'leak');
-    assert.equal(state(failed), 'TASK_STATE_FAILED');
-    const said = (Task.toJSON(failed) as Json).status.message.parts[0].text as string;
-    assert.match(said, /upstream_error: .*-32603.*is not allowed/);
-    assert.ok(!said.includes(TOKEN), said);
+    const err = await refusal(grpc.sendMessage(textMessage('leak')));
+    assert.equal(err.status, 13, JSON.stringify(err)); // INTERNAL
+    // (The SDK's gRPC client prefixes a status that has no A2A type: "gRPC error for sendMessage: 13 …".)
+    assert.match(String(err.message), /upstream: internal error: the key "Bearer \[redacted\]" is not allowed$/);
+    assert.ok(!JSON.stringify(err).includes(TOKEN), String(err.message));
     assert.equal(legacy.authorizations.at(-1), `Bearer ${TOKEN}`, 'the upstream did get the token');
 
     const v03 = await a2a(server.url, t.token, 'legacy', V03).call('message/send', {
       message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text: 'leak' }] },
     });
-    const task = v03.result as Json;
-    assert.equal(task.status.state, 'failed');
-    const text = JSON.stringify(task);
-    assert.match(text, /is not allowed/);
-    assert.ok(!text.includes(TOKEN), text);
+    assert.equal(v03.error?.code, -32603, JSON.stringify(v03));
+    assert.match(String(v03.error?.message), /^upstream: .*is not allowed/);
+    assert.ok(!JSON.stringify(v03).includes(TOKEN));
   });
 
   /** The seqs of a task's stored log events (the native API's `format=log`), after `since` when given. */

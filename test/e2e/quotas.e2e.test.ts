@@ -91,6 +91,8 @@ describe('quotas: sends per minute, running tasks, open streams (per tenant, con
       tokens_per_month: null,
       cost_per_day: null,
       cost_per_month: null,
+      requests_per_day: null,
+      requests_per_month: null,
     });
     for (let i = 0; i < 5; i++) assert.ok((await on(server, u).send('hi', HELD)).result, 'unlimited');
     await server.admin.patch(`/v1/admin/tenants/${u.id}/limits`, { sends_per_minute: null });

@@ -15,7 +15,7 @@ import {
 import type { Client } from '@a2a-js/sdk/client';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { GRPC_ON, startTestServer, type TestServer } from '../helpers/server.js';
-import { grpcClient, restClient, textMessage, v03Client, v1Client, waitFor } from '../helpers/a2a.js';
+import { a2a, grpcClient, restClient, textMessage, V1, v03Client, v1Client, waitFor } from '../helpers/a2a.js';
 import { startUpstream, type Upstream } from '../helpers/upstream-agent.js';
 import { FakeProvider } from '../helpers/fake-provider.js';
 
@@ -282,6 +282,52 @@ describe('remote-backed agents (gateway mode): any A2A agent behind Arbiter, eve
     // The upstream heard the task, not the prelude Arbiter writes for its own models.
     assert.match(answer, /upstream heard: summarise the quarter/);
     assert.doesNotMatch(answer, /Delegated by/);
+  });
+
+  it('a request budget applies to a remote-backed agent: two messages taken, the third refused with BUDGET_EXHAUSTED', async () => {
+    await newAgent(a, { id: 'gw-budget', backend: { remote: 'vendor' } });
+    const set = await a.client.put('/v1/agents/gw-budget/budget', { requests_per_day: 2 });
+    assert.equal(set.status, 200, set.text);
+    const c = await v1Client(server.url, a.token, 'gw-budget');
+    // One new task and one message that continues it: two messages taken.
+    const asked = asTask(await c.sendMessage(textMessage('ask')));
+    assert.equal(state(asked), 'TASK_STATE_INPUT_REQUIRED');
+    const answered = asTask(await c.sendMessage(textMessage('blue', { taskId: asked.id, contextId: asked.contextId })));
+    assert.equal(state(answered), 'TASK_STATE_COMPLETED');
+    const refused = await a2a(server.url, a.token, 'gw-budget', V1).send('third');
+    assert.equal(refused.error?.code, -32000, JSON.stringify(refused));
+    assert.equal(refused.error?.message, 'budget exhausted for agent gw-budget (requests today: 2 of 2)');
+    const info = (refused.error?.data as Record<string, any>[]).find((d) => d.reason === 'BUDGET_EXHAUSTED');
+    assert.equal(info?.metadata.budget, 'requests_per_day');
+    assert.ok(Date.parse(info?.metadata.resets_at as string) > Date.now());
+    // What was used, for the tenant and the operator; the threshold crossed, in the audit log.
+    const mine = (await a.client.get('/v1/budgets')).body.agents.find((x: any) => x.agent === 'gw-budget');
+    assert.deepEqual([mine?.limits.requests_per_day, mine?.used.day.requests, mine?.used.month.requests], [2, 2, 2]);
+    const admin = await server.admin.get(`/v1/admin/budgets?tenant=${a.id}`);
+    assert.ok(admin.body.tenant.used.day.requests >= 2, admin.text);
+    const crossed = await waitFor(async () => {
+      const audit = await server.admin.get(`/v1/admin/audit?tenant_id=${a.id}&limit=100`);
+      return audit.body.items.find((e: any) => e.action === 'budget.threshold' && e.detail.agent_id === 'gw-budget');
+    });
+    assert.equal(crossed.detail.budget, 'requests_per_day');
+    // The tenant's own request budget may not be set below what its agents were already sent today.
+    const low = await server.admin.patch(`/v1/admin/tenants/${a.id}/limits`, { requests_per_day: 1 });
+    assert.equal(low.status, 400, low.text);
+    assert.equal(low.body.details[0].field, 'requests_per_day');
+    assert.equal((await a.client.delete('/v1/agents/gw-budget/budget')).status, 204);
+    assert.equal(state(asTask(await c.sendMessage(textMessage('again')))), 'TASK_STATE_COMPLETED');
+  });
+
+  it('scopes and the audit log apply to a remote-backed agent as to a hosted one', async () => {
+    const readOnly = await server.admin.post(`/v1/admin/tenants/${a.id}/tokens`, { scopes: ['tasks:read'] });
+    assert.equal(readOnly.status, 201, readOnly.text);
+    const denied = await a2a(server.url, readOnly.body.token as string, 'gw', V1).send('hi');
+    assert.equal(denied.error?.code, -32000, JSON.stringify(denied));
+    const info = (denied.error?.data as Record<string, any>[]).find((d) => d.reason === 'PERMISSION_DENIED');
+    assert.match(String(info?.metadata.required_scopes), /a2a:invoke/);
+    const audit = await server.admin.get(`/v1/admin/audit?tenant_id=${a.id}&limit=100`);
+    const created = audit.body.items.find((e: any) => e.action === 'agent.create' && e.detail.agent_id === 'gw');
+    assert.deepEqual(created?.detail.backend, { remote: 'vendor' });
   });
 
   it('another tenant sees neither the agent nor its tasks', async () => {

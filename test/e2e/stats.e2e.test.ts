@@ -173,6 +173,8 @@ describe('the stats API: task outcomes, run times, A2A errors and usage over a w
       tokens_per_month: 100_000,
       cost_per_day: null,
       cost_per_month: null,
+      requests_per_day: null,
+      requests_per_month: null,
     });
     assert.equal(budgets.tenant.used.month.tokens, 240, 'writer and index: 120 tokens each');
     const writer = budgets.agents.find((x: any) => x.agent === 'writer');

@@ -249,3 +249,65 @@ export async function startGrpcUpstream(): Promise<TranslationUpstream> {
     },
   };
 }
+
+/**
+ * An upstream that refuses every message with a typed A2A error whose message quotes the credential it came with
+ * (the raw token, and its authorization header). Two registry entries: `<url>/rpc`, a v1.0 JSON-RPC agent whose
+ * card says it streams, refusing with -32602 (InvalidParams); `<url>/rest`, a v1.0 HTTP+JSON agent that does not
+ * stream, refusing with HTTP 400 and an `ErrorInfo` CONTENT_TYPE_NOT_SUPPORTED. `sends` counts the refused sends.
+ */
+export async function startRefusingUpstream(): Promise<TranslationUpstream & { rest: string; sends: () => number }> {
+  let sends = 0;
+  const authorizations: string[] = [];
+  let url = '';
+  const card = (binding: 'JSONRPC' | 'HTTP+JSON', path: string, streaming: boolean) => ({
+    name: 'Refusing Vendor',
+    description: 'refuses everything',
+    supportedInterfaces: [{ url: `${url}${path}`, protocolBinding: binding, protocolVersion: '1.0' }],
+    version: '1',
+    capabilities: { streaming, pushNotifications: false },
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+    skills: [{ id: 'no', name: 'No', description: 'says no', tags: ['no'] }],
+  });
+  const quoted = (auth: string) => `the key ${auth.replace(/^Bearer /, '')} (sent as "${auth}") may not`;
+  const app = express();
+  app.get('/rpc/agent-card.json', (_req, res) => res.json(card('JSONRPC', '/rpc', true)));
+  app.get('/rest/agent-card.json', (_req, res) => res.json(card('HTTP+JSON', '/rest', false)));
+  app.post('/rpc', express.json(), (req, res) => {
+    sends++;
+    const auth = String(req.headers.authorization ?? '');
+    authorizations.push(auth);
+    const id = (req.body as { id?: unknown }).id ?? null;
+    res.json({ jsonrpc: '2.0', id, error: { code: -32602, message: `message.parts: ${quoted(auth)} send this` } });
+  });
+  app.post(/^\/rest\/.+/, express.json(), (req, res) => {
+    sends++;
+    const auth = String(req.headers.authorization ?? '');
+    authorizations.push(auth);
+    res.status(400).json({
+      error: {
+        code: 400,
+        status: 'INVALID_ARGUMENT',
+        message: `text/plain is not accepted: ${quoted(auth)} send it`,
+        details: [
+          {
+            '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+            reason: 'CONTENT_TYPE_NOT_SUPPORTED',
+            domain: 'a2a-protocol.org',
+          },
+        ],
+      },
+    });
+  });
+  const server = await listen(app);
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url: `${url}/rpc`,
+    rest: `${url}/rest`,
+    received: [],
+    authorizations,
+    sends: () => sends,
+    close: () => stop(server),
+  };
+}

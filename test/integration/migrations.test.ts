@@ -39,6 +39,7 @@ const TABLES = [
   'usage_daily',
   'usage_hourly',
   'usage_ledger',
+  'usage_requests',
 ];
 
 describe(`migrations (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'})`, () => {

@@ -8,12 +8,19 @@ import {
   parseLimits,
   periods,
   ratios,
+  SPEND_KEYS,
   type PeriodSpend,
 } from '../../src/budgets/budget-limits.js';
 
-const spend = (dayTokens: number, monthTokens: number, dayCost = 0, monthCost = 0): PeriodSpend => ({
-  day: { tokens: dayTokens, cost: dayCost },
-  month: { tokens: monthTokens, cost: monthCost },
+const spend = (
+  dayTokens: number,
+  monthTokens: number,
+  dayCost = 0,
+  monthCost = 0,
+  requests: [number, number] = [0, 0],
+): PeriodSpend => ({
+  day: { tokens: dayTokens, cost: dayCost, requests: requests[0] },
+  month: { tokens: monthTokens, cost: monthCost, requests: requests[1] },
 });
 
 describe('budgets: limits, periods and checks', () => {
@@ -70,12 +77,45 @@ describe('budgets: limits, periods and checks', () => {
     assert.deepEqual(fields({ cost_per_day: Infinity }), ['cost_per_day']);
     assert.deepEqual(fields({ cost_per_day: 1e9 + 1 }), ['cost_per_day']);
     assert.deepEqual(fields({ cost_per_day: 1 }, false), ['cost_per_day']);
-    assert.deepEqual(fields({ requests_per_day: 1 }), ['requests_per_day']);
+    assert.deepEqual(fields({ tokens_per_hour: 1 }), ['tokens_per_hour']);
     assert.deepEqual(fields('not an object'), ['body']);
     assert.deepEqual(fields({ sends_per_minute: 5 }), ['sends_per_minute']);
     assert.deepEqual(
       parseLimits({ sends_per_minute: 5 }, { pricesConfigured: true, otherKeys: ['sends_per_minute'] }).errors,
       [],
+    );
+  });
+
+  it('request budgets: whole numbers 1…10⁹ without prices, exhausted at their count, named in messages', () => {
+    const ok = parseLimits({ requests_per_day: 2, requests_per_month: 1e9 }, { pricesConfigured: false });
+    assert.deepEqual(ok.errors, []);
+    assert.deepEqual(ok.limits, { requests_per_day: 2, requests_per_month: 1e9 });
+    const problems = (body: unknown): [string, string][] =>
+      parseLimits(body, { pricesConfigured: true }).errors.map((e) => [e.field, e.messages[0]]);
+    for (const bad of [0, -1, 1.5, 1e9 + 1, '2', true, {}]) {
+      assert.deepEqual(
+        problems({ requests_per_day: bad }),
+        [['requests_per_day', 'requests_per_day must be null (none) or a whole number from 1 to 10^9']],
+        JSON.stringify(bad),
+      );
+    }
+    assert.deepEqual(parseLimits({ requests_per_month: null }, { pricesConfigured: false }).limits, {
+      requests_per_month: null,
+    });
+    const limits = { ...NO_LIMITS, requests_per_day: 2 };
+    assert.equal(exhausted(limits, spend(1e6, 1e6, 0, 0, [1, 1])), undefined);
+    const hit = exhausted(limits, spend(0, 0, 0, 0, [2, 2]));
+    assert.deepEqual(hit, { key: 'requests_per_day', used: 2, limit: 2 });
+    // Between a run's model calls only token and cost budgets apply: its message was counted when it was taken.
+    assert.equal(exhausted(limits, spend(0, 0, 0, 0, [2, 2]), SPEND_KEYS), undefined);
+    assert.equal(exhaustedMessage('agent front', hit), 'budget exhausted for agent front (requests today: 2 of 2)');
+    assert.deepEqual(
+      checkAgainst({ requests_per_month: 3 }, spend(0, 0, 0, 0, [1, 4])).map((e) => [e.field, e.messages[0]]),
+      [['requests_per_month', 'requests_per_month must not be below what was already spent this month (4)']],
+    );
+    assert.deepEqual(
+      checkAgainst({ requests_per_day: 20 }, spend(0, 0), { ...NO_LIMITS, requests_per_day: 10 }).map((e) => e.field),
+      ['requests_per_day'],
     );
   });
 

@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { CURSOR_FIELDS, decodeCursor, encodeCursor } from '../../common/cursor.js';
 import { DomainError } from '../../common/errors.js';
 import { AppConfig } from '../../config/app-config.js';
-import { TaskService } from '../../tasks/task.service.js';
+import { TaskService, type HeldRun } from '../../tasks/task.service.js';
+import { abortable } from '../../common/abortable.js';
 import { TaskFiles } from '../../tasks/task-files.service.js';
 import type { TaskSnapshot } from '../../tasks/task-snapshot.js';
 import { isSettled, isTerminal } from '../../tasks/task-state.js';
@@ -23,6 +24,7 @@ import { CardSigner } from '../services/card-signer.service.js';
 import type { A2aStream, CallContext } from './call-context.js';
 import { MessageIntake, pushScope } from './message-intake.js';
 import { finalStatusOnly, TaskStreams, trimmed } from './task-streams.js';
+import { upstreamRefusal } from './upstream-refusal.js';
 
 export type { A2aStream, CallContext } from './call-context.js';
 
@@ -46,12 +48,19 @@ export class A2aRequestHandler {
     private readonly upstreams: UpstreamCards,
   ) {}
 
-  /** §3.1.1: runs the message; blocking (the default) returns the task once it is terminal or interrupted. */
+  /**
+   * §3.1.1: runs the message; blocking (the default) returns the task once it is terminal or interrupted — or,
+   * when a remote-backed agent's upstream refused the message, its error (§3.3.2; see `upstreamRefusal`).
+   */
   async sendMessage(ctx: CallContext, p: SendParams): Promise<TaskSnapshot> {
     const { taskId, afterSeq, created, run } = await this.intake.take(ctx, p);
-    const task = p.returnImmediately
-      ? (created ?? (await this.tasks.get(ctx.principal.tenantId, taskId)))
-      : await this.tasks.settled(ctx.principal.tenantId, taskId, afterSeq, ctx.signal, run);
+    if (p.returnImmediately) {
+      const task = created ?? (await this.tasks.get(ctx.principal.tenantId, taskId));
+      return this.streams.withFiles(ctx, task, { historyLength: p.historyLength });
+    }
+    const task = await this.tasks.settled(ctx.principal.tenantId, taskId, afterSeq, ctx.signal, run);
+    const refused = upstreamRefusal(task);
+    if (refused) throw refused;
     return this.streams.withFiles(ctx, task, { historyLength: p.historyLength });
   }
 
@@ -59,8 +68,14 @@ export class A2aRequestHandler {
   async sendStreamingMessage(ctx: CallContext, p: SendParams): Promise<A2aStream> {
     // The stream's slot first: a tenant at its stream cap gets no task it cannot watch.
     return this.withStreamSlot(ctx, async (release) => {
-      const { taskId, created, afterSeq, watch } = await this.intake.take(ctx, p, true);
+      const { taskId, created, afterSeq, watch, run } = await this.intake.take(ctx, p, true);
       const first = created ?? (await this.tasks.get(ctx.principal.tenantId, taskId));
+      try {
+        await this.refusedFirst(ctx, first, run);
+      } catch (err) {
+        watch?.close();
+        throw err;
+      }
       return {
         task: { id: first.id, contextId: first.contextId },
         items: this.streams.follow(ctx, first, isSettled, afterSeq, { historyLength: p.historyLength }, watch),
@@ -146,6 +161,20 @@ export class A2aRequestHandler {
     }
     if (isTerminal(task.state)) return { task: ref, items: finalStatusOnly(task), release: () => undefined };
     return { task: ref, items: this.streams.replay(ctx, task.id), release: this.quotas.openStream(ctx.principal) };
+  }
+
+  /**
+   * A remote-backed agent's new stream sends nothing before its upstream has answered (or refused) the message,
+   * so that a refusal is the stream's answer — an error, as the upstream's own stream would answer it (§3.1.2).
+   * The same message sent again gets the refusal too.
+   */
+  private async refusedFirst(ctx: CallContext, first: TaskSnapshot, run: HeldRun | undefined): Promise<void> {
+    let task: TaskSnapshot | null | undefined = first;
+    if (run && ctx.agent.constitution.backend) {
+      task = await abortable(Promise.race([run.answered.then(() => undefined), run.settled]), ctx.signal);
+    }
+    const refused = task ? upstreamRefusal(task) : undefined;
+    if (refused) throw refused;
   }
 
   private async withStreamSlot(

@@ -1,8 +1,8 @@
 import { Column, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
 
 /**
- * A tenant's budget for one of its agents (docs/budgets.md): tokens and cost
- * per UTC day and month, each null for none. Set within the tenant's own
+ * A tenant's budget for one of its agents (docs/budgets.md): tokens, cost and
+ * requests per UTC day and month, each null for none. Set within the tenant's own
  * budget; a row with every limit null is not kept.
  */
 @Entity({ name: 'agent_budgets' })
@@ -24,6 +24,13 @@ export class AgentBudgetEntity {
 
   @Column({ name: 'cost_per_month', type: 'numeric', precision: 18, scale: 6, nullable: true })
   costPerMonth: string | null;
+
+  /** Request budgets: messages sent to the agent per UTC day and month; null = none. */
+  @Column({ name: 'requests_per_day', type: 'bigint', nullable: true })
+  requestsPerDay: string | null;
+
+  @Column({ name: 'requests_per_month', type: 'bigint', nullable: true })
+  requestsPerMonth: string | null;
 
   @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' })
   updatedAt: Date;

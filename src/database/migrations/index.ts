@@ -16,6 +16,7 @@ import { TenantRegistries1763910000000 } from './1763910000000-tenant-registries
 import { Usage1763920000000 } from './1763920000000-usage.js';
 import { Budgets1763930000000 } from './1763930000000-budgets.js';
 import { Stats1763940000000 } from './1763940000000-stats.js';
+import { RequestBudgets1763960000000 } from './1763960000000-request-budgets.js';
 
 /** Every migration, oldest first. Never edit one that has been committed; add a new one. */
 export const MIGRATIONS = [
@@ -37,4 +38,5 @@ export const MIGRATIONS = [
   Usage1763920000000,
   Budgets1763930000000,
   Stats1763940000000,
+  RequestBudgets1763960000000,
 ];

@@ -26,6 +26,7 @@ import {
 import { loadFileAgents, type FileAgent } from './file-agents.loader.js';
 import { TenantRemotes } from '../../a2a-outbound/tenant-remotes.service.js';
 import type { Constitution } from '../constitution.js';
+import type { AgentBackend } from '../backend.js';
 
 /**
  * Who changes a stored agent: the credential's actor id, an opaque token's
@@ -193,7 +194,8 @@ export class AgentCatalog implements OnModuleInit {
         tenantId,
         agentId,
         constitution,
-        this.audited('agent.create', tenantId, agentId, actor),
+        // A remote-backed agent's audit row names the registry entry it is put in front of.
+        this.audited('agent.create', tenantId, agentId, actor, backendDetail(constitution.backend)),
       );
       await this.changed(tenantId, agentId);
       return agentView(fromRow(row));
@@ -299,4 +301,9 @@ export class AgentCatalog implements OnModuleInit {
     }
     return id;
   }
+}
+
+/** What an audit row says of an agent's backend: the registry entry (and registry) it is backed by. */
+function backendDetail(b: AgentBackend | undefined): Record<string, unknown> {
+  return b ? { backend: { remote: b.remote, ...(b.registry ? { registry: b.registry } : {}) } } : {};
 }

@@ -18,6 +18,8 @@ export interface NewTask {
   messageHash: string;
   /** The tenant's running-task cap (0: none): the creation is refused when its run would pass it. */
   runningCap?: number;
+  /** A request budget applies: the message is counted (`usage_requests`) by the statement that takes it. */
+  countRequest?: boolean;
   tenantId: string;
   agentId: string;
   contextId: string;

@@ -180,6 +180,7 @@ export class TaskLogWriter {
     lease: Lease,
     files: NewTaskFile[] = [],
     runningCap = 0,
+    countRequest = false,
   ): Promise<Continued | null> {
     const at = working.kind === 'status' ? working.payload.timestamp : null;
     const rows = await this.ds.query<(EventRow & { row: ResumedRow })[]>(CONTINUE, [
@@ -194,6 +195,7 @@ export class TaskLogWriter {
       JSON.stringify(message),
       JSON.stringify(files.map(fileRow)),
       runningCap,
+      countRequest,
     ]);
     if (rows.length === 0) return null;
     const row = rows[0].row;

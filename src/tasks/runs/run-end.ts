@@ -15,7 +15,7 @@ import { InstanceIdentity } from '../../database/instance-identity.js';
 export type RunEnding =
   | { state: 'TASK_STATE_COMPLETED'; message?: MessageJson }
   | { state: 'TASK_STATE_INPUT_REQUIRED'; message: MessageJson }
-  | { state: 'TASK_STATE_FAILED'; error: string; message?: MessageJson }
+  | { state: 'TASK_STATE_FAILED'; error: string; message?: MessageJson; metadata?: Record<string, unknown> }
   | { state: 'TASK_STATE_CANCELED'; error: string };
 
 /** The endings that are final; a task in one never changes again. */
@@ -50,6 +50,7 @@ function endingChange(e: RunEnding): TaskRowChange {
     if (e.state !== 'TASK_STATE_FAILED') change.historyAppend = [e.message];
   }
   if ('error' in e) change.errorMessage = e.error;
+  if ('metadata' in e && e.metadata) change.metadata = e.metadata;
   return change;
 }
 

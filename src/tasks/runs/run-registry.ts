@@ -47,6 +47,12 @@ export class HeldRun {
    */
   readonly settled: Promise<TaskSnapshot | null>;
   settle!: (task: TaskSnapshot | null) => void;
+  /**
+   * Resolves when the run's agent has said something that is not its turn's end (a remote-backed agent: its
+   * upstream's first event): a stream that waits for it before its first frame can still answer a refusal.
+   */
+  readonly answered: Promise<void>;
+  answer!: () => void;
   /** Set while the run writes its own end, so the terminal status it then sees is not taken for an end elsewhere. */
   closing = false;
   /** Every event of the log up to this seq has been looked at for input and ends. */
@@ -70,6 +76,7 @@ export class HeldRun {
   ) {
     this.finished = new Promise<void>((resolve) => (this.done = resolve));
     this.settled = new Promise<TaskSnapshot | null>((resolve) => (this.settle = resolve));
+    this.answered = new Promise<void>((resolve) => (this.answer = resolve));
     this.inbox.push(first);
     this.cursor = cursor;
     this.delivered = first.seq;

@@ -7,6 +7,7 @@ import {
   type RunContext,
   type RunEvent,
   type RunInput,
+  UPSTREAM_ERROR,
 } from '../../orchestrator/run-event.js';
 import { EventLog } from '../event-log/event-log.service.js';
 import { TaskReads } from '../repositories/task-reads.repository.js';
@@ -178,6 +179,7 @@ export class TaskRunner {
             end = ev;
             break;
           }
+          run.answer();
           if (ev.type === 'tool_call') {
             this.metrics.toolCalls.inc({ tool: this.metrics.tool(ev.tool), outcome: ev.ok ? 'ok' : 'error' });
           }
@@ -229,10 +231,12 @@ export class TaskRunner {
           // A spent budget says so as it is; its turn's response artifact is closed, not left open.
           const budget = end.code === 'budget_exhausted';
           const error = budget ? end.message : `${end.code}: ${end.message}`;
+          // An upstream's refusal of the send is kept with the task: a blocking caller is answered it as an error.
+          const refused = end.refusal ? { metadata: { [UPSTREAM_ERROR]: end.refusal } } : {};
           await this.ends.fromRun(
             run,
             writer,
-            { state: 'TASK_STATE_FAILED', error, message: mapper.failure(error) },
+            { state: 'TASK_STATE_FAILED', error, message: mapper.failure(error), ...refused },
             { ...known(), ...(budget ? { closing: mapper.closing() } : {}) },
           );
           return;

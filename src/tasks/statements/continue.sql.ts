@@ -1,5 +1,6 @@
 import { EVENT_COLUMNS, FILE_RECORD, INTERRUPTED_SQL, leaseExpiry, TERMINAL_SQL } from './fragments.sql.js';
 import { notifyWrites } from './notify.sql.js';
+import { requestsCte } from './usage.sql.js';
 
 const resumes = `state IN ${INTERRUPTED_SQL}`;
 
@@ -10,8 +11,8 @@ const resumes = `state IN ${INTERRUPTED_SQL}`;
  * resumes only under its tenant's running-task cap ($11, 0: none; its count
  * locked as in CREATE). Returns the events written, each with the row's
  * `history` (this message included), `artifacts` and tokens as `row`,
- * read under the row lock; no rows when nothing was written. One notice on
- * commit. $1 task, $2 tenant, $3 the message as a one-element array, $4
+ * read under the row lock; no rows when nothing was written. The message is
+ * counted as taken (`usage_requests`) when a request budget applies ($12). One notice on commit. $1 task, $2 tenant, $3 the message as a one-element array, $4
  * the status timestamp, $5 the `working` payload, $6/$7 the lease, $8 this
  * replica's id, $9 the message, $10 its stored files, $11 the cap.
  */
@@ -29,8 +30,8 @@ export const CONTINUE = `WITH locked AS (SELECT running FROM tenant_running WHER
            lease_expires_at = CASE WHEN ${resumes} THEN ${leaseExpiry('$7')} ELSE lease_expires_at END
          WHERE task_id = $1 AND tenant_id = $2 AND state NOT IN ${TERMINAL_SQL}
            AND NOT (${resumes} AND $11::int > 0 AND COALESCE((SELECT running FROM locked), 0) >= $11::int)
-         RETURNING last_seq, last_input_seq, history, artifacts, input_tokens, output_tokens
-       ), n AS (SELECT ${notifyWrites('$8', `$1 || '|' || t.last_seq`)} AS sent FROM t),
+         RETURNING agent_id, last_seq, last_input_seq, history, artifacts, input_tokens, output_tokens
+       )${requestsCte('SELECT $2::uuid AS tenant_id, t.agent_id FROM t WHERE $12::boolean')}, n AS (SELECT ${notifyWrites('$8', `$1 || '|' || t.last_seq`)} AS sent FROM t),
        f AS (
          INSERT INTO task_files (id, tenant_id, task_id, media_type, filename, size, bytes)
          SELECT ff.id, $2::uuid, $1, ff.media_type, ff.filename, ff.size, decode(ff.b64, 'base64')

@@ -3,13 +3,13 @@ import type { Folded } from '../repositories/merged-creation.js';
 import type { Lease, NewTask } from '../repositories/task-log.types.js';
 import type { TaskEventBody } from '../task-events.js';
 import { FILE_RECORD, fileRow, RUNNING_SQL, statusTimestamp } from './fragments.sql.js';
-import { callsOf, usageCtes } from './usage.sql.js';
+import { callsOf, requestsCte, usageCtes } from './usage.sql.js';
 
 const X = `x AS (
     SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(i int, task_id varchar, tenant_id uuid, agent_id varchar,
       context_id varchar, state varchar, status_at timestamptz, history jsonb, metadata jsonb, n int, last_input int,
       owner varchar, lease_ms int, message_id varchar, message_hash varchar, events jsonb, files jsonb, status_message jsonb,
-      error_message text, artifacts jsonb, input_tokens int, output_tokens int, cap int, calls jsonb)
+      error_message text, artifacts jsonb, input_tokens int, output_tokens int, cap int, calls jsonb, count_request boolean)
   )`;
 
 /** The row insert of `source`'s records, and their events (CTEs `t` and `e`). */
@@ -40,7 +40,8 @@ const insertTasks = (source: string): string => `t AS (
  * tenants concerned are locked (`tenant_running` FOR UPDATE) and what fits
  * goes in, in submission order; `refused` lists the rest, which wrote
  * nothing. No notice: nobody can watch a task before its creation commits.
- * The model calls of merged usage events are accounted with it (`usage.sql.ts`).
+ * The model calls of merged usage events are accounted with it, and each task
+ * counts as a message taken (`usage.sql.ts`).
  * $1: the tasks (`createRecord`).
  */
 export const CREATE: Statement = {
@@ -63,7 +64,9 @@ export const CREATE: Statement = {
     INSERT INTO task_files (id, tenant_id, task_id, media_type, filename, size, bytes)
     SELECT ff.id, x.tenant_id, x.task_id, ff.media_type, ff.filename, ff.size, decode(ff.b64, 'base64')
       FROM t JOIN x ON x.task_id = t.task_id, jsonb_to_recordset(COALESCE(x.files, '[]'::jsonb)) AS ${FILE_RECORD}
-  )${usageCtes('SELECT x.tenant_id, x.task_id, x.calls FROM t JOIN x ON x.task_id = t.task_id WHERE x.calls IS NOT NULL')}
+  )${requestsCte('SELECT x.tenant_id, x.agent_id FROM t JOIN x ON x.task_id = t.task_id WHERE x.count_request')}${usageCtes(
+    'SELECT x.tenant_id, x.task_id, x.calls FROM t JOIN x ON x.task_id = t.task_id WHERE x.calls IS NOT NULL',
+  )}
   SELECT now() AS at, count(*)::int AS n,
     (SELECT COALESCE(array_agg(x.i), '{}') FROM x WHERE x.i NOT IN (SELECT i FROM ok)) AS refused
   FROM t`,
@@ -71,7 +74,7 @@ export const CREATE: Statement = {
 
 /**
  * CREATE for a batch with nothing to count, store or account — no
- * running-task cap, no files, no model calls: the rows and their events
+ * running-task cap, no files, no model calls, no request budget: the rows and their events
  * only (the common case, and about a third of the database's work of the
  * full statement for one task). Answers like CREATE, with nothing refused.
  */
@@ -83,7 +86,7 @@ export const CREATE_PLAIN: Statement = {
 
 /** The statement for a batch of `createRecord`s: CREATE_PLAIN when none has a cap, files or model calls. */
 export const createStatement = (records: readonly ReturnType<typeof createRecord>[]): Statement =>
-  records.every((r) => !r.cap && r.files === null && r.calls === null) ? CREATE_PLAIN : CREATE;
+  records.every((r) => !r.cap && r.files === null && r.calls === null && !r.count_request) ? CREATE_PLAIN : CREATE;
 
 /** One creation (with the appends folded into it, `f`) as a row of CREATE's `x`; `i` is its place in the batch. */
 export function createRecord(
@@ -118,5 +121,6 @@ export function createRecord(
     output_tokens: f.tokens?.output ?? null,
     cap: task.runningCap ?? 0,
     calls: callsOf(f.events),
+    count_request: task.countRequest === true,
   };
 }

@@ -39,6 +39,20 @@ export function usageCtes(source: string): string {
   )`;
 }
 
+/**
+ * The CTE that counts the messages a statement stored (a new task, or a message that continues one) per tenant,
+ * agent and UTC day in `usage_requests` — what request budgets are checked against — in key order (so concurrent
+ * writers lock alike). `source` yields `(tenant_id, agent_id)` per message written. Begins with a comma.
+ */
+export function requestsCte(source: string): string {
+  return `, rq AS (
+    INSERT INTO usage_requests AS r (tenant_id, bucket, agent_id, requests)
+    SELECT tenant_id, date_trunc('day', now(), 'UTC'), agent_id, count(*) FROM (${source}) s
+     GROUP BY tenant_id, agent_id ORDER BY tenant_id, agent_id
+    ON CONFLICT (tenant_id, bucket, agent_id) DO UPDATE SET requests = r.requests + excluded.requests
+  )`;
+}
+
 /** The model calls `events` report (on their usage events), or null when there are none. */
 export function callsOf(events: readonly TaskEventBody[]): AccountedCall[] | null {
   let out: AccountedCall[] | null = null;

@@ -87,10 +87,12 @@ const LIMIT = 'must be null (the default) or an integer between 0 (unlimited) an
 
 const TOKENS = 'must be null (no budget) or a whole number of tokens from 1 to 10^12';
 const COST = 'must be null (no budget) or an amount from 0.000001 to 10^9 in the prices file’s currency';
+const REQUESTS = 'must be null (no budget) or a whole number of messages from 1 to 10^9';
 
 /**
  * Quota overrides: a key left out is unchanged, `null` restores the deployment's default, 0 is unlimited.
- * Budgets (`tokens_per_*`, `cost_per_*`, docs/budgets.md): a key left out is unchanged, `null` clears it.
+ * Budgets (`tokens_per_*`, `cost_per_*`, `requests_per_*`, docs/budgets.md): a key left out is unchanged, `null`
+ * clears it.
  */
 export class TenantLimitsDto {
   @ValidateIf((_, v) => v !== null && v !== undefined)
@@ -116,6 +118,18 @@ export class TenantLimitsDto {
   @Min(0.000001, { message: `cost_per_month ${COST}` })
   @Max(1e9, { message: `cost_per_month ${COST}` })
   cost_per_month?: number | null;
+
+  @ValidateIf((_, v) => v !== null && v !== undefined)
+  @IsInt({ message: `requests_per_day ${REQUESTS}` })
+  @Min(1, { message: `requests_per_day ${REQUESTS}` })
+  @Max(1e9, { message: `requests_per_day ${REQUESTS}` })
+  requests_per_day?: number | null;
+
+  @ValidateIf((_, v) => v !== null && v !== undefined)
+  @IsInt({ message: `requests_per_month ${REQUESTS}` })
+  @Min(1, { message: `requests_per_month ${REQUESTS}` })
+  @Max(1e9, { message: `requests_per_month ${REQUESTS}` })
+  requests_per_month?: number | null;
 
   @ValidateIf((_, v) => v !== null && v !== undefined)
   @IsInt({ message: LIMIT })

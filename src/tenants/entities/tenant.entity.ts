@@ -44,6 +44,13 @@ export class TenantEntity {
   @Column({ name: 'cost_per_month', type: 'numeric', precision: 18, scale: 6, nullable: true })
   costPerMonth: string | null;
 
+  /** Request budgets: messages sent to its agents per UTC day and month; null = none. */
+  @Column({ name: 'requests_per_day', type: 'bigint', nullable: true })
+  requestsPerDay: string | null;
+
+  @Column({ name: 'requests_per_month', type: 'bigint', nullable: true })
+  requestsPerMonth: string | null;
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 

@@ -85,6 +85,8 @@ export class TenantRepository {
         | 'tokensPerMonth'
         | 'costPerDay'
         | 'costPerMonth'
+        | 'requestsPerDay'
+        | 'requestsPerMonth'
       >
     >,
   ): Promise<TenantEntity | null> {

@@ -19,6 +19,8 @@ export interface TenantView {
     tokens_per_month: number | null;
     cost_per_day: number | null;
     cost_per_month: number | null;
+    requests_per_day: number | null;
+    requests_per_month: number | null;
   };
   created_at: string;
   updated_at: string;
@@ -70,6 +72,8 @@ export function tenantView(t: TenantEntity): TenantView {
       tokens_per_month: num(t.tokensPerMonth),
       cost_per_day: num(t.costPerDay),
       cost_per_month: num(t.costPerMonth),
+      requests_per_day: num(t.requestsPerDay),
+      requests_per_month: num(t.requestsPerMonth),
     },
     created_at: t.createdAt.toISOString(),
     updated_at: t.updatedAt.toISOString(),

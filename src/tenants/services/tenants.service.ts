@@ -157,6 +157,8 @@ export class TenantsService {
       tokens_per_month?: number | null;
       cost_per_day?: number | null;
       cost_per_month?: number | null;
+      requests_per_day?: number | null;
+      requests_per_month?: number | null;
     },
     by: ChangeBy,
   ): Promise<TenantView> {
@@ -169,6 +171,8 @@ export class TenantsService {
     if (dto.tokens_per_month !== undefined) limits.tokensPerMonth = str(dto.tokens_per_month);
     if (dto.cost_per_day !== undefined) limits.costPerDay = str(dto.cost_per_day);
     if (dto.cost_per_month !== undefined) limits.costPerMonth = str(dto.cost_per_month);
+    if (dto.requests_per_day !== undefined) limits.requestsPerDay = str(dto.requests_per_day);
+    if (dto.requests_per_month !== undefined) limits.requestsPerMonth = str(dto.requests_per_month);
     return this.revoking(
       async (em) => {
         const tenant = await this.tenants.setLimits(em, this.checkId(id), limits);
