@@ -82,13 +82,9 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
       }
     };
     const next = (): Promise<IteratorResult<T>> => {
-      if (!tail) {
-        try {
-          const r = step();
-          if (r) return Promise.resolve(r);
-        } catch (err) {
-          return Promise.reject(err as Error);
-        }
+      // Answered at once: an item, or the end (an error is thrown by `waiting`, as a rejection).
+      if (!tail && (finished || this.items.length > 0 || (this.closed && this.error === undefined))) {
+        return Promise.resolve(step()!);
       }
       const p = waiting(tail);
       tail = p;
