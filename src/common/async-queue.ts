@@ -55,16 +55,52 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
     }
   }
 
-  async *[Symbol.asyncIterator](): AsyncIterator<T> {
-    for (;;) {
-      await this.wait();
-      if (this.items.length > 0) {
-        yield this.items.shift() as T;
-        continue;
-      }
+  /**
+   * The items in order, then the end (or the error). A plain iterator rather than an async generator: an
+   * item already queued is handed over in one resolved promise, without a generator's promises per step.
+   * Calls of `next` made before the previous one settled are answered in order; after `return` (a
+   * consumer's `break`), or the end, every `next` is done.
+   */
+  [Symbol.asyncIterator](): AsyncIterator<T> {
+    let finished = false;
+    // The last `next` still waiting; a `next` called meanwhile is answered after it.
+    let tail: Promise<IteratorResult<T>> | undefined;
+    const step = (): IteratorResult<T> | undefined => {
+      if (finished) return { value: undefined, done: true };
+      if (this.items.length > 0) return { value: this.items.shift() as T, done: false };
+      if (!this.closed) return undefined;
+      finished = true;
       if (this.error !== undefined) throw this.error;
-      return;
-    }
+      return { value: undefined, done: true };
+    };
+    const waiting = async (before: Promise<unknown> | undefined): Promise<IteratorResult<T>> => {
+      if (before) await before.catch(() => undefined);
+      for (;;) {
+        await this.wait();
+        const r = step();
+        if (r) return r;
+      }
+    };
+    const next = (): Promise<IteratorResult<T>> => {
+      // Answered at once: an item, or the end (an error is thrown by `waiting`, as a rejection).
+      if (!tail && (finished || this.items.length > 0 || (this.closed && this.error === undefined))) {
+        return Promise.resolve(step()!);
+      }
+      const p = waiting(tail);
+      tail = p;
+      const settled = (): void => {
+        if (tail === p) tail = undefined;
+      };
+      p.then(settled, settled);
+      return p;
+    };
+    return {
+      next,
+      return: (): Promise<IteratorResult<T>> => {
+        finished = true;
+        return Promise.resolve({ value: undefined, done: true });
+      },
+    };
   }
 
   private wake(): void {

@@ -16,6 +16,8 @@ export interface JsonProblem {
  * or a NUL character (PostgreSQL's text and jsonb refuse both). Iterative, so depth itself cannot crash it.
  */
 export function findJsonProblem(value: unknown, maxDepth = MAX_JSON_DEPTH, root = 'body'): JsonProblem | undefined {
+  // Almost every value is clean: checked first without building a path for every member.
+  if (maxDepth <= MAX_JSON_DEPTH && isClean(value, 0, maxDepth)) return undefined;
   const stack: [unknown, string, number][] = [[value, root, 0]];
   while (stack.length > 0) {
     const [v, path, depth] = stack.pop()!;
@@ -38,6 +40,23 @@ export function findJsonProblem(value: unknown, maxDepth = MAX_JSON_DEPTH, root 
     }
   }
   return undefined;
+}
+
+/** Whether `findJsonProblem` finds nothing, without allocating (recursive: at most `maxDepth`, ≤ 64, deep). */
+function isClean(v: unknown, depth: number, maxDepth: number): boolean {
+  if (typeof v === 'string') return v.isWellFormed() && !v.includes('\u0000');
+  if (v === null || typeof v !== 'object') return true;
+  if (depth >= maxDepth) return false;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) if (i in v && !isClean(v[i], depth + 1, maxDepth)) return false;
+    return true;
+  }
+  for (const k in v) {
+    if (!Object.hasOwn(v, k)) continue;
+    if (!k.isWellFormed() || k.includes('\u0000')) return false;
+    if (!isClean((v as Record<string, unknown>)[k], depth + 1, maxDepth)) return false;
+  }
+  return true;
 }
 
 /** Where a JSON text went wrong: a 0-based offset, and 1-based line and column as an editor shows them. */

@@ -1,7 +1,6 @@
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
 import { DomainError } from '../common/errors.js';
-import { onBehalfOf } from '../outbound-auth/caller-context.js';
 import { AsyncQueue } from '../common/async-queue.js';
 import { parseHostList, type EgressPolicy } from '../common/net/egress.js';
 import { MemoryService } from './tools/memory.service.js';
@@ -122,10 +121,11 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
       ctx.durable,
       ctx.mayAct,
       ctx.beforeModelCall,
+      ctx.subject,
     );
     let over = false;
     // Outbound calls of the turn (remote agents, MCP servers) act for the caller whose JWT `ctx.subject` holds.
-    const finished = onBehalfOf(ctx.subject, () => loop.agentTurn(ctx.agent, messages, 0)).then(
+    const finished = loop.agentTurn(ctx.agent, messages, 0).then(
       (content) => {
         over = true;
         // A later turn of this run (a message that arrived meanwhile) sees this one.

@@ -1,7 +1,9 @@
 import type { AppConfig } from '../config/app-config.js';
+import type { SubjectToken } from '../common/subject-token.js';
 import type { EgressPolicy } from '../common/net/egress.js';
 import type { RemoteAgents } from '../a2a-outbound/remote-agents.service.js';
 import type { McpTool } from '../mcp/mcp-tool.service.js';
+import { onBehalfOf } from '../outbound-auth/caller-context.js';
 import { MASTER_AGENT_ID, toolGrants } from '../registry/constitution.js';
 import type { AgentCatalog } from '../registry/services/agent-catalog.service.js';
 import type { ResolvedAgent } from '../registry/services/agents.js';
@@ -53,6 +55,8 @@ export class TurnLoop {
     private readonly mayAct?: (signal: AbortSignal) => Promise<void>,
     /** The budgets allow another call (see `RunContext.beforeModelCall`). */
     private readonly beforeModelCall?: RunContext['beforeModelCall'],
+    /** The caller whose JWT the turn's outbound calls (remote agents, MCP servers) act for (see `acting`). */
+    private readonly subject?: SubjectToken,
   ) {
     this.commands = new CommandStep(deps, tenantId, signal, emit, (agent, messages, depth) =>
       this.agentTurn(agent, messages, depth),
@@ -75,11 +79,12 @@ export class TurnLoop {
    */
   async agentTurn(agent: ResolvedAgent, messages: ChatMessage[], depth: number): Promise<string> {
     const c = agent.constitution;
-    if (c.backend) {
+    const backend = c.backend;
+    if (backend) {
       // A remote-backed agent delegated to: its upstream answers, once the task is stored.
       await this.stored();
       const text = messages[messages.length - 1]?.content ?? '';
-      return (await this.deps.remotes.callBackend(this.tenantId, c.backend, text, this.signal)).body;
+      return (await this.acting(() => this.deps.remotes.callBackend(this.tenantId, backend, text, this.signal))).body;
     }
     const target = this.deps.router.resolve(c.model);
     const provider: Provider =
@@ -90,7 +95,7 @@ export class TurnLoop {
     // A model outside the process (and the remote cards its prompt may list) is called once the task is stored.
     if (target.kind !== 'echo') await this.stored();
     // The echo placeholder never reads the prompt: skip the roster's catalogue and card lookups for it.
-    const system = target.kind === 'echo' ? systemPrompt(c) : await this.systemFor(agent, depth);
+    const system = target.kind === 'echo' ? systemPrompt(c) : await this.acting(() => this.systemFor(agent, depth));
     const convo = [...messages];
     const maxCalls = this.deps.config.maxModelCalls;
     let shownBefore = false;
@@ -173,11 +178,21 @@ export class TurnLoop {
       }
       await this.stored();
       const results = [
-        await this.commands.runStep(agent, writs, depth),
+        await this.acting(() => this.commands.runStep(agent, writs, depth)),
         ...this.commands.beyond(agent, extra, depth),
       ].join('\n');
       convo.push({ role: 'assistant', content: raw }, { role: 'user', content: results });
     }
+  }
+
+  /**
+   * Outbound calls act for the caller who started the run: only they, the tools, the remote cards of the
+   * prompt and a delegated upstream, read the caller (a `token_exchange` credential exchanges its JWT).
+   * Entered around them rather than the whole turn, so that a turn that makes none keeps Node's promise
+   * hooks off.
+   */
+  private acting<T>(fn: () => Promise<T>): Promise<T> {
+    return onBehalfOf(this.subject, fn);
   }
 
   private async systemFor(agent: ResolvedAgent, depth: number): Promise<string> {

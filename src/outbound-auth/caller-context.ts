@@ -8,8 +8,13 @@ import type { SubjectToken } from '../common/subject-token.js';
  */
 const caller = new AsyncLocalStorage<SubjectToken | undefined>();
 
-/** Runs `fn` (and everything it starts) on behalf of `subject` (none: on behalf of no JWT caller). */
+/**
+ * Runs `fn` (and everything it starts) on behalf of `subject` (none: on behalf of no JWT caller). With no
+ * subject and none in effect it just calls `fn`: entering an `AsyncLocalStorage` switches on Node's promise
+ * hooks for every promise in the process from then on, a cost no caller without a JWT should bring about.
+ */
 export function onBehalfOf<T>(subject: SubjectToken | undefined, fn: () => T): T {
+  if (subject === undefined && caller.getStore() === undefined) return fn();
   return caller.run(subject, fn);
 }
 
