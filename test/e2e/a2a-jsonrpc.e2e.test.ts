@@ -1,4 +1,3 @@
-import '../helpers/loopback-only.js';
 // Also loaded by the test runner (--import); here too so that running this file alone keeps the tripwire.
 import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
