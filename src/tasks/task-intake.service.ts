@@ -173,8 +173,8 @@ export class TaskIntake {
       const snapshot = await this.views.snapshotOf(existing.row);
       return { taskId: existing.row.taskId, snapshot, duplicate: { sameMessage } };
     }
-    // Counted by its statement (request budgets): their thresholds are checked now, off the request path.
-    this.meter.requested(input.tenantId);
+    // Counted by its statement (a request budget applies): its thresholds are checked now, off the request path.
+    if (task.countRequest) this.meter.requested(input.tenantId);
     // The task as its first events left it: a new stream or a non-blocking send needs no read-back.
     const snapshot: TaskSnapshot = {
       id: taskId,
@@ -215,6 +215,7 @@ export class TaskIntake {
     const message: MessageJson = { ...withRefs, taskId: row.taskId, contextId: row.contextId };
     const working: TaskEventBody = { kind: 'status', payload: { state: 'TASK_STATE_WORKING', timestamp: now() } };
     const cap = opts.runningCap ?? 0;
+    const counted = this.budgets.countsRequests(input.tenantId, input.agent.id);
     const r = await this.writer.continueWith(
       input.tenantId,
       row.taskId,
@@ -223,7 +224,7 @@ export class TaskIntake {
       this.leases.lease(),
       files,
       cap,
-      this.budgets.countsRequests(input.tenantId, input.agent.id),
+      counted,
     );
     if (!r) {
       const state = (await this.tasks.stateOf(input.tenantId, row.taskId))?.state ?? 'a terminal state';
@@ -231,7 +232,7 @@ export class TaskIntake {
       throw TaskError.terminal(row.taskId, state);
     }
     this.log.publish(row.taskId, r.events);
-    this.meter.requested(input.tenantId);
+    if (counted) this.meter.requested(input.tenantId);
     const seq = r.events.find((e) => e.kind === 'message')?.seq ?? 0;
     if (r.started) {
       // From the row as the continuation resumed it (not as first read: the run may have settled since).
