@@ -16,7 +16,8 @@
  * (`{"state":"started"}`, then the result). With `BENCH_ALLOC_SAMPLING=1` the
  * sampling heap profiler runs over the same window too (keeping the samples of
  * collected objects), and the result carries its estimate of the same total,
- * to check the method against.
+ * to check the method against; the samples are kept beside it as
+ * `<pid>.heapprofile`.
  */
 import { renameSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
@@ -100,7 +101,10 @@ if (dir) {
     if (!session) return write(result);
     const s = session;
     s.post('HeapProfiler.stopSampling', (err, res) => {
-      const sampled = err ? NaN : total((res as { profile: { head: SamplingNode } }).profile.head);
+      const profile = err ? undefined : (res as { profile: { head: SamplingNode } }).profile;
+      const sampled = profile ? total(profile.head) : NaN;
+      // The samples themselves, for a closer look (DevTools opens `.heapprofile` files).
+      if (profile) writeFileSync(join(dir, `${process.pid}.heapprofile`), JSON.stringify(profile));
       s.disconnect();
       write({ ...result, sampled });
     });

@@ -6,7 +6,7 @@
  * count. A fixed count, not a time window, so that every target does the same
  * work whatever its speed.
  */
-import { readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AllocResult } from './alloc-preload.js';
 import { Client } from './load.js';
@@ -84,6 +84,7 @@ export async function allocationPerSend(
     await toggle(dir, t.pids, 'started');
     const errors = await countLoop(ALLOC_CONCURRENCY, requests, () => send(client));
     const results = await toggle(dir, t.pids, 'stopped');
+    keepProfiles(dir, t);
     const parts = t.parts ?? [{ label: t.name, pids: t.pids }];
     return parts.map((p) => {
       const rs = p.pids.map((pid) => results.get(pid)!);
@@ -102,6 +103,16 @@ export async function allocationPerSend(
     });
   } finally {
     client.close();
+  }
+}
+
+/** The sampling heap profiles (BENCH_ALLOC_SAMPLING=1), kept as bench/results/alloc-<target>-<pid>.heapprofile. */
+function keepProfiles(dir: string, t: Target): void {
+  for (const pid of t.pids) {
+    const from = join(dir, `${pid}.heapprofile`);
+    if (!existsSync(from)) continue;
+    mkdirSync('bench/results', { recursive: true });
+    copyFileSync(from, `bench/results/alloc-${t.name}-${pid}.heapprofile`);
   }
 }
 

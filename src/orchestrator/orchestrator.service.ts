@@ -16,8 +16,20 @@ import { McpTool } from '../mcp/mcp-tool.service.js';
 import { searchProvider } from './tools/search.tool.js';
 import { remoteTurn, type RemoteTurnDeps } from './remote-backend.js';
 
-/** Why a turn loop is stopped when its run's consumer stopped reading (the task ended elsewhere). */
+/** Why a run is aborted when its consumer stopped reading before its turn was over (the task ended elsewhere). */
 const ABANDONED = new Error('run abandoned');
+
+/** A turn that is one event. */
+function only(event: RunEvent): AsyncIterator<RunEvent> {
+  let given = false;
+  return {
+    next: () => {
+      const done = given;
+      given = true;
+      return Promise.resolve(done ? { value: undefined, done: true } : { value: event, done: false });
+    },
+  };
+}
 
 /**
  * Runs an agent turn on the agent's model — a real provider (Anthropic, or
@@ -75,48 +87,69 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
     return agent?.constitution.backend ? agent : undefined;
   }
 
-  async *run(ctx: RunContext, inputs: AsyncIterable<RunInput>, signal: AbortSignal): AsyncGenerator<RunEvent> {
+  run(ctx: RunContext, inputs: AsyncIterable<RunInput>, abort: AbortController): AsyncIterable<RunEvent> {
+    return { [Symbol.asyncIterator]: () => this.events(ctx, inputs, abort) };
+  }
+
+  /**
+   * The run's events: the first input is read, then the turn that answers it is chosen (`open`). Each
+   * step is the chosen turn's own: no generator stands between the turn loop's queue and the consumer.
+   */
+  private events(ctx: RunContext, inputs: AsyncIterable<RunInput>, abort: AbortController): AsyncIterator<RunEvent> {
+    let turn: AsyncIterator<RunEvent> | undefined;
+    let opening: Promise<AsyncIterator<RunEvent>> | undefined;
+    const open = (): Promise<AsyncIterator<RunEvent>> =>
+      (opening ??= this.open(ctx, inputs, abort).then((t) => (turn = t)));
+    return {
+      next: () => (turn ? turn.next() : open().then((t) => t.next())),
+      return: async () => {
+        const t = turn ?? (await opening);
+        return (await t?.return?.()) ?? { value: undefined, done: true };
+      },
+    };
+  }
+
+  private async open(
+    ctx: RunContext,
+    inputs: AsyncIterable<RunInput>,
+    abort: AbortController,
+  ): Promise<AsyncIterator<RunEvent>> {
+    const signal = abort.signal;
     const it = inputs[Symbol.asyncIterator]();
     const first = await it.next();
-    if (first.done) {
-      yield { type: 'error', code: 'no_input', message: 'the run received no input' };
-      return;
-    }
+    if (first.done) return only({ type: 'error', code: 'no_input', message: 'the run received no input' });
     const c = ctx.agent.constitution;
-    if (c.backend) {
-      // A remote-backed agent: the upstream answers (gateway mode).
-      yield* remoteTurn(this.remote, ctx, first.value, signal);
-      return;
-    }
+    // A remote-backed agent: the upstream answers (gateway mode).
+    if (c.backend) return remoteTurn(this.remote, ctx, first.value, signal);
     let target;
     try {
       target = this.router.resolve(c.model);
     } catch (err) {
       const e = err instanceof ProviderError ? err : new ProviderError('model_unavailable', 'model unavailable');
-      yield { type: 'error', code: e.code, message: e.message };
-      return;
+      return only({ type: 'error', code: e.code, message: e.message });
     }
     const word = first.value.text.trim();
     if (target.kind === 'echo' && (word === 'hold' || word === 'ask')) {
       // The echo placeholder's two control words (see echo.model.ts).
-      yield* echoTurn(it, first.value, signal, { chunks: this.config.echoChunks, delayMs: this.config.echoDelayMs });
-      return;
+      return echoTurn(it, first.value, signal, { chunks: this.config.echoChunks, delayMs: this.config.echoDelayMs });
     }
+    return this.loopTurn(ctx, first.value, abort);
+  }
+
+  /** The turn loop's turn on `input`, its events read from the queue the loop pushes them to. */
+  private loopTurn(ctx: RunContext, input: RunInput, abort: AbortController): AsyncIterator<RunEvent> {
+    const signal = abort.signal;
     // Earlier turns of this task or context, then the new message.
     const messages: ChatMessage[] = [
       ...(ctx.history ?? []).filter((m) => m.content.length > 0),
-      { role: 'user', content: first.value.text },
+      { role: 'user', content: input.text },
     ];
-    // The loop pushes events from nested and parallel turns; this generator hands them on in order.
+    // The loop pushes events from nested and parallel turns; the consumer reads them in order.
     const events = new AsyncQueue<RunEvent>();
-    const local = new AbortController();
-    const onAbort = (): void => local.abort(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    if (signal.aborted) onAbort(); // canceled before we listened
     const loop = new TurnLoop(
       this.deps,
       ctx.tenantId,
-      local.signal,
+      signal,
       (e) => events.push(e),
       ctx.durable,
       ctx.mayAct,
@@ -129,18 +162,14 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
       (content) => {
         over = true;
         // A later turn of this run (a message that arrived meanwhile) sees this one.
-        ctx.history = [
-          ...(ctx.history ?? []),
-          { role: 'user', content: first.value.text },
-          { role: 'assistant', content },
-        ];
+        ctx.history = [...(ctx.history ?? []), { role: 'user', content: input.text }, { role: 'assistant', content }];
         events.push({ type: 'done', content });
         events.close();
       },
       (err: unknown) => {
         over = true;
-        if (local.signal.aborted) {
-          events.fail(local.signal.reason instanceof Error ? local.signal.reason : new Error('aborted'));
+        if (signal.aborted) {
+          events.fail(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
           return;
         }
         if (err instanceof DomainError && err.code === 'budget_exhausted') {
@@ -160,13 +189,17 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
         events.fail(err instanceof Error ? err : new Error(String(err)));
       },
     );
-    try {
-      yield* events;
-    } finally {
-      signal.removeEventListener('abort', onAbort);
-      // The consumer stopped early (the task ended elsewhere): stop the loop too.
-      if (!over && !local.signal.aborted) local.abort(ABANDONED);
-      await finished;
-    }
+    // The queue ends only from `finished`'s handlers: once it has, the loop is over.
+    const read = events[Symbol.asyncIterator]();
+    return {
+      next: () => read.next(),
+      return: async () => {
+        // The consumer stopped early (the task ended elsewhere): the run is abandoned, and its loop stops.
+        if (!over && !signal.aborted) abort.abort(ABANDONED);
+        await finished;
+        return read.return!();
+      },
+    };
   }
+
 }

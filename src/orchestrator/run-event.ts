@@ -144,10 +144,13 @@ export type RunEvent =
  * The boundary every task runs behind (A2A or native): an agent turn as a
  * stream of events. `inputs` yields the first message and then any message
  * that continues the task while it runs; cancellation arrives through
- * `signal`, and the iterator ends after `done`, `input_required` or `error`.
+ * `abort`'s signal, and the iterator ends after `done`, `input_required` or
+ * `error`. `abort` is the run's own: a consumer that stops reading before the
+ * turn is over (the task ended elsewhere) has abandoned the run, and the
+ * orchestrator aborts it so that the turn stops too.
  */
 export interface Orchestrator {
-  run(ctx: RunContext, inputs: AsyncIterable<RunInput>, signal: AbortSignal): AsyncIterable<RunEvent>;
+  run(ctx: RunContext, inputs: AsyncIterable<RunInput>, abort: AbortController): AsyncIterable<RunEvent>;
   /** A canceled task of a remote-backed agent that no run holds: the cancel goes to its upstream task (best effort). */
   cancelUpstream?(tenantId: string, agentId: string, metadata: Record<string, unknown>): Promise<void>;
   /** The agent a task taken over runs as: a remote-backed agent of the tenant, or undefined (then it is not resumed). */

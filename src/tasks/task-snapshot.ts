@@ -33,12 +33,21 @@ export type TaskSnapshot = Omit<TaskRow, 'taskId' | 'tenantId' | 'createdAt' | '
 };
 
 export function toSnapshot(row: TaskRow, artifacts: ArtifactJson[] = row.artifacts): TaskSnapshot {
-  const { taskId, tenantId: _tenant, createdAt, updatedAt, ...rest } = row;
+  // Field by field rather than a rest copy: this runs for every answer, and a rest copy of a row is slow.
   return {
-    ...rest,
-    id: taskId,
-    timestamp: updatedAt.toISOString(),
+    agentId: row.agentId,
+    contextId: row.contextId,
+    state: row.state,
+    statusMessage: row.statusMessage,
+    errorMessage: row.errorMessage,
+    history: row.history,
+    metadata: row.metadata,
+    inputTokens: row.inputTokens,
+    outputTokens: row.outputTokens,
+    lastSeq: row.lastSeq,
+    id: row.taskId,
+    timestamp: row.updatedAt.toISOString(),
     artifacts,
-    createdAt: createdAt.toISOString(),
+    createdAt: row.createdAt.toISOString(),
   };
 }

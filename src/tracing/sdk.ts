@@ -1,5 +1,6 @@
 import { register } from 'node:module';
 import type { tracing as sdkTracing } from '@opentelemetry/sdk-node';
+import { tracingStarted } from './spans.js';
 
 /**
  * OpenTelemetry tracing: `@opentelemetry/sdk-node` with the http, express
@@ -77,6 +78,7 @@ export async function startTracing(
     ],
   });
   sdk.start();
+  tracingStarted();
   await waitForAllMessagesAcknowledged();
   let stopped: Promise<void> | undefined;
   const started = { shutdown: () => (stopped ??= sdk.shutdown()) };

@@ -1,5 +1,6 @@
 import {
   context,
+  INVALID_SPAN_CONTEXT,
   propagation,
   SpanKind,
   SpanStatusCode,
@@ -17,6 +18,15 @@ import { ARBITER_VERSION } from '../version.js';
  * a no-op on a non-recording span: nothing is allocated beyond that.
  */
 export const tracer = trace.getTracer('arbiter', ARBITER_VERSION);
+
+/** Whether a tracing SDK was started in this process (`sdk.ts` says so); until then no span is made at all. */
+let started = false;
+const NOT_RECORDING = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+
+/** Called by `startTracing` once the SDK runs. */
+export function tracingStarted(): void {
+  started = true;
+}
 
 export { SpanKind };
 
@@ -51,6 +61,8 @@ export async function inSpan<T>(
   opts: { kind?: SpanKind; attributes?: Attributes; parent?: Context },
   fn: (span: Span) => Promise<T>,
 ): Promise<T> {
+  // Without an SDK the API's span would not record, and its context would change nothing: skip both.
+  if (!started) return fn(NOT_RECORDING);
   const parent = opts.parent ?? context.active();
   const span = tracer.startSpan(name, { kind: opts.kind ?? SpanKind.INTERNAL, attributes: opts.attributes }, parent);
   try {

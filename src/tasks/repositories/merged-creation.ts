@@ -47,6 +47,12 @@ export interface Folded extends RowState {
   parts: ({ from: number; row?: RowState } | null)[];
 }
 
+function messagesOf(events: TaskEventBody[]): MessageJson[] {
+  const out: MessageJson[] = [];
+  for (const e of events) if (e.kind === 'message') out.push(e.payload.message);
+  return out;
+}
+
 /**
  * A creation with the appends merged into it, applied in order as the
  * APPEND statement would apply them to the new row: each only from a state
@@ -58,7 +64,7 @@ export function fold(item: CreateItem): Folded {
   const f: Folded = {
     state: item.state,
     events: [...item.first],
-    history: item.first.flatMap((e) => (e.kind === 'message' ? [e.payload.message] : [])),
+    history: messagesOf(item.first),
     statusMessage: null,
     errorMessage: null,
     artifacts: null,

@@ -173,7 +173,7 @@ export class TaskRunner {
     try {
       for (;;) {
         let end: TurnEnd | undefined;
-        for await (const ev of this.orchestrator.run(ctx, inputs, signal)) {
+        for await (const ev of this.orchestrator.run(ctx, inputs, run.abort)) {
           if (writer.rejected) return; // the task ended elsewhere
           if (ev.type === 'done' || ev.type === 'input_required' || ev.type === 'error') {
             end = ev;
