@@ -22,6 +22,9 @@ import { StatsRecorder } from '../../src/stats/stats-recorder.service.js';
 import { UsageMeter } from '../../src/usage/usage-meter.js';
 import type { NewTask } from '../../src/tasks/repositories/task-log.types.js';
 import { TaskReads } from '../../src/tasks/repositories/task-reads.repository.js';
+import { Params } from '../../src/database/sql-params.js';
+import { APPEND, appendRecord } from '../../src/tasks/statements/append.sql.js';
+import { endManySql } from '../../src/tasks/statements/end.sql.js';
 import { readNotice, TASK_EVENTS_CHANNEL } from '../../src/tasks/statements/notify.sql.js';
 import type { TaskEventBody } from '../../src/tasks/task-events.js';
 import { freshDatabase, REAL_POSTGRES, seedEmbeddedDatabase, type TestDatabase } from '../helpers/database.js';
@@ -371,5 +374,50 @@ describe(`task log writer (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGl
     );
     const resumed = await resume(paused);
     assert.equal(resumed?.started, true, 'with room again, it resumes');
+  });
+  it('appends and ends find their tasks by key, not by reading every task', async () => {
+    // Enough tasks that a scan of them all is the plan a planner picks when it takes the statement's items for
+    // a hundred rows (its guess for a function's rows): with the ids also given as an array, it looks them up.
+    const tenant = await newTenant();
+    await ds.query(
+      `INSERT INTO a2a_tasks (task_id, tenant_id, agent_id, context_id, state, updated_at, history, metadata, last_seq,
+                              last_input_seq, message_id, message_hash, error_message, artifacts, input_tokens,
+                              output_tokens, history_bytes, artifacts_bytes, extra_bytes)
+       SELECT 'bulk-' || g, $1, 'a', 'c', 'TASK_STATE_COMPLETED', now(), '[]', '{}', 1, 1, 'bulk-' || g, 'h', '',
+              '[]', 0, 0, 2, 2, 2
+         FROM generate_series(1, 5000) AS g`,
+      [tenant],
+    );
+    await ds.query('ANALYZE a2a_tasks');
+    const t = task(tenant);
+    await create(t);
+    const scans = async (text: string, values: unknown[]): Promise<string[]> => {
+      const [row] = await ds.query<{ 'QUERY PLAN': unknown }[]>(`EXPLAIN (FORMAT JSON) ${text}`, values);
+      const found: string[] = [];
+      const walk = (node: Record<string, unknown>): void => {
+        if (node['Relation Name'] === 'a2a_tasks') found.push(String(node['Node Type']));
+        for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
+      };
+      const plan = row['QUERY PLAN'];
+      walk((typeof plan === 'string' ? JSON.parse(plan) : plan)[0].Plan);
+      return found;
+    };
+    const append = await scans(APPEND.text, [JSON.stringify([appendRecord(0, t.taskId, [usage(1)], {})]), self]);
+    assert.ok(append.length > 0, 'the append reads a2a_tasks');
+    assert.ok(!append.includes('Seq Scan'), `the append's plan reads a2a_tasks by ${append.join(', ')}`);
+    const p = new Params();
+    const end = await scans(
+      endManySql(
+        { kind: 'task', tenantId: tenant, taskId: t.taskId },
+        [{ taskId: t.taskId, artifacts: [] }],
+        { state: 'TASK_STATE_CANCELED', error: 'x', timestamp: ts() },
+        self,
+        p,
+      ),
+      p.values,
+    );
+    assert.ok(end.length > 0, 'the end reads a2a_tasks');
+    assert.ok(!end.includes('Seq Scan'), `the end's plan reads a2a_tasks by ${end.join(', ')}`);
+    await ds.query(`DELETE FROM a2a_tasks WHERE tenant_id = $1`, [tenant]);
   });
 });

@@ -66,7 +66,7 @@ export class EventReads {
     const rows = await q.query<EventRow[]>(
       `SELECT e.task_id, e.seq, e.kind, e.payload, e.created_at FROM task_events e
          JOIN unnest($1::varchar[], $2::int[]) AS x(task_id, upto) ON x.task_id = e.task_id
-        WHERE e.kind = 'artifact' AND e.seq <= x.upto
+        WHERE e.task_id = ANY($1::varchar[]) AND e.kind = 'artifact' AND e.seq <= x.upto
         ORDER BY e.task_id, e.seq`,
       [tasks.map((t) => t.taskId), tasks.map((t) => t.uptoSeq)],
     );

@@ -55,7 +55,9 @@ export const APPEND: Statement = {
       lease_expires_at = CASE WHEN NOT x.set_lease THEN a.lease_expires_at
         WHEN x.lease_owner IS NULL THEN NULL ELSE now() + make_interval(secs => x.lease_ms / 1000.0) END
     FROM x
-    WHERE a.task_id = x.task_id AND a.state = ANY(x.allowed)
+    -- ANY(ARRAY(…)) as well as the join: the planner takes a function's rows for a hundred and would hash-join
+    -- them against a scan of every task; an array of ids it looks up in the primary key.
+    WHERE a.task_id = ANY(ARRAY(SELECT task_id FROM x)) AND a.task_id = x.task_id AND a.state = ANY(x.allowed)
       AND (x.inputs_upto IS NULL OR a.last_input_seq <= x.inputs_upto)
       AND (x.owner IS NULL OR a.owner_instance = x.owner)
     RETURNING x.i, x.n, x.events, x.files, x.calls, a.task_id, a.last_seq, ${ROW}

@@ -82,7 +82,7 @@ export function endManySql(
            artifacts_bytes = octet_length(x.artifacts::text),
            owner_instance = NULL,
            lease_expires_at = NULL
-         FROM x WHERE a.task_id = x.task_id AND ${where}
+         FROM x WHERE a.task_id = ANY(ARRAY(SELECT task_id FROM x)) AND a.task_id = x.task_id AND ${where}
          RETURNING a.task_id, a.last_seq
        ), n AS (SELECT t.task_id, ${notifyWrites(p.add(instance), TASK_AND_SEQ)} AS sent FROM t)
        INSERT INTO task_events (task_id, seq, kind, payload)
