@@ -17,7 +17,7 @@ import {
 import type { RemoteAgents } from '../a2a-outbound/remote-agents.service.js';
 import type { AgentBackend } from '../registry/backend.js';
 import { turnFailure } from './remote-refusal.js';
-import { checkedEvent, KNOWN_STATES, pollTask, resubscribed, sendAndPoll, SETTLED } from './remote-sources.js';
+import { KNOWN_STATES, pollTask, resubscribed, sendAndPoll, SETTLED, watched } from './remote-sources.js';
 import { UPSTREAM_CONTEXT_ID, UPSTREAM_TASK_ID, type RunContext, type RunEvent, type RunInput } from './run-event.js';
 
 type Json = Record<string, unknown>;
@@ -123,7 +123,7 @@ class Follower {
         : streaming
           ? this.client.sendMessageStream(request, { signal: this.call.signal })
           : sendAndPoll(this.client, request, this.call.signal);
-      for await (const json of this.watched(source)) {
+      for await (const json of this.watched(source, streaming)) {
         const out = this.onEvent(json);
         for (const ev of out.events) yield ev;
         if (out.end) {
@@ -170,7 +170,8 @@ class Follower {
     if (!this.settled && over && bound && client) {
       await this.acting(() => this.deps.remotes.cancelUpstream(client, bound.taskId));
     }
-    this.call.abort();
+    // A settled turn's stream is read to its end in the background (`watched`), its connection then reused.
+    if (!this.settled) this.call.abort();
   }
 
   /** Calls to the upstream act for the caller who started the turn (a `token_exchange` credential exchanges its JWT). */
@@ -183,29 +184,20 @@ class Follower {
     this.call.abort(problem);
   }
 
-  /** The source's events within the agent's timeouts: the first within `first_event_ms`, the next within `idle_ms`. */
-  private async *watched(source: AsyncIterable<unknown>): AsyncGenerator<Json> {
+  /** The source's events within the agent's timeouts (see `watched`). */
+  private watched(source: AsyncIterable<unknown>, stream = false): AsyncGenerator<Json> {
     const t = this.backend.timeouts;
-    const it = source[Symbol.asyncIterator]();
-    let first = true;
-    for (;;) {
-      const ms = first ? t.first_event_ms : t.idle_ms;
-      const what = first ? 'sent no first event' : 'was silent';
-      const timer = setTimeout(
-        () => this.expire(new UpstreamProblem('upstream_timeout', `the upstream ${what} for ${ms} ms`)),
-        ms,
-      );
-      let r: IteratorResult<unknown>;
-      try {
-        r = await this.acting(() => it.next());
-      } finally {
-        clearTimeout(timer);
-      }
-      if (r.done) return;
-      first = false;
-      this.answered = true;
-      yield checkedEvent(r.value, this.deps.maxEventBytes);
-    }
+    return watched(source, {
+      firstMs: t.first_event_ms,
+      idleMs: t.idle_ms,
+      maxEventBytes: this.deps.maxEventBytes,
+      expire: (problem) => this.expire(problem),
+      acting: (fn) => this.acting(fn),
+      answered: () => (this.answered = true),
+      settled: () => this.settled,
+      abort: () => this.call.abort(),
+      stream,
+    });
   }
 
   /**

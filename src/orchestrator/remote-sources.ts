@@ -89,3 +89,82 @@ export function checkedEvent(value: unknown, maxBytes: number): Json {
   }
   return json;
 }
+
+/** What `watched` needs of its turn. */
+export interface Watch {
+  /** The wait for the first event, then for each next one (the agent's `first_event_ms`, `idle_ms`). */
+  firstMs: number;
+  idleMs: number;
+  maxEventBytes: number;
+  /** A wait ran out: the turn ends with this problem (it aborts the call). */
+  expire: (problem: UpstreamProblem) => void;
+  /** Runs a step of the source for the turn's caller (see `onBehalfOf`). */
+  acting: <T>(fn: () => Promise<T>) => Promise<T>;
+  /** The source gave an event. */
+  answered: () => void;
+  /** Whether the turn settled: a stream left then is read to its end in the background (see `drain`). */
+  settled: () => boolean;
+  /** The source is a stream (SSE): left after the turn settled, it is drained rather than closed. */
+  stream: boolean;
+  /** Ends the call: a source left before the turn settled, or a drain that ran out of time. */
+  abort: () => void;
+}
+
+/** How long a settled turn's stream may take to end by itself (its connection is then reused), before it is cut. */
+const DRAIN_MS = 1_000;
+
+/** A source's events within the agent's timeouts: the first within `firstMs`, each next within `idleMs`. */
+export async function* watched(source: AsyncIterable<unknown>, w: Watch): AsyncGenerator<Json> {
+  const it = source[Symbol.asyncIterator]();
+  let first = true;
+  let ended = false;
+  try {
+    for (;;) {
+      const ms = first ? w.firstMs : w.idleMs;
+      const what = first ? 'sent no first event' : 'was silent';
+      const timer = setTimeout(
+        () => w.expire(new UpstreamProblem('upstream_timeout', `the upstream ${what} for ${ms} ms`)),
+        ms,
+      );
+      let r: IteratorResult<unknown>;
+      try {
+        r = await w.acting(() => it.next());
+      } catch (err) {
+        ended = true;
+        throw err;
+      } finally {
+        clearTimeout(timer);
+      }
+      if (r.done) {
+        ended = true;
+        return;
+      }
+      first = false;
+      w.answered();
+      yield checkedEvent(r.value, w.maxEventBytes);
+    }
+  } finally {
+    if (!ended && w.settled()) {
+      if (w.stream) drain(it, w.abort);
+      else void it.return?.()?.catch(() => undefined);
+    }
+  }
+}
+
+/**
+ * The rest of a settled turn's stream (an upstream ends it right after the task settles), read in the background:
+ * a stream read to its end gives its connection back for the next call, where a cut one closes it. A stream that
+ * does not end within `DRAIN_MS` is cut.
+ */
+function drain(it: AsyncIterator<unknown>, abort: () => void): void {
+  const timer = setTimeout(abort, DRAIN_MS).unref();
+  void (async () => {
+    try {
+      while (!(await it.next()).done);
+    } catch {
+      // cut, or failed: either way it is over
+    } finally {
+      clearTimeout(timer);
+    }
+  })();
+}

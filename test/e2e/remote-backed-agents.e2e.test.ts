@@ -153,6 +153,19 @@ describe('remote-backed agents (gateway mode): any A2A agent behind Arbiter, eve
     }
   });
 
+  it('sends one message after another over connections it keeps: the upstream sees fewer connections than requests', async () => {
+    const before = up.traffic();
+    for (let i = 0; i < 3; i++) {
+      assert.equal(state(asTask(await jsonrpc.sendMessage(textMessage(`again ${i}`)))), 'TASK_STATE_COMPLETED');
+    }
+    const after = up.traffic();
+    const requests = after.requests - before.requests;
+    const connections = after.connections - before.connections;
+    assert.ok(requests >= 3, `three sends reach the upstream (${requests} requests)`);
+    // Each send's stream is read to its end, so its connection is free for the next request.
+    assert.ok(connections < requests, `${connections} connections for ${requests} requests`);
+  });
+
   it('mirrors a streamed artifact chunk by chunk, and follows an upstream that does not stream by GetTask', async () => {
     const kinds: string[] = [];
     let taskId = '';

@@ -28,6 +28,8 @@ export interface Upstream {
   step(): void;
   /** How many SubscribeToTask requests it had (resubscriptions). */
   subscriptions(): number;
+  /** How many HTTP requests and TCP connections it has had, over every start. */
+  traffic(): { requests: number; connections: number };
   restart(): Promise<void>;
   close(): Promise<void>;
 }
@@ -235,6 +237,7 @@ export async function startUpstream(): Promise<Upstream> {
   const canceled = new Set<string>();
   const steps = new Steps();
   let subscriptions = 0;
+  const traffic = { requests: 0, connections: 0 };
   let server: Server | undefined;
   let port = 0;
   const listen = async (): Promise<void> => {
@@ -280,6 +283,8 @@ export async function startUpstream(): Promise<Upstream> {
       const s = app.listen(port, '127.0.0.1', () => resolve(s));
     });
     port = (server.address() as AddressInfo).port;
+    server.on('connection', () => traffic.connections++);
+    server.on('request', () => traffic.requests++);
   };
   const stop = (): Promise<void> =>
     new Promise<void>((r) => {
@@ -293,6 +298,7 @@ export async function startUpstream(): Promise<Upstream> {
     canceled,
     step: () => steps.release(),
     subscriptions: () => subscriptions,
+    traffic: () => ({ ...traffic }),
     async restart() {
       steps.reset();
       await stop();

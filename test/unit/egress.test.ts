@@ -192,6 +192,28 @@ describe('egress over real sockets', () => {
     }
   });
 
+  it('reuses a connection for the next request under an equal policy, checked once when it was made', async () => {
+    let connections = 0;
+    const server = createServer((_req, res) => res.end('ok'));
+    server.on('connection', () => connections++);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `http://localhost:${(server.address() as AddressInfo).port}/`;
+    const policy = () => ({ allowPrivate: true, allowHosts: new Set(['example.test']) });
+    try {
+      for (let i = 0; i < 3; i++) {
+        const res = await egressRequest(url, policy(), { timeoutMs: 2000, maxBytes: 100 });
+        assert.equal(res.body.toString(), 'ok');
+      }
+      assert.equal(connections, 1, 'three requests, one connection');
+      const other = { allowPrivate: true, allowHosts: new Set<string>() };
+      await egressRequest(url, other, { timeoutMs: 2000, maxBytes: 100 });
+      assert.equal(connections, 2, 'another policy: a connection of its own');
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+
   it('drops credentials when a redirect leaves the origin', async () => {
     const seen: IncomingHttpHeaders[] = [];
     const target = createServer((req, res) => {

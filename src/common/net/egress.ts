@@ -3,6 +3,7 @@ import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage 
 import { request as httpsRequest } from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import { blockedRange, OPENABLE } from './address-ranges.js';
+import { egressAgent } from './egress-agents.js';
 import { childSpan, fail, injectTraceHeaders, SpanKind, tracing } from '../../tracing/spans.js';
 
 /**
@@ -251,9 +252,9 @@ function sendNow(
       method: req.method ?? 'GET',
       headers: { 'user-agent': 'arbiter', ...req.headers, ...trace },
       signal,
+      // Checked when a connection is made (a pooled one was checked when it was made, under an equal policy).
       lookup: guardedLookup(url, policy),
-      // A fresh connection every time: a pooled socket would skip the lookup (and the check) entirely.
-      agent: false,
+      agent: egressAgent(url.protocol === 'https:' ? 'https:' : 'http:', policy),
       ...(url.protocol === 'https:' && req.tls ? req.tls : {}),
     });
     r.once('response', resolve);
