@@ -147,7 +147,15 @@ describe('orchestrator: turn loop, tools and delegation (scripted models over re
       .map((b) => /event: (\w+)/.exec(b)![1]);
     assert.deepEqual(events.slice(0, 2), ['request_received', 'stream_start']);
     assert.deepEqual(events.slice(-2), ['stream_end', 'done']);
-    assert.ok(events.filter((e) => e === 'text').length > 3, 'token-level text events');
+    // The first words went out alone (the rest waited for the client to see them); how the rest is cut depends on
+    // how fast the machine is, since text that arrives while a write is in flight goes out in one event.
+    assert.ok(events.filter((e) => e === 'text').length >= 2, 'the first words, then the rest');
+    const text = buffered
+      .split('\n\n')
+      .filter((b) => b.includes('event: text'))
+      .map((b) => (JSON.parse(/data: (.*)/.exec(b)![1]) as { content: string }).content)
+      .join('');
+    assert.equal(text, 'one two three four five six seven eight nine ten');
   });
 
   it('the master delegates to a sub-agent: live sub-agent text, its reply fed back, a final answer', async () => {
