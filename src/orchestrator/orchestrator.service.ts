@@ -201,5 +201,4 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
       },
     };
   }
-
 }
