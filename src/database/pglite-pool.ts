@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
-import { PGlite, types } from '@electric-sql/pglite';
+import { parse, PGlite, protocol, types } from '@electric-sql/pglite';
 import { StartupError } from './preflight.js';
 
 type Callback<T> = (err: Error | null, value?: T) => void;
@@ -109,10 +109,74 @@ async function releaseInstance(dataDir: string | undefined): Promise<void> {
   }
 }
 
+/** A statement prepared in an embedded database's session: its parameters' types and its rows' description. */
+interface Prepared {
+  text: string;
+  params: number[];
+  rows: Awaited<ReturnType<PGlite['execProtocolStream']>>;
+}
+
+/** The statements prepared in each embedded database's session (pools on one directory share the session). */
+const preparedIn = new WeakMap<PGlite, Map<string, Prepared>>();
+
+const concat = (parts: Uint8Array[]): Uint8Array => {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+};
+
 /** A node-postgres-shaped client over the single PGlite session. */
 class PGliteClient extends EventEmitter {
   constructor(private readonly db: PGlite) {
     super();
+  }
+
+  /**
+   * A named statement, as node-postgres runs `{ name, text, values }`: parsed and planned once per session, then
+   * bound and executed in one call into the database (PGlite's `query` parses, describes, binds and executes in
+   * six calls, every time).
+   */
+  async prepared(name: string, text: string, values: unknown[]): Promise<PgLikeResult> {
+    const db = this.db;
+    const { serialize } = protocol;
+    return db.runExclusive(async () => {
+      let statements = preparedIn.get(db);
+      if (!statements) preparedIn.set(db, (statements = new Map()));
+      let statement = statements.get(name);
+      if (!statement) {
+        const described = await db.execProtocolStream(
+          concat([serialize.parse({ name, text }), serialize.describe({ type: 'S', name }), serialize.sync()]),
+          { syncToFs: false },
+        );
+        statement = {
+          text,
+          params: parse.parseDescribeStatementResults(described),
+          rows: described.filter((m) => m.name === 'rowDescription'),
+        };
+        statements.set(name, statement);
+      }
+      // As node-postgres: a name stands for one text.
+      if (statement.text !== text) throw new Error(`the prepared statement ${name} was prepared with another text`);
+      const params = statement.params;
+      const bound = values.map((v, i) => {
+        if (v === null || v === undefined) return null;
+        const serializer = db.serializers[params[i] ?? 0];
+        return serializer ? serializer(v) : String(v as string);
+      });
+      const messages = await db.execProtocolStream(
+        concat([serialize.bind({ statement: name, values: bound }), serialize.execute(), serialize.sync()]),
+      );
+      const [result] = parse.parseResults([...statement.rows, ...messages], db.parsers);
+      return {
+        rows: result?.rows ?? [],
+        rowCount: result?.rowCount ?? result?.affectedRows ?? result?.rows.length ?? 0,
+        command: (result as { command?: string } | undefined)?.command ?? commandOf(text),
+      };
+    });
   }
 
   async query(sql: string, params?: unknown[]): Promise<PgLikeResult> {
@@ -214,6 +278,16 @@ export class PGlitePool extends EventEmitter {
     const next = this.waiters.shift();
     if (next) next();
     else this.busy = false;
+  }
+
+  /** A named statement (see `PGliteClient.prepared`), without holding the session across calls. */
+  async prepared(name: string, text: string, values: unknown[]): Promise<PgLikeResult> {
+    const [client, release] = await this.acquire();
+    try {
+      return await client.prepared(name, text, values);
+    } finally {
+      release();
+    }
   }
 
   /** Direct query without holding the session across calls (node-postgres compatible). */

@@ -13,6 +13,8 @@ interface PoolLike {
     config: { name?: string; text: string; values?: unknown[] } | string,
     values?: unknown[],
   ): Promise<{ rows: unknown[] }>;
+  /** The embedded database's pool: a named statement (see `PGlitePool.prepared`). */
+  prepared?(name: string, text: string, values: unknown[]): Promise<{ rows: unknown[] }>;
 }
 
 /**
@@ -35,7 +37,9 @@ export class Sql {
   async query<T>(statement: Statement, values: unknown[]): Promise<T[]> {
     const r = this.named
       ? await this.pool.query({ name: statement.name, text: statement.text, values })
-      : await this.pool.query(statement.text, values);
+      : this.pool.prepared
+        ? await this.pool.prepared(statement.name, statement.text, values)
+        : await this.pool.query(statement.text, values);
     return r.rows as T[];
   }
 }

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { DataSource } from 'typeorm';
-import { pgliteDriver } from '../../src/database/pglite-pool.js';
+import { pgliteDriver, type PGlitePool } from '../../src/database/pglite-pool.js';
 
 describe('embedded PGlite pool', () => {
   let ds: DataSource;
@@ -63,6 +63,67 @@ describe('embedded PGlite pool', () => {
     await assert.rejects(ds.query(`INSERT INTO t VALUES (1, 'dup')`), (err: { driverError?: { code?: string } }) => {
       assert.equal(err.driverError?.code, '23505');
       return true;
+    });
+  });
+
+  describe('named statements (the hot path)', () => {
+    const pool = (): PGlitePool => (ds.driver as unknown as { master: PGlitePool }).master;
+    const INSERT = { name: 'test_insert', text: `INSERT INTO t VALUES ($1, $2) RETURNING id, v, now() AS at` };
+    const plans = async (): Promise<string[]> =>
+      (await ds.query<{ name: string }[]>('SELECT name FROM pg_prepared_statements ORDER BY name')).map((r) => r.name);
+
+    it('prepares a statement once, then binds and runs it with typed results', async () => {
+      const a = await pool().prepared(INSERT.name, INSERT.text, [10, 'ten']);
+      const b = await pool().prepared(INSERT.name, INSERT.text, [11, null]);
+      assert.deepEqual(
+        [a.rows, b.rows].map((rows) => rows.map((r) => ({ ...(r as object), at: undefined }))),
+        [[{ id: 10, v: 'ten', at: undefined }], [{ id: 11, v: null, at: undefined }]],
+      );
+      assert.ok((a.rows[0] as { at: unknown }).at instanceof Date);
+      assert.equal(a.rowCount, 1);
+      assert.deepEqual(await plans(), ['test_insert']);
+    });
+
+    it('reports an error with its code and constraint, and the session goes on', async () => {
+      await assert.rejects(
+        pool().prepared(INSERT.name, INSERT.text, [10, 'again']),
+        (err: { code?: string; constraint?: string }) => {
+          assert.equal(err.code, '23505');
+          assert.equal(err.constraint, 't_pkey');
+          return true;
+        },
+      );
+      // A statement that does not parse is not kept.
+      await assert.rejects(pool().prepared('test_bad', 'SELEC 1', []), /syntax error/);
+      assert.deepEqual(await plans(), ['test_insert']);
+      const r = await pool().prepared(INSERT.name, INSERT.text, [12, 'twelve']);
+      assert.equal((r.rows[0] as { v: string }).v, 'twelve');
+    });
+
+    it('refuses a name it prepared for another text, like node-postgres', async () => {
+      await assert.rejects(pool().prepared(INSERT.name, 'SELECT 1', []), /prepared with another text/);
+    });
+
+    it('waits for a transaction that holds the session', async () => {
+      const order: string[] = [];
+      let named: Promise<number> | undefined;
+      await assert.rejects(
+        ds.transaction(async (em) => {
+          await em.query(`INSERT INTO t VALUES (20, 'in tx')`);
+          // Asked for while the transaction holds the session: it runs after, not inside it.
+          named = pool()
+            .prepared('test_count', 'SELECT count(*)::int AS n FROM t WHERE id = $1', [20])
+            .then((r) => {
+              order.push('named');
+              return (r.rows[0] as { n: number }).n;
+            });
+          await sleep(30);
+          order.push('tx');
+          throw new Error('roll back');
+        }),
+      );
+      assert.equal(await named, 0);
+      assert.deepEqual(order, ['tx', 'named']);
     });
   });
 });
