@@ -145,7 +145,7 @@ class PGliteClient extends EventEmitter {
     const { serialize } = protocol;
     return db.runExclusive(async () => {
       let statements = preparedIn.get(db);
-      if (!statements) preparedIn.set(db, (statements = new Map()));
+      if (!statements) preparedIn.set(db, (statements = new Map<string, Prepared>()));
       let statement = statements.get(name);
       if (!statement) {
         const described = await db.execProtocolStream(
@@ -165,7 +165,7 @@ class PGliteClient extends EventEmitter {
       const bound = values.map((v, i) => {
         if (v === null || v === undefined) return null;
         const serializer = db.serializers[params[i] ?? 0];
-        return serializer ? serializer(v) : String(v as string);
+        return serializer ? serializer(v) : (v as { toString(): string }).toString(); // as PGlite does
       });
       const messages = await db.execProtocolStream(
         concat([serialize.bind({ statement: name, values: bound }), serialize.execute(), serialize.sync()]),
