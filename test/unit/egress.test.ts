@@ -214,6 +214,35 @@ describe('egress over real sockets', () => {
     }
   });
 
+  it('sends a GET again when its pooled connection was closed by the server, never a POST', async () => {
+    let connections = 0;
+    const server = createServer((req, res) => res.end(req.method));
+    server.on('connection', () => connections++);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const policy = { allowPrivate: true, allowHosts: new Set<string>() };
+    const get = () => egressRequest(url, policy, { timeoutMs: 2000, maxBytes: 100 });
+    const post = () => egressRequest(url, policy, { method: 'POST', body: '{}', timeoutMs: 2000, maxBytes: 100 });
+    try {
+      assert.equal((await get()).body.toString(), 'GET');
+      // The server drops its idle connections; the request goes out before this side has read the close.
+      server.closeAllConnections();
+      assert.equal((await get()).body.toString(), 'GET', 'sent again on a new connection');
+      assert.equal(connections, 2);
+      // A POST may have reached the server before the reset: it is not sent twice, the caller is told.
+      server.closeAllConnections();
+      await assert.rejects(
+        post(),
+        (err: EgressError) => err.code === 'transport' && /ECONNRESET|EPIPE/.test(err.message),
+      );
+      assert.equal(connections, 2);
+      assert.equal((await post()).body.toString(), 'POST');
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+
   it('drops credentials when a redirect leaves the origin', async () => {
     const seen: IncomingHttpHeaders[] = [];
     const target = createServer((req, res) => {

@@ -239,17 +239,24 @@ async function send(
   }
 }
 
+/** Methods a request may be sent again for (RFC 9110 §9.2.2), when its kept-alive connection was found closed. */
+const IDEMPOTENT = new Set(['GET', 'DELETE']);
+/** What a request sent on a connection the server had closed while it sat idle fails with. */
+const STALE = new Set(['ECONNRESET', 'EPIPE']);
+
 function sendNow(
   url: URL,
   policy: EgressPolicy,
   req: Omit<EgressRequest, 'maxBytes'>,
   signal: AbortSignal,
   trace: Record<string, string>,
+  again = true,
 ): Promise<IncomingMessage> {
   const make = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  const method = req.method ?? 'GET';
   return new Promise((resolve, reject) => {
     const r = make(url, {
-      method: req.method ?? 'GET',
+      method,
       headers: { 'user-agent': 'arbiter', ...req.headers, ...trace },
       signal,
       // Checked when a connection is made (a pooled one was checked when it was made, under an equal policy).
@@ -258,7 +265,15 @@ function sendNow(
       ...(url.protocol === 'https:' && req.tls ? req.tls : {}),
     });
     r.once('response', resolve);
-    r.once('error', (err: Error & { cause?: unknown }) => reject(err.cause instanceof EgressError ? err.cause : err));
+    r.once('error', (err: NodeJS.ErrnoException & { cause?: unknown }) => {
+      // A pooled connection the server closed (idle, or going down) before this request reached it: an idempotent
+      // request is sent once more, on a new connection (which then meets the server as it is now).
+      if (again && r.reusedSocket && !signal.aborted && IDEMPOTENT.has(method) && STALE.has(err.code ?? '')) {
+        resolve(sendNow(url, policy, req, signal, trace, false));
+        return;
+      }
+      reject(err.cause instanceof EgressError ? err.cause : err);
+    });
     r.end(req.body);
   });
 }
