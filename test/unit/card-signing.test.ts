@@ -8,6 +8,7 @@ import { fullCanonical, withoutDefaults } from '../../src/common/card-signing/ca
 import { readPublicKeys, readSigningKey, type PublicCardKey } from '../../src/common/card-signing/card-keys.js';
 import { signedForms, signPayload, verifyCard } from '../../src/common/card-signing/card-signature.js';
 import { parseRegistry } from '../../src/a2a-outbound/remote-registry.service.js';
+import { cardEtag, etagMatches } from '../../src/a2a-inbound/services/card-etag.js';
 import { headersOf, newKeyPair, verifyIndependently, verifyWithSdk } from '../helpers/card-signatures.js';
 
 type Json = Record<string, unknown>;
@@ -176,5 +177,33 @@ describe('card_signature in a2a_agents.json', () => {
       ['x', /card_signature must be an object/],
     ];
     for (const [value, problem] of bad) assert.throws(() => parseRegistry(entry(value), {}), problem);
+  });
+});
+
+describe("a served card's ETag", () => {
+  it('is one for one card signed twice with one ES256 key (two replicas), and weak; another card, another ETag', async () => {
+    const key = pem('ES256');
+    const [a, b] = [await signed(card, key), await signed(card, key)];
+    assert.notDeepEqual(a.signatures, b.signatures, 'ES256 signatures are randomised');
+    const etag = cardEtag(a, JSON.stringify(a));
+    assert.match(etag, /^W\/"[\w-]{27}"$/);
+    assert.equal(cardEtag(b, JSON.stringify(b)), etag);
+    const renamed = await signed({ ...card, name: 'Another' }, key);
+    assert.notEqual(cardEtag(renamed, JSON.stringify(renamed)), etag);
+    const otherKey = await signed(card, pem('ES256'));
+    assert.notEqual(cardEtag(otherKey, JSON.stringify(otherKey)), etag, 'another key: another protected header');
+  });
+
+  it('is strong over the bytes for an unsigned card; If-None-Match compares weakly, lists and * included', () => {
+    const etag = cardEtag(card, JSON.stringify(card));
+    assert.match(etag, /^"[\w-]{27}"$/);
+    assert.notEqual(cardEtag(card, JSON.stringify({ ...card, version: '2' })), etag);
+    assert.ok(etagMatches(etag, etag));
+    assert.ok(etagMatches(`W/${etag}`, etag));
+    assert.ok(etagMatches(`"other", ${etag}`, etag));
+    assert.ok(etagMatches('*', etag));
+    assert.ok(etagMatches(etag.replace('"', 'W/"'), `W/${etag}`));
+    assert.ok(!etagMatches('"other"', etag));
+    assert.ok(!etagMatches(undefined, etag));
   });
 });

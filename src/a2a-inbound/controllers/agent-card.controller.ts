@@ -8,17 +8,17 @@ import { negotiateVersion } from '../version.js';
 import { AgentCardService } from '../services/agent-card.service.js';
 import { UpstreamCards } from '../services/upstream-card.js';
 import { CardSigner, JWKS_PATH } from '../services/card-signer.service.js';
+import { cardEtag, etagMatches } from '../services/card-etag.js';
 import { ApiTags } from '@nestjs/swagger';
 
-/** The body as served, signatures included: its ETag is computed over exactly these bytes. */
+/** The card with its ETag (see `cardEtag`); a matching `If-None-Match` gets 304. */
 function send(req: Request, res: Response, card: unknown, cacheControl: string): void {
   const body = JSON.stringify(card);
-  const etag = AgentCardService.etag(body);
+  const etag = cardEtag(card, body);
   res.setHeader('ETag', etag);
   res.setHeader('Cache-Control', cacheControl);
   res.append('Vary', 'A2A-Version');
-  const match = req.headers['if-none-match'];
-  if (match && match.split(',').some((t) => t.trim() === etag || t.trim() === `W/${etag}`)) {
+  if (etagMatches(req.headers['if-none-match'], etag)) {
     res.status(304).end();
     return;
   }

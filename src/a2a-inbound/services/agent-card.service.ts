@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { AgentCard } from '@a2a-js/sdk';
 import { Injectable } from '@nestjs/common';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -307,9 +306,5 @@ export class AgentCardService {
       skills: [],
       documentationUrl: `${base}/v1/a2a/agents/{agentId}/agent-card.json`,
     };
-  }
-
-  static etag(body: string): string {
-    return `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
   }
 }
