@@ -76,21 +76,23 @@ export async function writeSse(
     headers?: readonly string[];
   },
 ): Promise<void> {
-  // What is ready at once — the headers, the task, the events its creation committed with — leaves in one write:
-  // the socket is corked until the event loop moves on, not written to frame by frame. It is uncorked before
-  // `end()` too: Node 24 drops what was written while corked when `end()` comes in the same tick.
+  // What is ready at once — the headers, the task, the events its creation committed with, and the end of a
+  // stream that ends then — leaves in one write: the socket is corked until the event loop moves on, not written
+  // to frame by frame. The socket, not the response: a corked response buffers its chunks apart and writes each
+  // on its own when uncorked (Node 24), and `end()` uncorks the socket with the terminating chunk in the same write.
+  const socket = res.socket;
   let corked = 0;
   let corks = 0;
   const flush = (): void => {
     if (!corked) return;
     corked = 0;
-    res.uncork();
+    socket?.uncork();
   };
   const burst = (): void => {
-    if (corked) return;
+    if (corked || !socket) return;
     const id = ++corks;
     corked = id;
-    res.cork();
+    socket.cork();
     setImmediate(() => {
       if (corked === id) flush();
     });
@@ -146,8 +148,11 @@ export async function writeSse(
     sseStreams.open--;
     stopBeats();
     res.off('close', onClose);
-    flush();
-    if (!closed) res.end();
+    if (closed) flush();
+    else {
+      corked = 0; // `end()` uncorks the socket, everything written so far going with it
+      res.end();
+    }
   }
 }
 
