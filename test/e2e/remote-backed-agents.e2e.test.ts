@@ -2,6 +2,7 @@
 import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import {
   CancelTaskRequest,
@@ -164,6 +165,35 @@ describe('remote-backed agents (gateway mode): any A2A agent behind Arbiter, eve
     assert.ok(requests >= 3, `three sends reach the upstream (${requests} requests)`);
     // Each send's stream is read to its end, so its connection is free for the next request.
     assert.ok(connections < requests, `${connections} connections for ${requests} requests`);
+  });
+
+  it('answers from an upstream that keeps its stream open after the task completed, then cuts that stream in the background', async () => {
+    const reg = await a.client.post('/v1/remote-agents', { name: 'vendor-linger', url: `${up.url}/linger` });
+    assert.equal(reg.status, 201, reg.text);
+    await newAgent(a, { id: 'gw-linger', backend: { remote: 'vendor-linger' } });
+    const c = await v1Client(server.url, a.token, 'gw-linger');
+    // The upstream's card says it streams: Arbiter sends SendStreamingMessage and reads the SSE response.
+    const card = (await (await fetch(`${up.url}/linger/agent-card.json`)).json()) as { capabilities?: object };
+    assert.deepEqual(card.capabilities, { streaming: true, pushNotifications: false });
+    for (const text of ['first', 'second']) {
+      const seen: string[] = [];
+      const record = (what: string) => () => seen.push(what);
+      up.lingering.on('held', record('held')).on('closed', record('closed'));
+      // Listening before the send: the cut may come at any time after the task settled.
+      const closed = once(up.lingering, 'closed', { signal: AbortSignal.timeout(20_000) });
+      closed.catch(() => undefined); // awaited below; not an unhandled rejection should the send fail first
+      try {
+        // The blocking send returns once the task settled: nothing waits on the stream that stays open.
+        const t = asTask(await c.sendMessage(textMessage(text)));
+        assert.equal(state(t), 'TASK_STATE_COMPLETED', text);
+        assert.equal(reply(await get(c, t.id)), 'lingering answer', text);
+        // Arbiter drains the rest of that stream, then cuts it: the upstream sees its held response closed.
+        await closed.catch(() => assert.fail(`${text}: the upstream's stream left open was never closed (20 s)`));
+        assert.deepEqual(seen, ['held', 'closed'], text);
+      } finally {
+        up.lingering.removeAllListeners();
+      }
+    }
   });
 
   it('mirrors a streamed artifact chunk by chunk, and follows an upstream that does not stream by GetTask', async () => {

@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
@@ -18,7 +19,8 @@ import { jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
  *                         then its last chunk " gamma" and completed without a message
  *   anything else         completes with "upstream heard: <input>" as the status message
  * Endpoints: `/rpc` (card says streaming), `/poll` (card says no streaming: followed by GetTask),
- * `/foreign` (a stream whose second event is of another task), `/garbage` (a stream of non-A2A events).
+ * `/foreign` (a stream whose second event is of another task), `/garbage` (a stream of non-A2A events),
+ * `/linger` (a stream that completes its task with "lingering answer", then keeps the response open).
  */
 export interface Upstream {
   url: string;
@@ -28,6 +30,8 @@ export interface Upstream {
   step(): void;
   /** How many SubscribeToTask requests it had (resubscriptions). */
   subscriptions(): number;
+  /** `/linger` responses: `held` once one sent its last event and stays open, `closed` when its caller closed it. */
+  lingering: EventEmitter;
   /** How many HTTP requests and TCP connections it has had, over every start. */
   traffic(): { requests: number; connections: number };
   restart(): Promise<void>;
@@ -223,13 +227,15 @@ const cardOf = (url: string, streaming: boolean) =>
     skills: [{ id: 'vendor-skill', name: 'Vendor skill', description: 'does vendor things', tags: ['vendor'] }],
   });
 
-/** A stream of hand-written JSON-RPC results (for upstreams that misbehave). */
-function rawStream(results: (id: unknown) => unknown[]): express.RequestHandler {
+/** A stream of hand-written JSON-RPC results (for upstreams that misbehave); with `held`, left open after them. */
+function rawStream(results: (id: unknown) => unknown[], held?: EventEmitter): express.RequestHandler {
   return (req, res) => {
     const id = (req.body as { id?: unknown }).id ?? null;
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     for (const result of results(id)) res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id, result })}\n\n`);
-    res.end();
+    if (!held) return void res.end();
+    res.on('close', () => held.emit('closed'));
+    held.emit('held');
   };
 }
 
@@ -237,6 +243,8 @@ export async function startUpstream(): Promise<Upstream> {
   const canceled = new Set<string>();
   const steps = new Steps();
   let subscriptions = 0;
+  const lingering = new EventEmitter();
+  let lingered = 0;
   const traffic = { requests: 0, connections: 0 };
   let server: Server | undefined;
   let port = 0;
@@ -259,7 +267,7 @@ export async function startUpstream(): Promise<Upstream> {
       app.get(`${path}/agent-card.json`, (_req, res) => res.json(AgentCard.toJSON(cardOf(`${base()}${path}`, stream))));
       app.use(path, jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
     }
-    for (const path of ['/foreign', '/garbage']) {
+    for (const path of ['/foreign', '/garbage', '/linger']) {
       app.get(`${path}/agent-card.json`, (_req, res) => res.json(AgentCard.toJSON(cardOf(`${base()}${path}`, true))));
     }
     const task = (id: string) => ({ task: { id, contextId: 'ctx-1', status: { state: 'TASK_STATE_WORKING' } } });
@@ -278,6 +286,18 @@ export async function startUpstream(): Promise<Upstream> {
         task('up-1'),
         { artifactUpdate: { taskId: 'up-1', contextId: 'ctx-1', artifact: { parts: 7 } } },
       ]),
+    );
+    app.post(
+      '/linger',
+      express.json(),
+      rawStream(() => {
+        const [taskId, contextId] = [`linger-${++lingered}`, `linger-ctx-${lingered}`];
+        const message = { messageId: `${taskId}-r`, role: 'ROLE_AGENT', parts: [{ text: 'lingering answer' }] };
+        return [
+          { task: { id: taskId, contextId, status: { state: 'TASK_STATE_WORKING' } } },
+          { statusUpdate: { taskId, contextId, status: { state: 'TASK_STATE_COMPLETED', message } } },
+        ];
+      }, lingering),
     );
     server = await new Promise<Server>((resolve) => {
       const s = app.listen(port, '127.0.0.1', () => resolve(s));
@@ -298,6 +318,7 @@ export async function startUpstream(): Promise<Upstream> {
     canceled,
     step: () => steps.release(),
     subscriptions: () => subscriptions,
+    lingering,
     traffic: () => ({ ...traffic }),
     async restart() {
       steps.reset();
