@@ -119,16 +119,6 @@ interface Prepared {
 /** The statements prepared in each embedded database's session (pools on one directory share the session). */
 const preparedIn = new WeakMap<PGlite, Map<string, Prepared>>();
 
-const concat = (parts: Uint8Array[]): Uint8Array => {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-};
-
 /** A node-postgres-shaped client over the single PGlite session. */
 class PGliteClient extends EventEmitter {
   constructor(private readonly db: PGlite) {
@@ -149,7 +139,7 @@ class PGliteClient extends EventEmitter {
       let statement = statements.get(name);
       if (!statement) {
         const described = await db.execProtocolStream(
-          concat([serialize.parse({ name, text }), serialize.describe({ type: 'S', name }), serialize.sync()]),
+          Buffer.concat([serialize.parse({ name, text }), serialize.describe({ type: 'S', name }), serialize.sync()]),
           { syncToFs: false },
         );
         statement = {
@@ -168,7 +158,7 @@ class PGliteClient extends EventEmitter {
         return serializer ? serializer(v) : (v as { toString(): string }).toString(); // as PGlite does
       });
       const messages = await db.execProtocolStream(
-        concat([serialize.bind({ statement: name, values: bound }), serialize.execute(), serialize.sync()]),
+        Buffer.concat([serialize.bind({ statement: name, values: bound }), serialize.execute(), serialize.sync()]),
       );
       const [result] = parse.parseResults([...statement.rows, ...messages], db.parsers);
       return {
@@ -290,11 +280,19 @@ export class PGlitePool extends EventEmitter {
     }
   }
 
-  /** Direct query without holding the session across calls (node-postgres compatible). */
-  async query(sql: string, params?: unknown[]): Promise<PgLikeResult> {
+  /**
+   * Direct query without holding the session across calls, in node-postgres's forms: a text with its values, or
+   * `{ name, text, values }`, a named statement (see `prepared`).
+   */
+  async query(
+    config: string | { name?: string; text: string; values?: unknown[] },
+    params?: unknown[],
+  ): Promise<PgLikeResult> {
+    if (typeof config !== 'string' && config.name) return this.prepared(config.name, config.text, config.values ?? []);
     const [client, release] = await this.acquire();
     try {
-      return await client.query(sql, params);
+      if (typeof config === 'string') return await client.query(config, params);
+      return await client.query(config.text, params ?? config.values);
     } finally {
       release();
     }
