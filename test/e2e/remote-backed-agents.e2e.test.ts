@@ -1,7 +1,7 @@
 // Also loaded by the test runner (--import); here too so that running this file alone keeps the tripwire.
 import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import {
@@ -514,6 +514,21 @@ describe('remote-backed agents (gateway mode): any A2A agent behind Arbiter, eve
       assert.deepEqual(await taskIds(), [id]);
       assert.deepEqual(up.messages().slice(seen), ['ask', 'yellow']);
     });
+  });
+
+  it('a message sent again (the same messageId) gets the task it created, and the upstream hears it once', async () => {
+    const gw = a2a(server.url, a.token, 'gw', V1);
+    const seen = up.messages().length;
+    const messageId = randomUUID();
+    const first = await gw.send('once, however often sent', { messageId });
+    assert.equal(stateOfReply(first), 'TASK_STATE_COMPLETED', JSON.stringify(first));
+    for (let i = 0; i < 3; i++) {
+      const again = await gw.send('once, however often sent', { messageId });
+      assert.equal(again.result?.task?.id, first.result.task.id, JSON.stringify(again));
+    }
+    // A resend's run is abandoned before it acts (its creation failed); a later message marks the upstream's reading.
+    assert.equal(stateOfReply(await gw.send('after the resends')), 'TASK_STATE_COMPLETED');
+    assert.deepEqual(up.messages().slice(seen), ['once, however often sent', 'after the resends']);
   });
 
   it('scopes and the audit log apply to a remote-backed agent as to a hosted one', async () => {
