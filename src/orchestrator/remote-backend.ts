@@ -44,8 +44,11 @@ export async function* remoteTurn(
   signal: AbortSignal,
 ): AsyncGenerator<RunEvent> {
   const backend = ctx.agent.constitution.backend as AgentBackend;
-  await ctx.durable; // nothing leaves the process for a task that is not stored
+  await ctx.durable;
   await ctx.mayAct?.(signal);
+  // Nothing leaves the process for a task that is not stored: a creation refused (the running-task cap, counted by
+  // the statement over every replica) or answered by a resent messageId's task abandons the run before `durable`.
+  signal.throwIfAborted();
   const follower = new Follower(deps, ctx, backend, signal);
   try {
     yield* follower.follow(input);

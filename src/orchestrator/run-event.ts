@@ -66,7 +66,8 @@ export interface RunContext {
    * Settles once the task is stored (a new task's run may start while its
    * creation commits; see `TaskService.create`): the run calls no model
    * outside this process and runs no tool before. It never rejects: a task
-   * that could not be stored aborts the run instead. Absent: stored already.
+   * that could not be stored aborts the run before this settles, so the run
+   * checks its signal after it. Absent: stored already.
    */
   durable?: Promise<void>;
   /**

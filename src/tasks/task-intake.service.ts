@@ -138,6 +138,9 @@ export class TaskIntake {
       metadata: input.metadata ?? {},
     };
     const creating = this.writer.create(task, first, 'TASK_STATE_WORKING', this.leases.lease(), files);
+    // The run's `durable`: settled once the task is stored, or once its run is abandoned for a creation that failed.
+    let settled!: () => void;
+    const durable = new Promise<void>((resolve) => (settled = resolve));
     const watch = opts.watch ? this.log.watch(taskId) : undefined;
     const run = this.runner.start({
       ctx: {
@@ -147,10 +150,7 @@ export class TaskIntake {
         contextId,
         history,
         ...(input.subject ? { subject: input.subject } : {}),
-        durable: creating.then(
-          () => undefined,
-          () => undefined,
-        ),
+        durable,
       },
       first: runInputOf(message, first.findIndex((e) => e.kind === 'message') + 1),
       cursor: first.length,
@@ -160,9 +160,11 @@ export class TaskIntake {
     opts.held?.();
     try {
       await creating;
+      settled();
     } catch (err) {
       watch?.close();
       run.abort.abort(new RunAbandoned());
+      settled();
       // The same messageId again (a client retry, or the same request on two replicas at once): the
       // unique index decides, and the resend gets the task the first one created instead of a second run.
       if (!isDuplicateMessage(err)) throw err;

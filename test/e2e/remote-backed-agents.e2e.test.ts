@@ -1,7 +1,7 @@
 // Also loaded by the test runner (--import); here too so that running this file alone keeps the tripwire.
 import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import {
@@ -16,7 +16,21 @@ import {
 import type { Client } from '@a2a-js/sdk/client';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { GRPC_ON, startTestServer, type TestServer } from '../helpers/server.js';
-import { a2a, grpcClient, restClient, textMessage, V1, v03Client, v1Client, waitFor } from '../helpers/a2a.js';
+import {
+  a2a,
+  followSse,
+  grpcClient,
+  restClient,
+  sendParams,
+  textMessage,
+  V1,
+  v03Client,
+  v1Client,
+  waitFor,
+  type RpcReply,
+  type SendOptions,
+} from '../helpers/a2a.js';
+import { inOneQuotaWindow } from '../helpers/quota-window.js';
 import { startUpstream, type Upstream } from '../helpers/upstream-agent.js';
 import { FakeProvider } from '../helpers/fake-provider.js';
 
@@ -359,6 +373,162 @@ describe('remote-backed agents (gateway mode): any A2A agent behind Arbiter, eve
     assert.equal(low.body.details[0].field, 'requests_per_day');
     assert.equal((await a.client.delete('/v1/agents/gw-budget/budget')).status, 204);
     assert.equal(state(asTask(await c.sendMessage(textMessage('again')))), 'TASK_STATE_COMPLETED');
+  });
+
+  /** A fresh tenant with `limits`, its agent `gw` backed by the upstream's `/rpc`, and JSON-RPC calls on it. */
+  const quotaTenant = async (name: string, limits: Record<string, number>) => {
+    const t = await newTenant(server, name);
+    const set = await server.admin.patch(`/v1/admin/tenants/${t.id}/limits`, limits);
+    assert.equal(set.status, 200, set.text);
+    assert.equal((await t.client.post('/v1/remote-agents', { name: 'vendor', url: `${up.url}/rpc` })).status, 201);
+    await newAgent(t, { id: 'gw', backend: { remote: 'vendor' } });
+    const gw = a2a(server.url, t.token, 'gw', V1);
+    /** The call's reply, asserted a rate-limited refusal (§3.3.2 ErrorInfo, retryable; `Retry-After` on HTTP). */
+    const refused = async (method: string, params: unknown, message: RegExp): Promise<void> => {
+      const res = await gw.post(method, params);
+      const body = (await res.json()) as RpcReply;
+      assert.equal(body.error?.code, -32000, JSON.stringify(body));
+      assert.match(body.error.message, message);
+      const info = (body.error.data as Record<string, any>[]).find((d) => d['@type']?.endsWith('ErrorInfo'));
+      assert.equal(info?.reason, 'RESOURCE_EXHAUSTED');
+      assert.equal(info?.metadata.retryable, 'true');
+      assert.ok(Number(res.headers.get('retry-after')) >= 1, 'Retry-After');
+    };
+    const taskIds = async (): Promise<string[]> =>
+      ((await gw.list({ pageSize: 50 })).result.tasks as { id: string }[]).map((x) => x.id).sort();
+    /** A SendStreamingMessage or SubscribeToTask the caller may close; `refusal` when it was answered with an error. */
+    const open = async (method: string, params: unknown) => {
+      const ctl = new AbortController();
+      const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method, params });
+      const res = await fetch(`${server.url}/v1/a2a/agents/gw`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${t.token}`, 'content-type': 'application/json', ...V1 },
+        body,
+        signal: ctl.signal,
+      });
+      if (!res.headers.get('content-type')?.startsWith('text/event-stream')) {
+        return { refusal: ((await res.json()) as RpcReply).error?.message ?? 'no error' };
+      }
+      const sse = followSse(res);
+      sse.ended.catch(() => undefined); // a stream the test closes ends with an abort
+      await sse.opened;
+      return { stream: { close: () => ctl.abort(), ended: sse.ended } };
+    };
+    return { t, gw, refused, taskIds, open };
+  };
+  const stateOfReply = (r: RpcReply): string => r.result?.task?.status?.state ?? r.result?.status?.state ?? '';
+
+  it('running-task cap 1: a task following its upstream is running; a new task or a resumption is refused, unstored and unsent, until it ends', async () => {
+    const { gw, refused, taskIds } = await quotaTenant('gw-q-running', { max_running_tasks: 1 });
+    // A task waiting for input is not running: its upstream turn is over, and the cap has room for another.
+    const asked = await gw.send('ask');
+    assert.equal(stateOfReply(asked), 'TASK_STATE_INPUT_REQUIRED', JSON.stringify(asked));
+    const askedTask = asked.result.task as { id: string; contextId: string };
+    const held = await gw.send('hold', { returnImmediately: true });
+    const heldId = String(held.result?.task?.id);
+    // Running: Arbiter follows the upstream task, which said "holding" and stays working.
+    await waitFor(async () => {
+      const t = (await gw.get(heldId)).result;
+      return typeof t?.metadata?.['x-arbiter.upstream_task_id'] === 'string' &&
+        t.status?.message?.parts?.[0]?.text === 'holding'
+        ? t
+        : undefined;
+    });
+    const seen = up.messages().length;
+    const tasks = await taskIds();
+    const historyOf = async (id: string): Promise<number> => ((await gw.get(id)).result.history as unknown[]).length;
+    const askedHistory = await historyOf(askedTask.id);
+    const cap = /running-task cap reached: this tenant may run 1 tasks at once/;
+    await refused('SendMessage', sendParams('over the running cap'), cap);
+    await refused('SendStreamingMessage', sendParams('over the running cap, streamed'), cap);
+    await refused('SendMessage', sendParams('green', { taskId: askedTask.id, contextId: askedTask.contextId }), cap);
+    // Nothing stored: no new task, the waiting task's history and state as they were.
+    assert.deepEqual(await taskIds(), tasks);
+    assert.equal(await historyOf(askedTask.id), askedHistory);
+    assert.equal(stateOfReply(await gw.get(askedTask.id)), 'TASK_STATE_INPUT_REQUIRED');
+
+    // The running task ends: a message is taken again, the resumption first, then a new task.
+    assert.equal(stateOfReply(await gw.cancel(heldId)), 'TASK_STATE_CANCELED');
+    const taken = (text: string, opts: SendOptions = {}) =>
+      waitFor(async () => {
+        const r = await gw.send(text, opts);
+        if (r.result) return r;
+        assert.match(r.error?.message ?? '', cap, JSON.stringify(r)); // refused only while the run winds down
+        return undefined;
+      });
+    const resumed = await taken('green', { taskId: askedTask.id, contextId: askedTask.contextId });
+    assert.equal(stateOfReply(resumed), 'TASK_STATE_COMPLETED', JSON.stringify(resumed));
+    const fresh = await taken('under the running cap');
+    assert.equal(stateOfReply(fresh), 'TASK_STATE_COMPLETED', JSON.stringify(fresh));
+    // The upstream heard the messages taken, and none of those refused.
+    assert.deepEqual(up.messages().slice(seen), ['green', 'under the running cap']);
+  });
+
+  it('open-stream cap 1: a stream of a remote-backed task is open; a second is refused, unstored and unsent, until the first closes', async () => {
+    const { gw, refused, taskIds, open } = await quotaTenant('gw-q-streams', { max_open_streams: 1 });
+    // A streaming send held open: its first event comes once the upstream has answered.
+    const { stream: first, refusal } = await open('SendStreamingMessage', sendParams('hold'));
+    assert.ok(first, `the first stream opens, got ${refusal}`);
+    const seen = up.messages().length;
+    const [heldId] = await taskIds();
+    assert.ok(heldId);
+    const cap = /open-stream cap reached: this tenant may hold 1 streams open at once/;
+    await refused('SendStreamingMessage', sendParams('a second stream'), cap);
+    await refused('SubscribeToTask', { id: heldId }, cap);
+    assert.deepEqual(await taskIds(), [heldId], 'the refused stream created no task');
+
+    // The client closes the first stream (the task goes on): a subscription to the task is a stream of it.
+    first.close();
+    const opened = async (method: string, params: unknown) =>
+      waitFor(async () => {
+        const s = await open(method, params);
+        if (s.stream) return s.stream;
+        assert.match(s.refusal ?? '', cap); // refused only until the closed stream is let go
+        return undefined;
+      });
+    const sub = await opened('SubscribeToTask', { id: heldId });
+    await refused('SendStreamingMessage', sendParams('a stream beside the subscription'), cap);
+    // The task ends: its subscription closes, and a new stream is taken and answered to its end.
+    assert.equal(stateOfReply(await gw.cancel(heldId)), 'TASK_STATE_CANCELED');
+    const last = (await sub.ended).events.at(-1)?.data.result;
+    assert.equal(last?.statusUpdate?.status?.state, 'TASK_STATE_CANCELED');
+    const next = await opened('SendStreamingMessage', sendParams('streamed under the cap'));
+    const events = (await next.ended).events.map((e) => e.data.result);
+    assert.equal(events.at(-1)?.statusUpdate?.status?.state, 'TASK_STATE_COMPLETED', JSON.stringify(events));
+    assert.equal((await taskIds()).length, 2);
+    assert.deepEqual(up.messages().slice(seen), ['streamed under the cap']);
+  });
+
+  it('sends per minute: its messages count, and the one over the limit is refused, unstored and unsent', async () => {
+    await inOneQuotaWindow(async () => {
+      const { gw, refused, taskIds } = await quotaTenant('gw-q-sends', { sends_per_minute: 2 });
+      const seen = up.messages().length;
+      // A new task and the message that continues it: two sends.
+      const asked = await gw.send('ask');
+      assert.equal(stateOfReply(asked), 'TASK_STATE_INPUT_REQUIRED', JSON.stringify(asked));
+      const { id, contextId } = asked.result.task as { id: string; contextId: string };
+      assert.equal(stateOfReply(await gw.send('yellow', { taskId: id, contextId })), 'TASK_STATE_COMPLETED');
+      const quota = /send quota reached: 2 messages per minute for this tenant/;
+      await refused('SendMessage', sendParams('over the send quota'), quota);
+      await refused('SendStreamingMessage', sendParams('over the send quota, streamed'), quota);
+      assert.deepEqual(await taskIds(), [id]);
+      assert.deepEqual(up.messages().slice(seen), ['ask', 'yellow']);
+    });
+  });
+
+  it('a message sent again (the same messageId) gets the task it created, and the upstream hears it once', async () => {
+    const gw = a2a(server.url, a.token, 'gw', V1);
+    const seen = up.messages().length;
+    const messageId = randomUUID();
+    const first = await gw.send('once, however often sent', { messageId });
+    assert.equal(stateOfReply(first), 'TASK_STATE_COMPLETED', JSON.stringify(first));
+    for (let i = 0; i < 3; i++) {
+      const again = await gw.send('once, however often sent', { messageId });
+      assert.equal(again.result?.task?.id, first.result.task.id, JSON.stringify(again));
+    }
+    // A resend's run is abandoned before it acts (its creation failed); a later message marks the upstream's reading.
+    assert.equal(stateOfReply(await gw.send('after the resends')), 'TASK_STATE_COMPLETED');
+    assert.deepEqual(up.messages().slice(seen), ['once, however often sent', 'after the resends']);
   });
 
   it('scopes and the audit log apply to a remote-backed agent as to a hosted one', async () => {

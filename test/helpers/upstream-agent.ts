@@ -30,6 +30,8 @@ export interface Upstream {
   step(): void;
   /** How many SubscribeToTask requests it had (resubscriptions). */
   subscriptions(): number;
+  /** Each message sent to `/rpc` or `/poll` (SendMessage, SendStreamingMessage), as text, in order, over all starts. */
+  messages(): string[];
   /** `/linger` responses: `held` once one sent its last event and stays open, `closed` when its caller closed it. */
   lingering: EventEmitter;
   /** How many HTTP requests and TCP connections it has had, over every start. */
@@ -243,6 +245,7 @@ export async function startUpstream(): Promise<Upstream> {
   const canceled = new Set<string>();
   const steps = new Steps();
   let subscriptions = 0;
+  const messages: string[] = [];
   const lingering = new EventEmitter();
   let lingered = 0;
   const traffic = { requests: 0, connections: 0 };
@@ -254,8 +257,15 @@ export async function startUpstream(): Promise<Upstream> {
     const base = (): string => `http://127.0.0.1:${port}`;
     const store = new InMemoryTaskStore();
     const exec = executor(canceled, steps);
-    app.use('/rpc', express.json(), (req, _res, next) => {
-      if ((req.body as { method?: unknown } | undefined)?.method === 'SubscribeToTask') subscriptions++;
+    type Call = { method?: unknown; params?: { message?: { parts?: { text?: unknown }[] } } } | undefined;
+    app.use(['/rpc', '/poll'], express.json(), (req, _res, next) => {
+      const call = req.body as Call;
+      if (call?.method === 'SubscribeToTask') subscriptions++;
+      if (call?.method === 'SendMessage' || call?.method === 'SendStreamingMessage') {
+        messages.push(
+          (call.params?.message?.parts ?? []).map((p) => (typeof p.text === 'string' ? p.text : '')).join('\n'),
+        );
+      }
       next();
     });
     const streaming = new DefaultRequestHandler(cardOf(`${url}/rpc`, true), store, exec);
@@ -318,6 +328,7 @@ export async function startUpstream(): Promise<Upstream> {
     canceled,
     step: () => steps.release(),
     subscriptions: () => subscriptions,
+    messages: () => [...messages],
     lingering,
     traffic: () => ({ ...traffic }),
     async restart() {
