@@ -5,7 +5,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { AgentCard } from '@a2a-js/sdk';
 import type { RequestOptions, Transport, TransportFactory } from '@a2a-js/sdk/client';
 import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
-import { EgressError, refusal, type EgressPolicy } from '../common/net/egress.js';
+import { checkUrl, EgressError, refusal, type EgressPolicy } from '../common/net/egress.js';
 import { currentSubject } from '../outbound-auth/caller-context.js';
 import type { Credential } from '../outbound-auth/credentials.js';
 
@@ -28,21 +28,28 @@ function parseEndpoint(raw: string): { host: string; port: string; tls: boolean 
   return { host: url.hostname.replace(/^\[|\]$/g, ''), port: url.port || (tls ? '443' : '80'), tls };
 }
 
+/** Every address a host name resolves to (`dns.lookup` with `all`, as the HTTP egress resolves); tests pass their own. */
+export type ResolveAll = (host: string) => Promise<{ address: string; family: number }[]>;
+
+const resolveAll: ResolveAll = (host) => lookup(host, { all: true });
+
 /**
- * The checked address to connect to for a gRPC endpoint: every address its name resolves to is judged by the
- * egress policy (as for HTTP), and the channel is opened to the address that was checked (no DNS rebinding).
+ * The checked address to connect to for a gRPC endpoint: a literal address is checked as the HTTP egress checks
+ * one (`checkUrl`), every address a name resolves to is judged by the egress policy (as for HTTP), and the channel
+ * is opened to the address that was checked (no DNS rebinding).
  */
 async function guardedTarget(
   raw: string,
   policy: EgressPolicy,
+  resolve: ResolveAll,
 ): Promise<{ target: string; host: string; tls: boolean }> {
   const { host, port, tls } = parseEndpoint(raw);
-  const url = new URL(`${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`);
+  const url = checkUrl(`${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`, policy);
   let addresses: { address: string; family: number }[];
   if (isIP(host)) addresses = [{ address: host, family: isIP(host) }];
   else {
     try {
-      addresses = await lookup(host, { all: true });
+      addresses = await resolve(host);
     } catch {
       throw new EgressError('dns', `cannot resolve ${host}`);
     }
@@ -69,6 +76,7 @@ export class EgressGrpcTransportFactory implements TransportFactory {
     private readonly policy: EgressPolicy,
     private readonly credential: Credential | undefined,
     private readonly timeoutMs: number,
+    private readonly resolve: ResolveAll = resolveAll,
   ) {}
 
   get protocolName(): string {
@@ -76,7 +84,7 @@ export class EgressGrpcTransportFactory implements TransportFactory {
   }
 
   async create(url: string, agentCard: AgentCard): Promise<Transport> {
-    const { target, host, tls } = await guardedTarget(url, this.policy);
+    const { target, host, tls } = await guardedTarget(url, this.policy, this.resolve);
     const identity = this.credential?.tls;
     const channel =
       tls || identity
