@@ -52,6 +52,10 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
     rmSync(home, { recursive: true, force: true });
   });
 
+  /** The events stored for a task id, read from the table itself (not through its task). */
+  const storedEvents = async (id: string): Promise<number> =>
+    Number((await ds.query<{ n: string }[]>(`SELECT count(*) AS n FROM task_events WHERE task_id = $1`, [id]))[0].n);
+
   const newTask = async (id: string) =>
     writes.create(
       {
@@ -385,8 +389,41 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
     assert.equal(await writes.purgeEnded(30, 1), 0);
     assert.equal(await tasks.find(TENANT, 't-old-done'), null);
     assert.deepEqual(await repo.events(TENANT, 't-old-done', 0), []);
+    assert.equal(await storedEvents('t-old-done'), 0, 'its events are deleted with it');
     assert.ok(await tasks.find(TENANT, 't-old-running'), 'a running task is never purged');
     assert.ok(await tasks.find(TENANT, 't-new-done'));
+    assert.equal(await storedEvents('t-new-done'), 2);
+  });
+
+  it('a task’s events go with it, however it is deleted: with its context, or with its tenant', async () => {
+    const other = '00000000-0000-4000-8000-00000000000c';
+    await ds.query(`INSERT INTO tenants (id, name) VALUES ($1, 'other')`, [other]);
+    const ended = { kind: 'status' as const, payload: { state: 'TASK_STATE_CANCELED' as const, timestamp: ts() } };
+    for (const id of ['t-ctx-1', 't-ctx-2', 't-ten-1', 't-ten-2']) {
+      const tenantId = id.startsWith('t-ten') ? other : TENANT;
+      await writes.create(
+        {
+          taskId: id,
+          messageId: `m-${id}`,
+          tenantId,
+          agentId: 'a',
+          contextId: id.slice(0, 5),
+          metadata: {},
+          messageHash: 'h',
+        },
+        [{ kind: 'status', payload: { state: 'TASK_STATE_SUBMITTED', timestamp: ts() } }],
+        'TASK_STATE_SUBMITTED',
+        { owner: 'test', ms: 30_000 },
+      );
+      await writes.append(id, [ended], { state: 'TASK_STATE_CANCELED' });
+      assert.equal(await storedEvents(id), 2);
+    }
+    assert.equal(await writes.deleteEndedInContext(TENANT, 'a', 't-ctx'), 2);
+    assert.equal((await storedEvents('t-ctx-1')) + (await storedEvents('t-ctx-2')), 0);
+    // The tenant's deletion cascades to its tasks, and their deletion to their events.
+    await ds.query(`DELETE FROM tenants WHERE id = $1`, [other]);
+    assert.equal((await storedEvents('t-ten-1')) + (await storedEvents('t-ten-2')), 0);
+    assert.ok((await storedEvents('t-new-done')) > 0, 'another task keeps its events');
   });
 
   it('another tenant cannot read a task', async () => {

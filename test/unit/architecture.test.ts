@@ -111,3 +111,27 @@ describe('the shape of src/', () => {
     assert.deepEqual(long, []);
   });
 });
+
+describe('the event log’s integrity without a foreign key', () => {
+  it('every statement that inserts events inserts them only for the task rows it writes itself, in a CTE `t`', () => {
+    const inserts: string[] = [];
+    for (const file of sources()) {
+      const text = readFileSync(file, 'utf8');
+      for (const m of text.matchAll(/INSERT INTO task_events\b/g)) {
+        const where = `${relative(SRC, file)}:${text.slice(0, m.index).split('\n').length}`;
+        inserts.push(where);
+        // The INSERT's own SELECT, up to the next statement of the WITH list or the end of the template.
+        const body = text.slice(m.index).split(/\n\s*\)|`/)[0];
+        assert.match(body, /\bFROM t\b/, `${where}: events are selected from the rows \`t\` wrote`);
+        assert.match(text, /\bt AS \(\s*(?:INSERT INTO|UPDATE) a2a_tasks\b/, `${where}: \`t\` writes a2a_tasks`);
+      }
+    }
+    // A new place that writes events is looked at here first (see migration TaskEventsCascade).
+    assert.deepEqual(inserts.map((w) => w.split(':')[0]).sort(), [
+      'tasks/statements/append.sql.ts',
+      'tasks/statements/continue.sql.ts',
+      'tasks/statements/create.sql.ts',
+      'tasks/statements/end.sql.ts',
+    ]);
+  });
+});

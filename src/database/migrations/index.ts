@@ -17,6 +17,7 @@ import { Usage1763920000000 } from './1763920000000-usage.js';
 import { Budgets1763930000000 } from './1763930000000-budgets.js';
 import { Stats1763940000000 } from './1763940000000-stats.js';
 import { RequestBudgets1763960000000 } from './1763960000000-request-budgets.js';
+import { TaskEventsCascade1763970000000 } from './1763970000000-task-events-cascade.js';
 
 /** Every migration, oldest first. Never edit one that has been committed; add a new one. */
 export const MIGRATIONS = [
@@ -39,4 +40,5 @@ export const MIGRATIONS = [
   Budgets1763930000000,
   Stats1763940000000,
   RequestBudgets1763960000000,
+  TaskEventsCascade1763970000000,
 ];
