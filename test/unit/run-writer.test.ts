@@ -5,7 +5,7 @@ import type { Appended, TaskRowChange } from '../../src/tasks/repositories/task-
 import type { TaskEventBody } from '../../src/tasks/task-events.js';
 import type { NewTaskFile } from '../../src/tasks/task-files.js';
 import type { MessageJson } from '../../src/common/a2a-json.js';
-import { MAX_QUEUED_EVENTS, mergeChange, RunWriter } from '../../src/tasks/runs/run-writer.js';
+import { MAX_QUEUED_EVENTS, mergeChange, mergeChunks, RunWriter } from '../../src/tasks/runs/run-writer.js';
 
 const message = (id: string): MessageJson => ({ messageId: id, role: 'ROLE_AGENT', parts: [{ text: id }] });
 const status = (id: string): TaskEventBody => ({
@@ -87,6 +87,40 @@ describe('the run writer queues events with the row change they make', () => {
     assert.equal(r.calls[0].change?.statusMessage?.messageId, 'end');
     assert.equal(r.calls[0].change?.state, 'TASK_STATE_COMPLETED');
     assert.deepEqual(r.calls[0].change?.metadata, { m: 1 });
+  });
+
+  it('a turn’s last chunk and its closing, written together, are one event: the chunk marked last', async () => {
+    const chunk = (text: string, append: boolean, lastChunk = false, id = 'a1'): TaskEventBody => ({
+      kind: 'artifact',
+      payload: { artifact: { artifactId: id, name: 'response', parts: [{ text }] }, append, lastChunk },
+    });
+    const r = recordingLog();
+    const w = new RunWriter('t1', r.log);
+    w.queue([chunk('hello', false)]);
+    await w.write([chunk('', true, true), status('end')], { state: 'TASK_STATE_COMPLETED' });
+    assert.deepEqual(r.calls[0].events, [chunk('hello', false, true), status('end')]);
+    // Not merged: another artifact's closing, a closing that carries text or more, or a chunk already last.
+    for (const events of [
+      [chunk('hello', true), chunk('', true, true, 'a2')],
+      [chunk('hello', true), chunk('!', true, true)],
+      [chunk('hello', true, true), chunk('', true, true)],
+      [
+        chunk('hello', true),
+        {
+          ...chunk('', true, true),
+          payload: {
+            ...chunk('', true, true).payload,
+            artifact: { artifactId: 'a1', name: 'response', parts: [{ text: '' }], metadata: { k: 1 } },
+          },
+        } as TaskEventBody,
+      ],
+    ]) {
+      assert.equal(mergeChunks(events).length, 2, JSON.stringify(events));
+    }
+    // Chunks of one artifact queued together are one append; its closing then marks it last.
+    assert.deepEqual(mergeChunks([chunk('a', true), chunk('b', true), chunk('', true, true)]), [
+      chunk('ab', true, true),
+    ]);
   });
 
   it('room() waits while the queue is full and a write is in flight, and not otherwise', async () => {

@@ -1,5 +1,6 @@
 import type { EventLog } from '../event-log/event-log.service.js';
 import type { Appended, TaskRowChange } from '../repositories/task-log.types.js';
+import type { ArtifactJson } from '../../common/a2a-json.js';
 import type { TaskEventBody } from '../task-events.js';
 
 /** What queued events may change on the task row: later status messages win, metadata merges, files add up. */
@@ -66,13 +67,13 @@ export class RunWriter {
       this.loop = undefined;
     } else await this.flush();
     if (this.rejected) return null;
-    // Whatever is still queued rides along in the same statement.
-    const queued = this.failure ? [] : mergeChunks(this.pending.splice(0));
+    // Whatever is still queued rides along in the same statement (a turn's last chunk and its closing as one event).
+    const queued = this.failure ? [] : this.pending.splice(0);
     const queuedChange = this.failure ? {} : this.change;
     this.change = {};
     const stored = await this.log.append(
       this.taskId,
-      [...queued, ...events],
+      mergeChunks(queued.length ? [...queued, ...events] : events),
       this.owned(mergeChange(queuedChange, change)),
     );
     if (!stored) {
@@ -148,11 +149,25 @@ export function mergeChange<C extends QueuedChange>(earlier: QueuedChange, later
   return out;
 }
 
-/** Merges consecutive appends of text to the same artifact into one event. */
+/**
+ * Merges consecutive appends of text to the same artifact into one event, and an artifact's closing (an empty
+ * append marked `lastChunk`) into the chunk before it: the chunk becomes the artifact's last.
+ */
 export function mergeChunks(events: TaskEventBody[]): TaskEventBody[] {
   const out: TaskEventBody[] = [];
   for (const e of events) {
     const prev = out[out.length - 1];
+    if (
+      prev?.kind === 'artifact' &&
+      e.kind === 'artifact' &&
+      e.payload.append &&
+      e.payload.lastChunk &&
+      !prev.payload.lastChunk &&
+      isBareClosing(e.payload.artifact, prev.payload.artifact)
+    ) {
+      out[out.length - 1] = { kind: 'artifact', payload: { ...prev.payload, lastChunk: true } };
+      continue;
+    }
     if (
       prev?.kind === 'artifact' &&
       e.kind === 'artifact' &&
@@ -190,4 +205,16 @@ export function mergeChunks(events: TaskEventBody[]): TaskEventBody[] {
     out.push(e);
   }
   return out;
+}
+
+/** An artifact event that only closes `prev`'s artifact: its id and name, one empty text part, nothing else. */
+function isBareClosing(a: ArtifactJson, prev: ArtifactJson): boolean {
+  const part = a.parts.length === 1 ? a.parts[0] : undefined;
+  return (
+    a.artifactId === prev.artifactId &&
+    a.name === prev.name &&
+    Object.keys(a).every((k) => k === 'artifactId' || k === 'name' || k === 'parts') &&
+    part?.text === '' &&
+    Object.keys(part).length === 1
+  );
 }
