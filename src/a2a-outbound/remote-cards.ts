@@ -13,7 +13,7 @@ import { fingerprintOf, type OutboundCredentials } from '../outbound-auth/outbou
 import { egressFetch, RemoteCallError } from './egress-fetch.js';
 import { EgressGrpcTransportFactory } from './egress-grpc.js';
 import type { RemoteAgent } from './remote-registry.service.js';
-import { reason } from './remote-errors.js';
+import { unusableCard } from './remote-errors.js';
 import { checkCard, type CardTrust } from './card-pinning.js';
 
 const MAX_TTL_MS = 86_400_000;
@@ -156,7 +156,7 @@ export class RemoteCards {
       card = resolver.normalizeAgentCard(raw);
       client = await factory.createFromAgentCard(card);
     } catch (err) {
-      throw new RemoteCallError('malformed', `no usable interface in the card (${reason(err)})`);
+      throw unusableCard(err);
     }
     const etag = res.headers.get('etag') ?? undefined;
     return {

@@ -63,3 +63,13 @@ export function transientCardError(err: unknown): boolean {
   if (err instanceof RemoteCallError) return err.kind === 'http' && /^HTTP (429|5\d\d)/.test(err.message);
   return true;
 }
+
+/**
+ * Why a client could not be built from a card: the card's fault (no interface this server speaks, an address the
+ * guard refuses), or — a gRPC host whose name cannot be resolved now, a timeout — the moment's, which stays
+ * transient (`transientCardError`) so that the caller may retry.
+ */
+export function unusableCard(err: unknown): Error {
+  if (err instanceof EgressError && err.code !== 'blocked' && err.code !== 'bad_url') return err;
+  return new RemoteCallError('malformed', `no usable interface in the card (${reason(err)})`);
+}
