@@ -245,9 +245,11 @@ export function RegistryEntryPage(props: { api: Api; kind: RegistryKind; name: s
               entry={e}
               key={e.updated_at}
               onEdit={() => setSaved(false)}
-              onSaved={() => {
+              onSaved={(updated) => {
+                // The entry as saved replaces the form in the same render as "Saved.": nothing typed after it is
+                // lost to a reload that lands later.
+                entry.set(updated);
                 setSaved(true);
-                entry.reload();
               }}
             />
           </>
@@ -315,7 +317,7 @@ export function RegistryForm(props: {
   kind: RegistryKind;
   entry?: Entry;
   onEdit?: () => void;
-  onSaved?: () => void;
+  onSaved?: (updated: Entry) => void;
 }) {
   const { api, kind, entry } = props;
   const info = KINDS[kind];
@@ -397,8 +399,8 @@ export function RegistryForm(props: {
     setBusy(true);
     try {
       if (editing) {
-        await api.call('PATCH', `/v1${info.path}/${encodeURIComponent(name)}`, body);
-        props.onSaved?.();
+        const updated = await api.call<Entry>('PATCH', `/v1${info.path}/${encodeURIComponent(name)}`, body);
+        props.onSaved?.(updated);
       } else {
         const created = await api.call<Entry>('POST', `/v1${info.path}`, { name: name.trim(), ...body });
         navigate(`${info.path}/${encodeURIComponent(created.name)}`);

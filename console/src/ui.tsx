@@ -70,7 +70,7 @@ export function NotAllowed(props: { what: string; scopes: readonly string[] }) {
 export function useLoad<T>(
   load: (signal: AbortSignal) => Promise<T>,
   deps: unknown[],
-): { data: T | undefined; error: unknown; loading: boolean; reload: () => void } {
+): { data: T | undefined; error: unknown; loading: boolean; reload: () => void; set: (data: T) => void } {
   const [state, setState] = useState<{ data?: T; error?: unknown; loading: boolean }>({ loading: true });
   const [tick, setTick] = useState(0);
   useEffect(() => {
@@ -82,7 +82,14 @@ export function useLoad<T>(
     );
     return () => ctl.abort();
   }, [...deps, tick]);
-  return { data: state.data, error: state.error, loading: state.loading, reload: () => setTick((n) => n + 1) };
+  return {
+    data: state.data,
+    error: state.error,
+    loading: state.loading,
+    reload: () => setTick((n) => n + 1),
+    // What the server answered a change with: shown at once, with no second read that could land later.
+    set: (data: T) => setState({ data, loading: false }),
+  };
 }
 
 /** A block of text with a Copy button (clipboard where the browser allows it; the text is selectable anyway). */
