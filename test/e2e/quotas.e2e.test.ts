@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { newTenant, type TestTenant } from '../helpers/factories.js';
+import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { freshDatabase, REAL_POSTGRES, type TestDatabase } from '../helpers/database.js';
-import { a2a, sendParams, V1, waitFor } from '../helpers/a2a.js';
+import { a2a, sendParams, V1, waitFor, type RpcReply } from '../helpers/a2a.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { inOneQuotaWindow } from '../helpers/quota-window.js';
+import { startUpstream, type Upstream } from '../helpers/upstream-agent.js';
 import { PgThrottlerStorage } from '../../src/quotas/pg-throttler.storage.js';
 import { UsageService } from '../../src/quotas/usage.service.js';
 
@@ -159,6 +160,7 @@ describe(
     let db: TestDatabase;
     let a: TestServer;
     let b: TestServer;
+    let up: Upstream;
     /**
      * Each replica shares its counts every ARBITER_QUOTA_SYNC_MS; here the test runs that sync itself (the interval
      * is longer than the test), so "B has heard of A's sends" is a fact, not a sleep: A and B push what they
@@ -172,13 +174,20 @@ describe(
     };
     before(async () => {
       db = await freshDatabase();
-      const env = { ARBITER_TENANT_SENDS_PER_MINUTE: '4', ARBITER_QUOTA_SYNC_MS: '60000' };
+      up = await startUpstream();
+      // The upstream of a remote-backed agent is on loopback: the operator's switch lets registry entries reach it.
+      const env = {
+        ARBITER_TENANT_SENDS_PER_MINUTE: '4',
+        ARBITER_QUOTA_SYNC_MS: '60000',
+        ARBITER_A2A_ALLOW_PRIVATE: 'true',
+      };
       a = await startTestServer({ env, db });
       b = await startTestServer({ env, db });
     });
     after(async () => {
       await b?.close();
       await a?.close();
+      await up?.close();
       await db?.drop();
     });
 
@@ -196,6 +205,62 @@ describe(
       assert.ok((await on(a, t).send('hold', HELD)).result);
       await shareCounts();
       assert.match((await on(b, t).send('hold', HELD)).error?.message ?? '', /running-task cap/);
+    });
+
+    it('a remote-backed agent at running-task cap 1: sends racing over both replicas start one task, the rest are refused, and the upstream hears one', async () => {
+      const t = await newTenant(a, 'shared-remote');
+      const limits = await a.admin.patch(`/v1/admin/tenants/${t.id}/limits`, {
+        sends_per_minute: 0,
+        max_running_tasks: 1,
+      });
+      assert.equal(limits.status, 200, limits.text);
+      assert.equal((await t.client.post('/v1/remote-agents', { name: 'vendor', url: `${up.url}/rpc` })).status, 201);
+      await newAgent(t, { id: 'gw', backend: { remote: 'vendor' } });
+      const gw = (s: TestServer) => a2a(s.url, t.token, 'gw', V1);
+      const cap = /running-task cap reached: this tenant may run 1 tasks at once/;
+      // Each replica lets one through by its own count; the creation's statement refuses the other replica's
+      // (and any later one there): a run so abandoned must not reach the upstream.
+      const replies = await Promise.all(
+        Array.from({ length: 10 }, async (_, i) => {
+          const res = await gw(i % 2 ? b : a).post('SendMessage', sendParams('hold', HELD));
+          return { res, body: (await res.json()) as RpcReply };
+        }),
+      );
+      const started = replies.filter((r) => r.body.result).map((r) => String(r.body.result.task.id));
+      assert.equal(started.length, 1, JSON.stringify(replies.map((r) => r.body)));
+      for (const { res, body } of replies.filter((r) => !r.body.result)) {
+        assert.equal(body.error?.code, -32000, JSON.stringify(body));
+        assert.match(body.error.message, cap);
+        assert.equal(errorInfo(body).reason, 'RESOURCE_EXHAUSTED');
+        assert.equal(errorInfo(body).metadata.retryable, 'true');
+        assert.ok(Number(res.headers.get('retry-after')) >= 1, 'Retry-After');
+      }
+      const [heldId] = started;
+      // The held task follows its upstream task, which said "holding".
+      await waitFor(async () => {
+        const held = (await gw(b).get(heldId)).result;
+        return typeof held?.metadata?.['x-arbiter.upstream_task_id'] === 'string' &&
+          held.status?.message?.parts?.[0]?.text === 'holding'
+          ? true
+          : undefined;
+      });
+      const listed = (await gw(b).list({ pageSize: 50 })).result.tasks as { id: string }[];
+      assert.deepEqual(
+        listed.map((x) => x.id),
+        [heldId],
+      );
+      assert.deepEqual(up.messages(), ['hold'], 'the upstream heard the task started, and none refused');
+
+      // The held task ends: the next send is taken (refused only while its run winds down) and answered.
+      assert.equal((await gw(a).cancel(heldId)).result?.status?.state, 'TASK_STATE_CANCELED');
+      const taken = await waitFor(async () => {
+        const r = await gw(b).send('after the race');
+        if (r.result) return r;
+        assert.match(r.error?.message ?? '', cap, JSON.stringify(r));
+        return undefined;
+      });
+      assert.equal(taken.result.task?.status?.state, 'TASK_STATE_COMPLETED', JSON.stringify(taken));
+      assert.deepEqual(up.messages(), ['hold', 'after the race']);
     });
   },
 );
