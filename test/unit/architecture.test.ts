@@ -117,13 +117,19 @@ describe('the event log’s integrity without a foreign key', () => {
     const inserts: string[] = [];
     for (const file of sources()) {
       const text = readFileSync(file, 'utf8');
-      for (const m of text.matchAll(/INSERT INTO task_events\b/g)) {
+      for (const m of text.matchAll(/insert\s+into\s+"?task_events"?/gi)) {
         const where = `${relative(SRC, file)}:${text.slice(0, m.index).split('\n').length}`;
         inserts.push(where);
-        // The INSERT's own SELECT, up to the next statement of the WITH list or the end of the template.
+        // The INSERT's own SELECT up to the end of its CTE, and the nearest CTE `t` above it.
         const body = text.slice(m.index).split(/\n\s*\)|`/)[0];
+        const t = text.slice(0, m.index).lastIndexOf('t AS (');
         assert.match(body, /\bFROM t\b/, `${where}: events are selected from the rows \`t\` wrote`);
-        assert.match(text, /\bt AS \(\s*(?:INSERT INTO|UPDATE) a2a_tasks\b/, `${where}: \`t\` writes a2a_tasks`);
+        assert.ok(t >= 0, `${where}: no CTE \`t\` above it`);
+        assert.match(text.slice(t + 6), /^\s*(?:INSERT INTO|UPDATE) a2a_tasks\b/, `${where}: \`t\` writes a2a_tasks`);
+      }
+      // Nor through the ORM: the entity is only registered.
+      if (!file.endsWith('entities.ts') && !file.endsWith('task-event.entity.ts')) {
+        assert.doesNotMatch(text, /\bTaskEventEntity\b/, `${relative(SRC, file)} uses TaskEventEntity`);
       }
     }
     // A new place that writes events is looked at here first (see migration TaskEventsCascade).

@@ -6,7 +6,8 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * - every statement that inserts events writes their task's row in the same statement and inserts events only for
  *   the rows it wrote (a task deleted meanwhile takes none), so no event can be written without its task;
  * - a statement-level trigger deletes a task's events with it, as the key's ON DELETE CASCADE did — whoever deletes
- *   the task: retention, a context's deletion, or its tenant's (through that key's cascade).
+ *   the task: retention, a context's deletion, or its tenant's (through that key's cascade). Not a TRUNCATE, nor
+ *   an UPDATE of a task's id — neither is done anywhere (docs/operating.md tells operators).
  */
 export class TaskEventsCascade1763970000000 implements MigrationInterface {
   name = 'TaskEventsCascade1763970000000';
@@ -15,7 +16,8 @@ export class TaskEventsCascade1763970000000 implements MigrationInterface {
     await q.query(`
       CREATE FUNCTION "a2a_tasks_events_delete"() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
-        DELETE FROM "task_events" e USING old_rows o WHERE e."task_id" = o."task_id";
+        -- The ids as an array, looked up in the primary key whatever the plan this connection cached first.
+        DELETE FROM "task_events" WHERE "task_id" = ANY(ARRAY(SELECT "task_id" FROM old_rows));
         RETURN NULL;
       END
       $$`);
