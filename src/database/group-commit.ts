@@ -7,8 +7,9 @@ export interface GroupCommitOptions<I> {
   /**
    * Items with the same key are never in the same batch nor in two batches
    * in flight at once: they commit one after the other, in submission order.
+   * Without it, items are independent (reads): any may share a batch.
    */
-  keyOf: (item: I) => string;
+  keyOf?: (item: I) => string;
   /**
    * How heavy an item is (bytes it carries, e.g. file contents) and the most
    * a batch may carry: a batch closes before an item that would pass it (an
@@ -42,7 +43,8 @@ interface Pending<I, O> {
  * that statement has committed — never before. While batches are in flight
  * the next one gathers. A batch that the database refused is split: every
  * item is retried alone, so only the callers whose own write fails see an
- * error (see `splittable` for failures whose outcome is unknown).
+ * error (see `splittable` for failures whose outcome is unknown). Reads
+ * batch the same way (without keys): concurrent lookups become one query.
  */
 export class GroupCommit<I, O> {
   private queue: Pending<I, O>[] = [];
@@ -79,7 +81,8 @@ export class GroupCommit<I, O> {
       this.inFlight++;
       void this.send(batch).finally(() => {
         this.inFlight--;
-        for (const p of batch) this.busy.delete(this.options.keyOf(p.item));
+        const keyOf = this.options.keyOf;
+        if (keyOf) for (const p of batch) this.busy.delete(keyOf(p.item));
         if (this.queue.length > 0) this.drain();
       });
     }
@@ -87,25 +90,27 @@ export class GroupCommit<I, O> {
 
   /** The oldest items whose keys are free, one per key, up to the batch size. */
   private take(): Pending<I, O>[] {
+    const keyOf = this.options.keyOf;
+    if (!keyOf && this.options.weightOf === undefined) return this.queue.splice(0, this.options.maxBatch);
     const batch: Pending<I, O>[] = [];
     const rest: Pending<I, O>[] = [];
     const held = new Set<string>();
     const maxWeight = this.options.maxBatchWeight ?? Number.POSITIVE_INFINITY;
     let weight = 0;
     for (const p of this.queue) {
-      const key = this.options.keyOf(p.item);
+      const key = keyOf?.(p.item);
       const w = this.options.weightOf?.(p.item) ?? 0;
       const full = batch.length >= this.options.maxBatch || (batch.length > 0 && weight + w > maxWeight);
-      if (full || this.busy.has(key) || held.has(key)) {
-        held.add(key); // a later item of this key must not overtake this one
+      if (full || (key !== undefined && (this.busy.has(key) || held.has(key)))) {
+        if (key !== undefined) held.add(key); // a later item of this key must not overtake this one
         rest.push(p);
         continue;
       }
-      held.add(key);
+      if (key !== undefined) held.add(key);
       batch.push(p);
       weight += w;
     }
-    for (const p of batch) this.busy.add(this.options.keyOf(p.item));
+    if (keyOf) for (const p of batch) this.busy.add(keyOf(p.item));
     this.queue = rest;
     return batch;
   }

@@ -429,6 +429,43 @@ describe(`task store (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGlite'}
   it('another tenant cannot read a task', async () => {
     assert.equal(await tasks.find('00000000-0000-4000-8000-00000000000b', 't-seq'), null);
   });
+
+  it('lookups made together are answered by one query, each with its own task or none', async () => {
+    const other = '00000000-0000-4000-8000-00000000000d';
+    await ds.query(`INSERT INTO tenants (id, name) VALUES ($1, 'reader')`, [other]);
+    const ids = ['t-read-1', 't-read-2', 't-read-3'];
+    for (const id of ids) await newTask(id);
+    const queries: string[] = [];
+    const logged = (ds.driver as unknown as { master: { query: (...a: unknown[]) => Promise<unknown> } }).master;
+    const query = logged.query.bind(logged);
+    logged.query = (config: unknown, ...rest: unknown[]) => {
+      const name = (config as { name?: string }).name;
+      if (name?.startsWith('arbiter_task_find')) queries.push(name);
+      return query(config, ...rest);
+    };
+    try {
+      const rows = await Promise.all([
+        tasks.find(TENANT, 't-read-2'),
+        tasks.find(other, 't-read-1'), // another tenant's task: none
+        tasks.find(TENANT, 't-read-missing'),
+        tasks.find(TENANT, 't-read-1'),
+        tasks.find(TENANT, 't-read-2'), // the same task twice
+        tasks.find(TENANT, 't-read-3'),
+      ]);
+      assert.deepEqual(
+        rows.map((r) => r?.taskId ?? null),
+        ['t-read-2', null, null, 't-read-1', 't-read-2', 't-read-3'],
+      );
+      assert.deepEqual(queries, ['arbiter_task_find_many']);
+      // Each row is a task row as a lookup alone reads it (no column of the batch's own).
+      const alone = await tasks.find(TENANT, 't-read-1');
+      assert.deepEqual(rows[3], alone);
+      assert.deepEqual(Object.keys(rows[3] ?? {}), Object.keys(alone ?? {}));
+      assert.deepEqual(queries, ['arbiter_task_find_many', 'arbiter_task_find']);
+    } finally {
+      logged.query = query;
+    }
+  });
 });
 
 describe('artifact folding', () => {

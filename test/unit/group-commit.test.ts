@@ -91,4 +91,21 @@ describe('group commit', () => {
       assert.deepEqual(await attempt(unknown), { calls: [[1, 2, 3]], results: ['failed', 'failed', 'failed'] });
     }
   });
+
+  it('without keys (reads), everything queued may share a batch, duplicates too, up to the batch size', async () => {
+    const batches: number[][] = [];
+    const gc = new GroupCommit<number, number>(
+      (batch) => {
+        batches.push(batch);
+        return Promise.resolve(batch.map((n) => -n));
+      },
+      { maxBatch: 3, maxInFlight: 1 },
+    );
+    const results = await Promise.all([1, 1, 2, 3, 4].map((n) => gc.submit(n)));
+    assert.deepEqual(results, [-1, -1, -2, -3, -4]);
+    assert.deepEqual(batches, [
+      [1, 1, 2],
+      [3, 4],
+    ]);
+  });
 });

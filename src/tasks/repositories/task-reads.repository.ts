@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { Params } from '../../database/sql-params.js';
+import { GroupCommit } from '../../database/group-commit.js';
 import { Sql, type Statement } from '../../database/sql.service.js';
 import type { TaskRow } from '../task-snapshot.js';
 import type { TaskStateName } from '../task-state.js';
@@ -48,6 +49,16 @@ const FIND: Statement = {
   name: 'arbiter_task_find',
   text: `SELECT ${COLUMNS} FROM a2a_tasks WHERE task_id = $1 AND tenant_id = $2`,
 };
+/**
+ * Tasks by id and tenant, many at once: row `n` answers the nth pair (a pair
+ * with no task, or whose task is another tenant's, has no row). A lateral
+ * lookup per pair, so each is a primary-key probe whatever the plan.
+ */
+const FIND_MANY: Statement = {
+  name: 'arbiter_task_find_many',
+  text: `SELECT f.*, k.n::int AS "n" FROM unnest($1::varchar[], $2::uuid[]) WITH ORDINALITY AS k(id, tenant, n)
+    CROSS JOIN LATERAL (SELECT ${COLUMNS} FROM a2a_tasks WHERE task_id = k.id AND tenant_id = k.tenant) f`,
+};
 const FIND_BY_MESSAGE: Statement = {
   name: 'arbiter_task_by_message',
   text: `SELECT ${COLUMNS}, message_hash AS "messageHash" FROM a2a_tasks
@@ -65,6 +76,12 @@ const STATE_OF: Statement = {
  */
 @Injectable()
 export class TaskReads {
+  /** Lookups by id in the same tick go as one query (`FIND_MANY`); one alone as `FIND`. */
+  private readonly lookups = new GroupCommit<{ tenantId: string; taskId: string }, TaskRow | null>(
+    (keys) => this.findMany(keys),
+    { maxBatch: 64, maxInFlight: 2 },
+  );
+
   constructor(
     @InjectDataSource() private readonly ds: DataSource,
     private readonly sql: Sql,
@@ -72,8 +89,25 @@ export class TaskReads {
 
   async find(tenantId: string, taskId: string): Promise<TaskRow | null> {
     if (taskId.length > 64) return null;
-    const rows = await this.sql.query<TaskRow>(FIND, [taskId, tenantId]);
-    return rows[0] ?? null;
+    return this.lookups.submit({ tenantId, taskId });
+  }
+
+  private async findMany(keys: { tenantId: string; taskId: string }[]): Promise<(TaskRow | null)[]> {
+    if (keys.length === 1) {
+      const rows = await this.sql.query<TaskRow>(FIND, [keys[0].taskId, keys[0].tenantId]);
+      return [rows[0] ?? null];
+    }
+    const rows = await this.sql.query<TaskRow & { n?: number }>(FIND_MANY, [
+      keys.map((k) => k.taskId),
+      keys.map((k) => k.tenantId),
+    ]);
+    const found: (TaskRow | null)[] = keys.map(() => null);
+    for (const row of rows) {
+      const n = row.n as number;
+      delete row.n; // the last column: the row keeps a task row's shape
+      found[n - 1] = row;
+    }
+    return found;
   }
 
   /** The task a messageId created, if it was already sent to this tenant's agent, with that message's hash. */
