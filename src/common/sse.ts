@@ -65,10 +65,12 @@ const SSE_HEADERS = [
  * so the producer can stop). When the server aborts the stream with a
  * `DomainError` (its access was revoked), `onError` gives the last frame.
  */
-export async function writeSse(
+export async function writeSse<T = SseFrame>(
   res: ServerResponse,
-  frames: AsyncIterable<SseFrame>,
+  frames: AsyncIterable<T>,
   opts: {
+    /** Each item as its frame, when the items are not frames already (one async step less per item than a mapping generator). */
+    frame?: (item: T) => SseFrame;
     heartbeatMs: number;
     abort?: AbortController;
     onError?: (err: unknown) => SseFrame | undefined;
@@ -118,32 +120,33 @@ export async function writeSse(
     }
   });
 
-  const write = async (frame: SseFrame): Promise<void> => {
+  /** Writes the frame; false when the socket asks to wait for `drain`. */
+  const write = (frame: SseFrame): boolean => {
     let chunk = '';
     if (frame.id !== undefined) chunk += `id: ${frame.id}\n`;
     if (frame.event) chunk += `event: ${frame.event}\n`;
     chunk += `data: ${JSON.stringify(frame.data)}\n\n`;
     lastWrite = Date.now();
     burst();
-    if (!res.write(chunk) && !closed) {
-      await Promise.race([once(res, 'drain'), once(res, 'close')]);
-    }
+    return res.write(chunk) || closed;
   };
+  const drained = (): Promise<unknown> => Promise.race([once(res, 'drain'), once(res, 'close')]);
+  const toFrame = opts.frame ?? ((item: T) => item as SseFrame);
 
   try {
-    for await (const frame of frames) {
+    for await (const item of frames) {
       if (closed) break;
-      await write(frame);
+      if (!write(toFrame(item))) await drained();
     }
     // Stopped by the server (the stream's access was revoked): the last frame says why.
     const reason: unknown = opts.abort?.signal.reason;
     if (!closed && opts.abort?.signal.aborted && reason instanceof DomainError) {
       const last = opts.onError?.(reason);
-      if (last) await write(last);
+      if (last && !write(last)) await drained();
     }
   } catch (err) {
     const last = opts.onError?.(err);
-    if (last && !closed) await write(last);
+    if (last && !closed && !write(last)) await drained();
   } finally {
     sseStreams.open--;
     stopBeats();
@@ -162,10 +165,10 @@ export async function writeSse(
  * handler's promise chain) is released while the stream stays open, which
  * matters with thousands of idle subscribers. `done` runs when the stream ends.
  */
-export function detachSse(
+export function detachSse<T = SseFrame>(
   res: ServerResponse,
-  frames: AsyncIterable<SseFrame>,
-  opts: Parameters<typeof writeSse>[2],
+  frames: AsyncIterable<T>,
+  opts: Parameters<typeof writeSse<T>>[2],
   done: () => void,
 ): void {
   writeSse(res, frames, opts)

@@ -74,9 +74,13 @@ export class TaskFiles {
     }));
   }
 
-  async event(tenantId: string, e: StoredTaskEvent): Promise<StoredTaskEvent> {
+  /** The event with its stored files' bytes; the event itself, at once (no promise), when it refers to none. */
+  event(tenantId: string, e: StoredTaskEvent): StoredTaskEvent | Promise<StoredTaskEvent> {
     const ids = fileIdsIn(eventParts(e));
-    if (ids.length === 0) return e;
+    return ids.length === 0 ? e : this.eventWithBytes(tenantId, e, ids);
+  }
+
+  private async eventWithBytes(tenantId: string, e: StoredTaskEvent, ids: string[]): Promise<StoredTaskEvent> {
     const bytes = await this.files.bytes(tenantId, ids);
     switch (e.kind) {
       case 'artifact':

@@ -44,7 +44,8 @@ export class TaskStreams {
       for await (const event of this.log.tail(ctx.principal.tenantId, first.id, first.lastSeq, ctx.signal, watch)) {
         // A continuation's stream ends at a settled state written after its message, not at the one it continued.
         const final = event.kind === 'status' && event.seq > afterSeq && stopAt(event.payload.state);
-        yield { type: 'event', event: await this.files.event(ctx.principal.tenantId, event), final };
+        const withBytes = this.files.event(ctx.principal.tenantId, event);
+        yield { type: 'event', event: withBytes instanceof Promise ? await withBytes : withBytes, final };
         if (final) return;
       }
     } finally {

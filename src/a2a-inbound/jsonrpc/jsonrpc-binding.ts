@@ -144,15 +144,11 @@ export class JsonRpcBinding {
     outcome: A2aStreamOutcome,
     abort: AbortController,
   ): void {
-    async function* events() {
-      for await (const frame of outcome.frames) {
-        yield { id: frame.seq, event: 'message', data: { jsonrpc: '2.0', id, result: frame.result } };
-      }
-    }
     detachSse(
       x.res,
-      events(),
+      outcome.frames,
       {
+        frame: (frame) => ({ id: frame.seq, event: 'message', data: { jsonrpc: '2.0', id, result: frame.result } }),
         heartbeatMs: this.config.sseHeartbeatMs,
         abort,
         headers: x.headers(),

@@ -114,10 +114,8 @@ export class RestBinding {
     abort: AbortController,
   ): Promise<void> {
     releaseOnClose(x.res, outcome.release);
-    async function* events() {
-      for await (const frame of outcome.frames) yield { id: frame.seq, data: frame.result };
-    }
-    await writeSse(x.res, events(), {
+    await writeSse(x.res, outcome.frames, {
+      frame: (frame) => ({ id: frame.seq, data: frame.result }),
       heartbeatMs: this.config.sseHeartbeatMs,
       abort,
       headers: x.headers(),
