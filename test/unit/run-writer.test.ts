@@ -121,6 +121,16 @@ describe('the run writer queues events with the row change they make', () => {
     assert.deepEqual(mergeChunks([chunk('a', true), chunk('b', true), chunk('', true, true)]), [
       chunk('ab', true, true),
     ]);
+    // The turn's token counts between the chunk and its closing (as a model's turn writes them): still one chunk,
+    // marked last, the counts after it.
+    const usage: TaskEventBody = { kind: 'usage', payload: { inputTokens: 3, outputTokens: 9 } };
+    assert.deepEqual(mergeChunks([chunk('hello', false), usage, chunk('', true, true), status('end')]), [
+      chunk('hello', false, true),
+      usage,
+      status('end'),
+    ]);
+    // Anything else between them keeps the closing apart.
+    assert.equal(mergeChunks([chunk('hello', false), status('mid'), chunk('', true, true)]).length, 3);
   });
 
   it('room() waits while the queue is full and a write is in flight, and not otherwise', async () => {

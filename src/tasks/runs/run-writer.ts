@@ -151,22 +151,26 @@ export function mergeChange<C extends QueuedChange>(earlier: QueuedChange, later
 
 /**
  * Merges consecutive appends of text to the same artifact into one event, and an artifact's closing (an empty
- * append marked `lastChunk`) into the chunk before it: the chunk becomes the artifact's last.
+ * append marked `lastChunk`) into the chunk before it (or before the token counts that followed it): the chunk
+ * becomes the artifact's last.
  */
 export function mergeChunks(events: TaskEventBody[]): TaskEventBody[] {
   const out: TaskEventBody[] = [];
   for (const e of events) {
     const prev = out[out.length - 1];
-    if (
-      prev?.kind === 'artifact' &&
-      e.kind === 'artifact' &&
-      e.payload.append &&
-      e.payload.lastChunk &&
-      !prev.payload.lastChunk &&
-      isBareClosing(e.payload.artifact, prev.payload.artifact)
-    ) {
-      out[out.length - 1] = { kind: 'artifact', payload: { ...prev.payload, lastChunk: true } };
-      continue;
+    if (e.kind === 'artifact' && e.payload.append && e.payload.lastChunk) {
+      // The chunk it closes may be followed by the turn's token counts (no surface shows them between the two).
+      let i = out.length - 1;
+      while (out[i]?.kind === 'usage') i--;
+      const chunk = out[i];
+      if (
+        chunk?.kind === 'artifact' &&
+        !chunk.payload.lastChunk &&
+        isBareClosing(e.payload.artifact, chunk.payload.artifact)
+      ) {
+        out[i] = { kind: 'artifact', payload: { ...chunk.payload, lastChunk: true } };
+        continue;
+      }
     }
     if (
       prev?.kind === 'artifact' &&
