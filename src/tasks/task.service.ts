@@ -112,20 +112,22 @@ export class TaskService {
   /**
    * Waits until the task is terminal, or interrupted by a status written
    * after `afterSeq` (a continuation passes its message's seq, so an earlier
-   * input-required does not count), then returns it. `signal` gives up.
+   * input-required does not count), then returns it. `signal` gives up; it
+   * is read only if there is something to wait for.
    */
   async settled(
     tenantId: string,
     taskId: string,
     afterSeq = 0,
-    signal?: AbortSignal,
+    signalOf?: () => AbortSignal,
     run?: HeldRun,
   ): Promise<TaskSnapshot> {
     if (run) {
       // A run started here for this message: its settling write says how the task stands, no read needed.
-      const task = await abortable(run.settled, signal);
+      const task = run.settledTask !== undefined ? run.settledTask : await abortable(run.settled, signalOf?.());
       if (task) return task;
     }
+    const signal = signalOf?.();
     const row = await this.views.findRow(tenantId, taskId);
     if (isTerminal(row.state) || (afterSeq === 0 && isSettled(row.state))) return this.views.snapshotOf(row);
     for await (const e of this.log.tail(tenantId, taskId, afterSeq, signal)) {

@@ -107,7 +107,18 @@ export class A2aCall {
       const agent = named === agentId ? await this.catalog.resolve(principal.tenantId, agentId) : undefined;
       if (!agent) throw DomainError.notFound(`agent '${named}'`);
       const baseUrl = r.origin ? this.cards.baseUrl(r.origin) : this.cards.configuredBaseUrl();
-      const outcome = await this.invoker.invoke(dialect, call, { principal, agent, signal: r.abort.signal, baseUrl });
+      const abort = r.abort;
+      // The signal only when something waits on it (a stream, a send whose run has not settled): most calls never
+      // read it, and making one is a noticeable part of a short call's cost.
+      const ctx = {
+        principal,
+        agent,
+        get signal() {
+          return abort.signal;
+        },
+        baseUrl,
+      };
+      const outcome = await this.invoker.invoke(dialect, call, ctx);
       if (r.log && outcome.taskId !== undefined) {
         r.log.task_id = outcome.taskId;
         annotateActiveSpan({ 'a2a.task_id': outcome.taskId });

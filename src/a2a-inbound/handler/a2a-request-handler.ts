@@ -58,7 +58,7 @@ export class A2aRequestHandler {
       const task = created ?? (await this.tasks.get(ctx.principal.tenantId, taskId));
       return this.streams.withFiles(ctx, task, { historyLength: p.historyLength });
     }
-    const task = await this.tasks.settled(ctx.principal.tenantId, taskId, afterSeq, ctx.signal, run);
+    const task = await this.tasks.settled(ctx.principal.tenantId, taskId, afterSeq, () => ctx.signal, run);
     const refused = upstreamRefusal(task);
     if (refused) throw refused;
     return this.streams.withFiles(ctx, task, { historyLength: p.historyLength });

@@ -46,6 +46,8 @@ export class HeldRun {
    * needs no read-back. Null when the run let go without settling it itself.
    */
   readonly settled: Promise<TaskSnapshot | null>;
+  /** What `settled` resolved with, once it has (undefined before). */
+  settledTask: TaskSnapshot | null | undefined;
   settle!: (task: TaskSnapshot | null) => void;
   /**
    * Resolves when the run's agent has said something that is not its turn's end (a remote-backed agent: its
@@ -75,7 +77,12 @@ export class HeldRun {
     cursor: number,
   ) {
     this.finished = new Promise<void>((resolve) => (this.done = resolve));
-    this.settled = new Promise<TaskSnapshot | null>((resolve) => (this.settle = resolve));
+    this.settled = new Promise<TaskSnapshot | null>((resolve) => {
+      this.settle = (task) => {
+        this.settledTask ??= task;
+        resolve(task);
+      };
+    });
     this.answered = new Promise<void>((resolve) => (this.answer = resolve));
     this.inbox.push(first);
     this.cursor = cursor;
