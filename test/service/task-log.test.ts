@@ -7,7 +7,7 @@ import type { PGlite } from '@electric-sql/pglite';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { getDataSourceToken } from '@nestjs/typeorm';
 import pg from 'pg';
-import type { DataSource } from 'typeorm';
+import type { DataSource, QueryRunner } from 'typeorm';
 import type { MessageJson } from '../../src/common/a2a-json.js';
 import { DomainError } from '../../src/common/errors.js';
 import { loadConfig } from '../../src/config/app-config.js';
@@ -21,7 +21,7 @@ import { TaskLogWriter } from '../../src/tasks/repositories/task-log.writer.js';
 import { StatsRecorder } from '../../src/stats/stats-recorder.service.js';
 import { UsageMeter } from '../../src/usage/usage-meter.js';
 import type { NewTask } from '../../src/tasks/repositories/task-log.types.js';
-import { TaskReads } from '../../src/tasks/repositories/task-reads.repository.js';
+import { FIND_MANY, TaskReads } from '../../src/tasks/repositories/task-reads.repository.js';
 import { Params } from '../../src/database/sql-params.js';
 import { APPEND, appendRecord } from '../../src/tasks/statements/append.sql.js';
 import { endManySql } from '../../src/tasks/statements/end.sql.js';
@@ -375,7 +375,7 @@ describe(`task log writer (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGl
     const resumed = await resume(paused);
     assert.equal(resumed?.started, true, 'with room again, it resumes');
   });
-  it('appends and ends find their tasks by key, not by reading every task', async () => {
+  it('appends, ends and lookups of many tasks find their tasks by key, not by reading every task', async () => {
     // Enough tasks that a scan of them all is the plan a planner picks when it takes the statement's items for
     // a hundred rows (its guess for a function's rows): with the ids also given as an array, it looks them up.
     const tenant = await newTenant();
@@ -391,8 +391,8 @@ describe(`task log writer (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGl
     await ds.query('ANALYZE a2a_tasks');
     const t = task(tenant);
     await create(t);
-    const scans = async (text: string, values: unknown[]): Promise<string[]> => {
-      const [row] = await ds.query<{ 'QUERY PLAN': unknown }[]>(`EXPLAIN (FORMAT JSON) ${text}`, values);
+    const scans = async (text: string, values: unknown[], runner?: QueryRunner): Promise<string[]> => {
+      const [row] = await (runner ?? ds).query(`EXPLAIN (FORMAT JSON) ${text}`, values);
       const found: string[] = [];
       const walk = (node: Record<string, unknown>): void => {
         if (node['Relation Name'] === 'a2a_tasks') found.push(String(node['Node Type']));
@@ -418,6 +418,26 @@ describe(`task log writer (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGl
     );
     assert.ok(end.length > 0, 'the end reads a2a_tasks');
     assert.ok(!end.includes('Seq Scan'), `the end's plan reads a2a_tasks by ${end.join(', ')}`);
+    // Lookups by id, batched: one probe per pair, also in the plan a connection may cache for every batch size.
+    const runner = ds.createQueryRunner();
+    try {
+      for (const mode of ['auto', 'force_generic_plan']) {
+        await runner.query(`SET plan_cache_mode = ${mode}`);
+        const many = await scans(
+          FIND_MANY.text,
+          [
+            [t.taskId, 'bulk-7', 'bulk-9'],
+            [tenant, tenant, tenant],
+          ],
+          runner,
+        );
+        assert.ok(many.length > 0, 'the lookup reads a2a_tasks');
+        assert.ok(!many.includes('Seq Scan'), `the lookup's plan (${mode}) reads a2a_tasks by ${many.join(', ')}`);
+      }
+      await runner.query('RESET plan_cache_mode');
+    } finally {
+      await runner.release();
+    }
     await ds.query(`DELETE FROM a2a_tasks WHERE tenant_id = $1`, [tenant]);
   });
 });

@@ -54,7 +54,7 @@ const FIND: Statement = {
  * with no task, or whose task is another tenant's, has no row). A lateral
  * lookup per pair, so each is a primary-key probe whatever the plan.
  */
-const FIND_MANY: Statement = {
+export const FIND_MANY: Statement = {
   name: 'arbiter_task_find_many',
   text: `SELECT f.*, k.n::int AS "n" FROM unnest($1::varchar[], $2::uuid[]) WITH ORDINALITY AS k(id, tenant, n)
     CROSS JOIN LATERAL (SELECT ${COLUMNS} FROM a2a_tasks WHERE task_id = k.id AND tenant_id = k.tenant) f`,
@@ -76,10 +76,14 @@ const STATE_OF: Statement = {
  */
 @Injectable()
 export class TaskReads {
-  /** Lookups by id in the same tick go as one query (`FIND_MANY`); one alone as `FIND`. */
+  /**
+   * Lookups by id in the same tick go as one query (`FIND_MANY`); one alone as `FIND`. Four batches in
+   * flight (the writes' group commits hold four of the pool's connections at most), so a batch carrying a
+   * large task holds up only the lookups that share it.
+   */
   private readonly lookups = new GroupCommit<{ tenantId: string; taskId: string }, TaskRow | null>(
     (keys) => this.findMany(keys),
-    { maxBatch: 64, maxInFlight: 2 },
+    { maxBatch: 32, maxInFlight: 4 },
   );
 
   constructor(
