@@ -69,8 +69,11 @@ export async function writeSse<T = SseFrame>(
   res: ServerResponse,
   frames: AsyncIterable<T>,
   opts: {
-    /** Each item as its frame, when the items are not frames already (one async step less per item than a mapping generator). */
-    frame?: (item: T) => SseFrame;
+    /**
+     * Each item as its frame, when the items are not frames already (one async step less per item than a mapping
+     * generator); an item it gives no frame for is left out.
+     */
+    frame?: (item: T) => SseFrame | undefined;
     heartbeatMs: number;
     abort?: AbortController;
     onError?: (err: unknown) => SseFrame | undefined;
@@ -136,7 +139,8 @@ export async function writeSse<T = SseFrame>(
   try {
     for await (const item of frames) {
       if (closed) break;
-      if (!write(toFrame(item))) await drained();
+      const frame = toFrame(item);
+      if (frame && !write(frame)) await drained();
     }
     // Stopped by the server (the stream's access was revoked): the last frame says why.
     const reason: unknown = opts.abort?.signal.reason;

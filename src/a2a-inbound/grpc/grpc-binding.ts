@@ -120,9 +120,10 @@ export class GrpcBinding {
         const outcome = await this.run(method, principal, request, metadata, abort);
         if (outcome.kind !== 'stream') throw new Error(`${method} answered with a single result`);
         release = outcome.release;
-        for await (const frame of outcome.frames) {
+        for await (const item of outcome.items) {
           if (subscriber.closed) break;
-          subscriber.next(fromProtoJson(responseType, frame.result));
+          const frame = outcome.frame(item);
+          if (frame) subscriber.next(fromProtoJson(responseType, frame.result));
         }
         // Ended by the server because its access went (a revoked token, a disabled tenant): the status says why.
         const reason: unknown = abort.signal.reason;

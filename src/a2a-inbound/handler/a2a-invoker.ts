@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { ParsedParams, WireDialect } from '../../a2a-wire/dialects/dialect.js';
+import type { ParsedParams, StreamItem, WireDialect } from '../../a2a-wire/dialects/dialect.js';
 import { A2aRequestHandler } from './a2a-request-handler.js';
 import type { A2aStream, CallContext } from './call-context.js';
 
@@ -26,11 +26,16 @@ export type A2aOutcome =
   | { kind: 'deleted'; taskId?: undefined; result: unknown }
   | A2aStreamOutcome;
 
-/** SendStreamingMessage, SubscribeToTask: the task's frames, until it settles or ends. */
+/**
+ * SendStreamingMessage, SubscribeToTask: the task's items, until it settles or ends, and each one's frame in the
+ * call's dialect (none for an item the dialect does not show). The binding frames each item as it writes it: no
+ * generator of its own between the log and the socket.
+ */
 export interface A2aStreamOutcome {
   kind: 'stream';
   taskId: string;
-  frames: AsyncIterable<StreamFrame>;
+  items: AsyncIterable<StreamItem>;
+  frame: (item: StreamItem) => StreamFrame | undefined;
   /** Frees what the stream holds (its slot): the binding calls it once the stream is over. */
   release: () => void;
 }
@@ -101,14 +106,24 @@ export class A2aInvoker {
 }
 
 function streamed(dialect: WireDialect, stream: A2aStream): A2aStreamOutcome {
-  return { kind: 'stream', taskId: stream.task.id, frames: frames(dialect, stream), release: stream.release };
+  return {
+    kind: 'stream',
+    taskId: stream.task.id,
+    items: stream.items,
+    frame: (item) => {
+      const result = dialect.streamItem(item, stream.task);
+      return result === undefined
+        ? undefined
+        : { seq: item.type === 'task' ? item.task.lastSeq : item.event.seq, result };
+    },
+    release: stream.release,
+  };
 }
 
-/** The stream's items as the dialect frames them (an item with no frame in this dialect is left out). */
-async function* frames(dialect: WireDialect, stream: A2aStream): AsyncGenerator<StreamFrame> {
-  for await (const item of stream.items) {
-    const result = dialect.streamItem(item, stream.task);
-    if (result === undefined) continue;
-    yield { seq: item.type === 'task' ? item.task.lastSeq : item.event.seq, result };
+/** A stream's frames, one after the other (the items the dialect does not show left out). */
+export async function* framesOf(outcome: A2aStreamOutcome): AsyncGenerator<StreamFrame> {
+  for await (const item of outcome.items) {
+    const frame = outcome.frame(item);
+    if (frame) yield frame;
   }
 }

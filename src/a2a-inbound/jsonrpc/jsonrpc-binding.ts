@@ -146,9 +146,12 @@ export class JsonRpcBinding {
   ): void {
     detachSse(
       x.res,
-      outcome.frames,
+      outcome.items,
       {
-        frame: (frame) => ({ id: frame.seq, event: 'message', data: { jsonrpc: '2.0', id, result: frame.result } }),
+        frame: (item) => {
+          const frame = outcome.frame(item);
+          return frame && { id: frame.seq, event: 'message', data: { jsonrpc: '2.0', id, result: frame.result } };
+        },
         heartbeatMs: this.config.sseHeartbeatMs,
         abort,
         headers: x.headers(),

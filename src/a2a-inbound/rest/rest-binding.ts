@@ -114,8 +114,11 @@ export class RestBinding {
     abort: AbortController,
   ): Promise<void> {
     releaseOnClose(x.res, outcome.release);
-    await writeSse(x.res, outcome.frames, {
-      frame: (frame) => ({ id: frame.seq, data: frame.result }),
+    await writeSse(x.res, outcome.items, {
+      frame: (item) => {
+        const frame = outcome.frame(item);
+        return frame && { id: frame.seq, data: frame.result };
+      },
       heartbeatMs: this.config.sseHeartbeatMs,
       abort,
       headers: x.headers(),
