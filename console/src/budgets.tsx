@@ -366,9 +366,11 @@ export function BudgetsPage(props: { api: Api; admin: boolean; mayEdit: boolean 
             <UseBars budget={one.tenant} currency={one.currency} warnAt={one.warn_at_percent} all />
             {!hasLimits(one.tenant) && <p class="muted">No tenant budget.</p>}
             {admin && mayEdit && (
+              // Keyed on the tenant only: after a save the form holds what was saved, and the read of the budgets
+              // that follows (for the bars) must not rebuild it under an edit made meanwhile.
               <LimitsForm
                 id="tenant"
-                key={`t-${tenant}-${JSON.stringify(one.tenant.limits)}`}
+                key={`t-${tenant}`}
                 name={tenantName}
                 budget={one.tenant}
                 currency={one.currency}

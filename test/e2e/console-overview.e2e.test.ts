@@ -331,10 +331,26 @@ describe('console overview, usage and budgets pages in Chromium', { skip: SKIP_B
         .locator('.field-error[data-field="tokens_per_month"]')
         .getByText(/must be null \(no budget\) or a whole number/)
         .waitFor();
+      // The page reads the budgets again after a save; an edit made before that read lands is kept. The read is
+      // held until the edit is made, so the order is the one a slow network gives.
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      const reads = (url: URL): boolean =>
+        url.pathname === '/v1/admin/budgets' && url.searchParams.get('tenant') === team.id;
+      await page.route(reads, async (route) => {
+        await held;
+        await route.continue();
+      });
       await card.getByLabel(/^Tokens per month/).fill('2500');
       await card.getByRole('button', { name: 'Save' }).click();
       await page.getByTestId('budgets-notice').getByText('Saved the budget of runaway-team.').waitFor();
+      await card.getByLabel(/^Tokens per day/).fill('900');
+      release();
       await card.getByLabel('Tokens this month: 0 of 2,500 (0%)').waitFor();
+      await page.unroute(reads);
+      assert.equal(await card.getByLabel(/^Tokens per day/).inputValue(), '900', 'the edit made meanwhile is kept');
+      assert.equal(await card.getByLabel(/^Tokens per month/).inputValue(), '2500');
+      await card.getByLabel(/^Tokens per day/).fill('');
       assert.equal((await server.admin.get(`/v1/admin/tenants/${team.id}`)).body.limits.tokens_per_month, 2500);
 
       // The tenant's runaway agent: three calls of 1000 tokens, then the budget stops it.
