@@ -119,11 +119,3 @@ function streamed(dialect: WireDialect, stream: A2aStream): A2aStreamOutcome {
     release: stream.release,
   };
 }
-
-/** A stream's frames, one after the other (the items the dialect does not show left out). */
-export async function* framesOf(outcome: A2aStreamOutcome): AsyncGenerator<StreamFrame> {
-  for await (const item of outcome.items) {
-    const frame = outcome.frame(item);
-    if (frame) yield frame;
-  }
-}
