@@ -4,7 +4,7 @@ import { A2aError } from '../../src/a2a-wire/a2a-errors.js';
 import { V03Dialect } from '../../src/a2a-wire/dialects/v03.dialect.js';
 import { V1Dialect } from '../../src/a2a-wire/dialects/v1.dialect.js';
 import protobuf from 'protobufjs';
-import { jsonNameOf, REQUEST_TYPES, spellingsOf } from '../../src/a2a-wire/dialects/proto-names.js';
+import { jsonNameOf, readProtoNames, REQUEST_TYPES, spellingsOf } from '../../src/a2a-wire/dialects/proto-names.js';
 import { A2A_ROOT } from '../../src/a2a-inbound/grpc/grpc-codec.js';
 import type { Json } from '../../src/a2a-wire/dialects/params.js';
 
@@ -127,6 +127,13 @@ describe('v1.0 reads ProtoJSON field names: the JSON name or the proto name (spe
     ]);
   });
 
+  it('a "__proto__" member of a message stays a member (no prototype is set from a request)', () => {
+    const read = readProtoNames('Message', JSON.parse('{"message_id":"m","__proto__":{"x":1}}') as Json, 'params');
+    assert.equal(Object.getPrototypeOf(read), Object.prototype);
+    assert.deepEqual(Object.keys(read), ['messageId', '__proto__']);
+    assert.deepEqual(Object.getOwnPropertyDescriptor(read, '__proto__')?.value, { x: 1 });
+  });
+
   it('one field under both names is -32602 naming it (the protobuf conformance suite refuses duplicates)', () => {
     const twice = refusal(() =>
       v1.parse('send', { message: { ...(camel.message as Json), message_id: 'm1' }, configuration: {} }),
@@ -136,6 +143,8 @@ describe('v1.0 reads ProtoJSON field names: the JSON name or the proto name (spe
     assert.match(twice.message, /given twice, as messageId and as message_id/);
     const page = refusal(() => v1.parse('list', { pageSize: 5, page_size: 5 }));
     assert.equal(page.field, 'params.pageSize');
+    // In either order.
+    assert.equal(refusal(() => v1.parse('list', { page_size: 5, pageSize: 5 })).field, 'params.pageSize');
     const part = refusal(() =>
       v1.parse('send', {
         message: {

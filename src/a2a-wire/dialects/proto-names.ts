@@ -92,20 +92,36 @@ export function spellingsOf(type: string, json: string): string[] {
 export function readProtoNames(type: string, value: Json, path: string): Json {
   const fields = TABLE.get(type);
   if (!fields) return value;
-  const seen = new Set<string>();
-  const entries = Object.entries(value).map(([key, v]): [string, unknown] => {
+  // Built member by member (no entries arrays, no set of names seen): this runs on every request's parameters.
+  const out: Json = {};
+  for (const key of Object.keys(value)) {
+    const v = value[key];
     const field = fields.get(key);
-    if (!field) return [key, v];
-    const at = `${path}.${field.json}`;
-    if (seen.has(field.json)) {
-      throw A2aError.invalidParams(at, `is given twice, as ${field.json} and as ${field.proto}; send one of them`);
+    if (!field) {
+      put(out, key, v);
+      continue;
     }
-    seen.add(field.json);
-    if (!field.message) return [field.json, v];
-    return [field.json, field.map ? mapValues(field.message, v, at) : nested(field.message, v, at)];
-  });
-  // fromEntries defines own properties: a `__proto__` key stays a key.
-  return Object.fromEntries(entries);
+    // Given under its proto name while its JSON name is there too (in either order).
+    if (key !== field.json && Object.hasOwn(value, field.json)) {
+      throw A2aError.invalidParams(
+        `${path}.${field.json}`,
+        `is given twice, as ${field.json} and as ${field.proto}; send one of them`,
+      );
+    }
+    if (!field.message) put(out, field.json, v);
+    else {
+      const at = `${path}.${field.json}`;
+      put(out, field.json, field.map ? mapValues(field.message, v, at) : nested(field.message, v, at));
+    }
+  }
+  return out;
+}
+
+/** Sets a member; a `__proto__` key stays a key (a plain assignment would set the prototype). */
+function put(o: Json, key: string, v: unknown): void {
+  if (key === '__proto__')
+    Object.defineProperty(o, key, { value: v, enumerable: true, writable: true, configurable: true });
+  else o[key] = v;
 }
 
 /** A message-typed field's value: one message, or a repeated field's list of them; anything else as it is. */
