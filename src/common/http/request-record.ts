@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { uuid } from '../ids.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger as Pino } from 'pino';
 
@@ -23,7 +23,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export function requestIdFor(req: IncomingMessage & { id?: unknown }): string {
   if (typeof req.id === 'string') return req.id;
   const incoming = req.headers['x-request-id'];
-  const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+  const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : uuid();
   req.id = id;
   return id;
 }
