@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { TalliedCounter } from './tally.js';
 
 /**
  * Label values from sets the operator or tenants define (agent ids, model
@@ -36,7 +37,7 @@ export class Metrics {
   private readonly tools = new BoundedLabel(50);
   private readonly tenants = new BoundedLabel(100);
 
-  readonly httpRequests = new Counter({
+  readonly httpRequests = new TalliedCounter({
     name: 'arbiter_http_requests_total',
     help: 'HTTP requests by method, route template and status',
     labelNames: ['method', 'route', 'status'],
@@ -49,13 +50,13 @@ export class Metrics {
     buckets: SECONDS,
     registers: [this.registry],
   });
-  readonly a2aCalls = new Counter({
+  readonly a2aCalls = new TalliedCounter({
     name: 'arbiter_a2a_requests_total',
     help: 'A2A calls by binding (jsonrpc, rest, grpc), method, dialect (1.0, 0.3) and error code ("" when it succeeded)',
     labelNames: ['binding', 'method', 'dialect', 'error'],
     registers: [this.registry],
   });
-  readonly tasksEnded = new Counter({
+  readonly tasksEnded = new TalliedCounter({
     name: 'arbiter_tasks_settled_total',
     help: 'Tasks reaching a terminal or interrupted state, by state and agent (agents past 200 distinct ids: "other"; bulk ends: "*")',
     labelNames: ['state', 'agent'],
