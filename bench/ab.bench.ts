@@ -9,7 +9,11 @@
  * VACUUM ANALYZE runs before every window, as autovacuum would.
  *
  * BENCH_SCENARIOS (default send-16): send-1, send-16, send-64, stream-16,
- * stream-64, get-16; BENCH_REPS (5), BENCH_SECONDS (3). A checkout may carry
+ * stream-64, get-16; BENCH_REPS (5), BENCH_SECONDS (3). `BENCH_AB_PAIRED=1`
+ * loads the checkouts at the same time instead of one after another, each
+ * with its own clients: they share the machine's every moment, so a noisy
+ * machine slows them alike and their CPU per request compares even when
+ * the runs apart do not (the throughput is then each one's share). A checkout may carry
  * Node flags after `@` (`../wt@--max-semi-space-size=64`). Each replica's
  * pool is 20 connections, fewer when many checkouts would pass PostgreSQL's
  * 100 (`BENCH_DB_POOL` sets it).
@@ -29,6 +33,7 @@ import {
 const REPS = Number(process.env.BENCH_REPS ?? 5);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const ON_PGLITE = process.env.BENCH_DB === 'pglite';
+const PAIRED = process.env.BENCH_AB_PAIRED === '1';
 const SCENARIOS: Record<string, { c: number; op: 'send' | 'stream' | 'get' }> = {
   'send-1': { c: 1, op: 'send' },
   'send-16': { c: 16, op: 'send' },
@@ -119,12 +124,19 @@ async function main(): Promise<void> {
   process.env.BENCH_DB_POOL ??= String(Math.min(20, Math.floor(80 / checkouts.length) - 2));
   const running: Running[] = [];
   for (const spec of checkouts) running.push(await start(spec));
-  out(`${checkouts.length} checkouts, ${REPS} reps × ${SECONDS} s, ${ON_PGLITE ? 'PGlite' : 'PostgreSQL'}`);
+  out(
+    `${checkouts.length} checkouts${PAIRED ? ' loaded together' : ''}, ${REPS} reps × ${SECONDS} s, ` +
+      (ON_PGLITE ? 'PGlite' : 'PostgreSQL'),
+  );
   for (let rep = 0; rep < REPS; rep++) {
     for (const scenario of scenarios) {
       if (!ON_PGLITE) await vacuumAnalyze();
-      for (const r of rep % 2 ? [...running].reverse() : running) {
-        const w = await measure(r, scenario);
+      const order = rep % 2 ? [...running].reverse() : running;
+      const windows: Window[] = [];
+      if (PAIRED) windows.push(...(await Promise.all(order.map((r) => measure(r, scenario)))));
+      else for (const r of order) windows.push(await measure(r, scenario));
+      for (const [i, r] of order.entries()) {
+        const w = windows[i];
         (r.results.get(scenario) ?? r.results.set(scenario, []).get(scenario)!).push(w);
         out(
           `rep ${rep + 1} ${scenario.padEnd(9)} ${r.label.padEnd(24)} ${w.perSecond.toFixed(0).padStart(6)} req/s ` +
@@ -137,18 +149,29 @@ async function main(): Promise<void> {
   }
   for (const scenario of scenarios) {
     out(`\n${scenario}: medians (min–max) of ${REPS}\n`);
-    out('| checkout | req/s | p99 ms | server CPU µs/req | PostgreSQL CPU µs/req |');
-    out('|---|--:|--:|--:|--:|');
+    // Loaded together, each rep's windows are the same moments: the ratio of CPU per request within a rep is the
+    // steadiest comparison, the first checkout the baseline.
+    out(
+      `| checkout | req/s | p99 ms | server CPU µs/req | PostgreSQL CPU µs/req |${PAIRED ? ' CPU ÷ first, per rep |' : ''}`,
+    );
+    out(`|---|--:|--:|--:|--:|${PAIRED ? '--:|' : ''}`);
+    const f = (xs: number[], d = 0) =>
+      `${median(xs).toFixed(d)} (${Math.min(...xs).toFixed(d)}–${Math.max(...xs).toFixed(d)})`;
+    const base = running[0].results.get(scenario) ?? [];
     for (const r of running) {
       const ws = r.results.get(scenario) ?? [];
-      const f = (xs: number[], d = 0) =>
-        `${median(xs).toFixed(d)} (${Math.min(...xs).toFixed(d)}–${Math.max(...xs).toFixed(d)})`;
       const pg = ws.map((w) => w.pgUs).filter((x): x is number => x !== undefined);
+      const ratio = PAIRED
+        ? ` ${f(
+            ws.map((w, i) => w.serverUs / base[i].serverUs),
+            3,
+          )} |`
+        : '';
       out(
         `| ${r.label} | ${f(ws.map((w) => w.perSecond))} | ${f(
           ws.map((w) => w.p99),
           1,
-        )} | ${f(ws.map((w) => w.serverUs))} | ${pg.length ? f(pg) : '–'} |`,
+        )} | ` + `${f(ws.map((w) => w.serverUs))} | ${pg.length ? f(pg) : '–'} |${ratio}`,
       );
     }
   }
