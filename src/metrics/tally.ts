@@ -22,9 +22,17 @@ export class TalliedCounter<L extends string> {
     this.names = config.labelNames;
     const flush = (): void => this.flush();
     this.counter = new Counter({ ...config, collect: flush });
+    // A registry's `resetMetrics` resets the counter: the sums not handed over yet go too.
+    const reset = this.counter.reset.bind(this.counter);
+    this.counter.reset = () => {
+      this.root.clear();
+      reset();
+    };
   }
 
+  /** Refused here, as prom-client refuses them, rather than at the next scrape: a bad count or label set. */
   inc(labels: Record<L, string>, by = 1): void {
+    if (!Number.isFinite(by) || by < 0) throw new TypeError(`not a count to add: ${by}`);
     let level = this.root;
     const last = this.names.length - 1;
     for (let i = 0; i < last; i++) {
@@ -35,7 +43,13 @@ export class TalliedCounter<L extends string> {
     }
     const value = labels[this.names[last]];
     let leaf = level.get(value) as Leaf<L> | undefined;
-    if (!leaf) level.set(value, (leaf = { labels: { ...labels }, n: 0 }));
+    if (!leaf) {
+      // A new series: its labels are checked once (prom-client's own check, at its first increment), on a copy
+      // (prom-client keeps the object it is given).
+      leaf = { labels: { ...labels }, n: 0 };
+      this.counter.inc(leaf.labels, 0);
+      level.set(value, leaf);
+    }
     leaf.n += by;
   }
 

@@ -41,4 +41,23 @@ describe('counters summed between scrapes (TalliedCounter)', () => {
     assert.match(text, /ended_total\{state="completed"\} 1/);
     assert.match(text, /ended_total\{state="failed"\} 1/);
   });
+
+  it('a bad count or an unknown label is refused at the call, and scrapes go on', async () => {
+    const registry = new Registry();
+    const calls = new TalliedCounter({ name: 'c_total', help: 'c', labelNames: ['method'], registers: [registry] });
+    calls.inc({ method: 'send' });
+    assert.throws(() => calls.inc({ method: 'send' }, -1), TypeError);
+    assert.throws(() => calls.inc({ method: 'send' }, Number.NaN), TypeError);
+    assert.throws(() => calls.inc({ method: 'get', other: 'x' } as unknown as { method: string }), /other/);
+    assert.match(await registry.metrics(), /c_total\{method="send"\} 1/);
+  });
+
+  it("the registry's reset clears the sums not yet handed over too", async () => {
+    const registry = new Registry();
+    const calls = new TalliedCounter({ name: 'r_total', help: 'r', labelNames: ['method'], registers: [registry] });
+    calls.inc({ method: 'send' }, 3);
+    registry.resetMetrics();
+    calls.inc({ method: 'send' });
+    assert.match(await registry.metrics(), /r_total\{method="send"\} 1/);
+  });
 });
