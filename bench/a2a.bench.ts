@@ -231,6 +231,10 @@ async function main(): Promise<void> {
     targets = targets.filter((t) => !t.postgres);
   }
   if (targets.length === 0) throw new Error('no target to run');
+  // The replicas' pools within PostgreSQL's connections (100 by default; the SDK's durable store holds 10 and the
+  // bench a few), unless set: at c=64 on a slow machine every replica fills its pool.
+  const replicas = targets.reduce((n, t) => n + (t.pgReplicas ?? 0), 0);
+  if (replicas > 0) process.env.BENCH_DB_POOL ??= String(Math.min(20, Math.floor(80 / replicas)));
   const autovacuum = postgres ? await autovacuumSetting() : undefined;
   out(
     `${cpus().length} CPUs, node ${process.version}; ${REPS} reps × ${scenarios.length} scenarios × ` +

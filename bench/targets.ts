@@ -342,24 +342,34 @@ export async function arbiterProxy(name: string): Promise<Target> {
   }
 }
 
-/** The targets of `npm run bench`, in their default order. */
-export const TARGETS: { name: string; postgres: boolean; start: () => Promise<Target> }[] = [
+/**
+ * The targets of `npm run bench`, in their default order. `pgReplicas`: the Arbiter replicas it runs on
+ * PostgreSQL, each with a pool of `BENCH_DB_POOL` connections.
+ */
+export const TARGETS: { name: string; postgres: boolean; pgReplicas?: number; start: () => Promise<Target> }[] = [
   { name: 'bare', postgres: false, start: () => bareServer('bare') },
   { name: 'sdk-memory', postgres: false, start: () => sdkServer('sdk-memory', 'memory') },
   { name: 'sdk-db', postgres: true, start: () => sdkServer('sdk-db', 'database') },
-  { name: 'arbiter-pg', postgres: true, start: async () => arbiter('arbiter-pg', (await createDatabase('pg')).url) },
+  {
+    name: 'arbiter-pg',
+    postgres: true,
+    pgReplicas: 1,
+    start: async () => arbiter('arbiter-pg', (await createDatabase('pg')).url),
+  },
   {
     name: 'arbiter-pg-jwt',
     postgres: true,
+    pgReplicas: 1,
     start: async () => arbiter('arbiter-pg-jwt', (await createDatabase('pg_jwt')).url, 1, '.', 'jwt'),
   },
   { name: 'arbiter-pglite', postgres: false, start: () => arbiter('arbiter-pglite') },
   {
     name: 'arbiter-pg-x2',
     postgres: true,
+    pgReplicas: 2,
     start: async () => arbiter('arbiter-pg-x2', (await createDatabase('pg_x2')).url, 2),
   },
-  { name: 'arbiter-proxy', postgres: true, start: () => arbiterProxy('arbiter-proxy') },
+  { name: 'arbiter-proxy', postgres: true, pgReplicas: 1, start: () => arbiterProxy('arbiter-proxy') },
 ];
 
 /** PIDs of the PostgreSQL backends connected to `database` right now. */
