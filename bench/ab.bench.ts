@@ -190,4 +190,5 @@ main()
     process.stderr.write(`bench:ab failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     process.exitCode = 1;
   })
-  .finally(() => cleanup());
+  // Out once the servers are stopped and the databases dropped, whatever else is still open.
+  .finally(() => cleanup().finally(() => process.exit()));

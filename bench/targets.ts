@@ -35,6 +35,8 @@ export interface Target {
 const children = new Set<ChildProcess>();
 const homes = new Set<string>();
 const databases = new Set<string>();
+/** Servers running in this process (the local identity provider): closed by `cleanup()` too, or it never exits. */
+const inProcess = new Set<{ close: () => Promise<void> }>();
 
 async function freePort(): Promise<number> {
   const srv = createServer();
@@ -412,7 +414,10 @@ let cleaning: Promise<void> | undefined;
 /** Stops every child still running and drops every database created here. Idempotent. */
 export function cleanup(): Promise<void> {
   cleaning ??= (async () => {
-    await Promise.all([...children].map((c) => stopChild(c).catch(() => undefined)));
+    await Promise.all([
+      ...[...children].map((c) => stopChild(c).catch(() => undefined)),
+      ...[...inProcess].map((s) => s.close().catch(() => undefined)),
+    ]);
     for (const h of homes) rmSync(h, { recursive: true, force: true });
     if (databases.size === 0) return;
     await admin(async (c) => {
@@ -435,7 +440,15 @@ async function startIdp(): Promise<import('../scripts/local-idp.mjs').LocalIdp> 
   const { startLocalIdp } = (await import(
     new URL('../../scripts/local-idp.mjs', import.meta.url).href
   )) as LocalIdpModule;
-  return startLocalIdp({ port: 0, ttlSeconds: 86_400 });
+  const idp = await startLocalIdp({ port: 0, ttlSeconds: 86_400 });
+  const entry = {
+    close: () => {
+      inProcess.delete(entry);
+      return idp.close();
+    },
+  };
+  inProcess.add(entry);
+  return { ...idp, close: entry.close };
 }
 
 /** A client-credentials access token of the local identity provider. */
