@@ -29,5 +29,6 @@ EXPOSE 8080
 # orchestrator uses /v1/health/ready to route traffic away instead).
 HEALTHCHECK --interval=15s --timeout=3s --start-period=20s \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/v1/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-# Migrations first (a no-op when up to date), then the server as PID 1's child via exec.
-CMD ["sh", "-c", "node dist/src/cli/migrate.js && exec node --import ./dist/src/tracing.js dist/src/main.js"]
+# Migrations first (a no-op when up to date), then the server as PID 1's child via exec, with the Node flags of
+# `npm start` (docs/operating.md, "Start-up and shutdown").
+CMD ["sh", "-c", "node dist/src/cli/migrate.js && exec node --no-memory-reducer --import ./dist/src/tracing.js dist/src/main.js"]

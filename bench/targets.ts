@@ -17,6 +17,11 @@ import pg from 'pg';
 
 export const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 export const ECHO_ENV = { ARBITER_ECHO_CHUNKS: '4', ARBITER_ECHO_DELAY_MS: '0' };
+/**
+ * Node's flags for Arbiter, as `npm start` and the image run it (docs/operating.md): the replicas measured here run
+ * the way users run them. The reference servers run with Node's defaults, as their own documentation shows.
+ */
+export const ARBITER_NODE_FLAGS: readonly string[] = ['--no-memory-reducer'];
 
 export interface Target {
   name: string;
@@ -213,7 +218,7 @@ async function startReplica(
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const child = launch(
-    [join(checkout, 'dist/src/main.js')],
+    [...ARBITER_NODE_FLAGS, join(checkout, 'dist/src/main.js')],
     {
       ARBITER_HOME: home,
       ARBITER_ADMIN_TOKEN: adminToken,
