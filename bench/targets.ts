@@ -416,7 +416,10 @@ export async function vacuumAnalyze(): Promise<void> {
 
 let cleaning: Promise<void> | undefined;
 
-/** Stops every child still running and drops every database created here. Idempotent. */
+/**
+ * Stops every child still running and every server started in this process, and drops every database created
+ * here. Idempotent.
+ */
 export function cleanup(): Promise<void> {
   cleaning ??= (async () => {
     await Promise.all([
