@@ -47,6 +47,9 @@ function onBeat(periodMs: number, beat: () => void): () => void {
   };
 }
 
+/** The most a burst holds before it is written (a long backlog leaves in pieces of about this size). */
+const BURST_BYTES = 64 * 1024;
+
 const SSE_HEADERS = [
   'Content-Type',
   'text/event-stream; charset=utf-8',
@@ -85,12 +88,21 @@ export async function writeSse<T = SseFrame>(
   // stream that ends then — leaves in one write: the socket is corked until the event loop moves on, not written
   // to frame by frame. The socket, not the response: a corked response buffers its chunks apart and writes each
   // on its own when uncorked (Node 24), and `end()` uncorks the socket with the terminating chunk in the same write.
+  // The frames of one burst are one chunk of the response, not one each (each chunk is four pieces on the socket:
+  // its length, the frame, two line ends).
   const socket = res.socket;
   let corked = 0;
   let corks = 0;
+  let pending = '';
+  let closed = false;
   const flush = (): void => {
     if (!corked) return;
     corked = 0;
+    if (pending) {
+      const chunk = pending;
+      pending = '';
+      if (!closed) res.write(chunk);
+    }
     socket?.uncork();
   };
   const burst = (): void => {
@@ -108,7 +120,6 @@ export async function writeSse<T = SseFrame>(
   res.socket?.setNoDelay(true);
 
   sseStreams.open++;
-  let closed = false;
   const onClose = (): void => {
     closed = true;
     opts.abort?.abort(CLIENT_GONE);
@@ -116,22 +127,28 @@ export async function writeSse<T = SseFrame>(
   res.on('close', onClose);
   let lastWrite = Date.now();
   const stopBeats = onBeat(opts.heartbeatMs, () => {
-    if (!closed && Date.now() - lastWrite >= opts.heartbeatMs) {
-      burst();
-      res.write(': keep-alive\n\n');
-      lastWrite = Date.now();
-    }
+    if (!closed && Date.now() - lastWrite >= opts.heartbeatMs) send(': keep-alive\n\n');
   });
 
+  /**
+   * Adds `text` to the burst (written when the event loop moves on, or now once the burst holds `BURST_BYTES`);
+   * false when the socket asks to wait for `drain`.
+   */
+  const send = (text: string): boolean => {
+    lastWrite = Date.now();
+    burst();
+    pending += text;
+    if (corked && pending.length < BURST_BYTES) return !res.writableNeedDrain || closed;
+    const chunk = pending;
+    pending = '';
+    return res.write(chunk) || closed;
+  };
   /** Writes the frame; false when the socket asks to wait for `drain`. */
   const write = (frame: SseFrame): boolean => {
     let chunk = '';
     if (frame.id !== undefined) chunk += `id: ${frame.id}\n`;
     if (frame.event) chunk += `event: ${frame.event}\n`;
-    chunk += `data: ${JSON.stringify(frame.data)}\n\n`;
-    lastWrite = Date.now();
-    burst();
-    return res.write(chunk) || closed;
+    return send(`${chunk}data: ${JSON.stringify(frame.data)}\n\n`);
   };
   const drained = (): Promise<unknown> => Promise.race([once(res, 'drain'), once(res, 'close')]);
   const toFrame = opts.frame ?? ((item: T) => item as SseFrame);
@@ -158,7 +175,10 @@ export async function writeSse<T = SseFrame>(
     if (closed) flush();
     else {
       corked = 0; // `end()` uncorks the socket, everything written so far going with it
-      res.end();
+      const last = pending;
+      pending = '';
+      if (last) res.end(last);
+      else res.end();
     }
   }
 }
