@@ -96,8 +96,9 @@ async function rate(t: ArbiterTarget, seconds: number): Promise<{ perSecond: num
 }
 
 export async function heldRuns(n: number, reps: number, seconds: number): Promise<HeldRunsResult> {
-  const none = await arbiter('held-none', (await createDatabase('held_none')).url);
-  const holding = await arbiter('held-n', (await createDatabase('held_n')).url);
+  // Node's defaults, not `npm start`'s flags: a settled memory reading needs the memory reducer (bench/memory.ts).
+  const none = await arbiter('held-none', (await createDatabase('held_none')).url, 1, '.', 'opaque', {}, []);
+  const holding = await arbiter('held-n', (await createDatabase('held_n')).url, 1, '.', 'opaque', {}, []);
   try {
     await rate(holding, 1); // warm up as the other one will be
     await rate(none, 1);

@@ -59,7 +59,8 @@ export async function idleSubscriptions(databaseUrl: string, n: number): Promise
 }
 
 async function oneKind(databaseUrl: string, n: number, kind: SubscriptionMemory['kind']): Promise<SubscriptionMemory> {
-  const t = await arbiter(`rss-${kind}`, databaseUrl);
+  // Node's defaults, not `npm start`'s flags: a settled reading needs the memory reducer (see above).
+  const t = await arbiter(`rss-${kind}`, databaseUrl, 1, '.', 'opaque', {}, []);
   const pid = t.pids[0];
   const base = new URL(t.urls[0]);
   const client = new Client(4);

@@ -13,6 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { ARBITER_NODE_FLAGS } from './targets.js';
 
 const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const LEASE_MS = Number(process.env.BENCH_LEASE_MS ?? 3000);
@@ -20,7 +21,7 @@ const REPS = Number(process.env.BENCH_REPS ?? 3);
 const SIZES = (process.env.BENCH_ORPHANS ?? '1000,10000').split(',').map(Number);
 
 async function startServer(env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['dist/src/main.js'], {
+  const child = spawn(process.execPath, [...ARBITER_NODE_FLAGS, 'dist/src/main.js'], {
     env: { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'ignore'],
   });

@@ -63,7 +63,13 @@ export function countAllocations(): string {
   return allocDir;
 }
 
-function launch(args: string[], env: Record<string, string>, stdout: 'pipe' | 'ignore'): ChildProcess {
+/** `flags`: Node flags of the server itself, before BENCH_NODE_ARGS (so that a flag given there wins). */
+function launch(
+  args: string[],
+  env: Record<string, string>,
+  stdout: 'pipe' | 'ignore',
+  flags: readonly string[] = [],
+): ChildProcess {
   // BENCH_NODE_ARGS go to every server, e.g. `--cpu-prof --cpu-prof-dir=prof` to profile them under load.
   const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
   const alloc: Record<string, string> = {};
@@ -72,7 +78,7 @@ function launch(args: string[], env: Record<string, string>, stdout: 'pipe' | 'i
     alloc.BENCH_ALLOC_DIR = allocDir;
     if (process.env.BENCH_ALLOC_SAMPLING) alloc.BENCH_ALLOC_SAMPLING = process.env.BENCH_ALLOC_SAMPLING;
   }
-  const child = spawn(process.execPath, [...nodeArgs, ...args], {
+  const child = spawn(process.execPath, [...flags, ...nodeArgs, ...args], {
     env: { PATH: process.env.PATH ?? '', ...alloc, ...env },
     stdio: ['ignore', stdout, 'inherit'],
   });
@@ -211,6 +217,7 @@ async function startReplica(
   databaseUrl?: string,
   checkout = '.',
   env: Record<string, string> = {},
+  nodeFlags: readonly string[] = ARBITER_NODE_FLAGS,
 ): Promise<{ child: ChildProcess; url: string }> {
   const home = mkdtempSync(join(tmpdir(), 'arbiter-bench-'));
   homes.add(home);
@@ -218,7 +225,7 @@ async function startReplica(
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const child = launch(
-    [...ARBITER_NODE_FLAGS, join(checkout, 'dist/src/main.js')],
+    [join(checkout, 'dist/src/main.js')],
     {
       ARBITER_HOME: home,
       ARBITER_ADMIN_TOKEN: adminToken,
@@ -234,6 +241,7 @@ async function startReplica(
       ...env,
     },
     'ignore',
+    nodeFlags,
   );
   child.once('exit', () => {
     rmSync(home, { recursive: true, force: true });
@@ -247,7 +255,7 @@ async function startReplica(
  * `replicas` Arbiter processes on one database (PGlite in its own ARBITER_HOME
  * when `databaseUrl` is absent), a tenant created through the admin API.
  * `checkout`: the built checkout to run (`npm run bench:ab` compares several); `extraEnv`: more settings for
- * every replica.
+ * every replica; `nodeFlags`: Node's flags for them (those of `npm start` unless told).
  */
 export async function arbiter(
   name: string,
@@ -256,6 +264,7 @@ export async function arbiter(
   checkout = '.',
   caller: 'opaque' | 'jwt' = 'opaque',
   extraEnv: Record<string, string> = {},
+  nodeFlags: readonly string[] = ARBITER_NODE_FLAGS,
 ): Promise<ArbiterTarget> {
   const adminToken = `adm_${randomBytes(24).toString('hex')}`;
   const started: { child: ChildProcess; url: string }[] = [];
@@ -270,7 +279,9 @@ export async function arbiter(
       ...(idp ? { ARBITER_IDENTITY_ALLOWLIST: `127.0.0.1:${idp.port}` } : {}),
       ...extraEnv,
     };
-    for (let i = 0; i < replicas; i++) started.push(await startReplica(adminToken, databaseUrl, checkout, env));
+    for (let i = 0; i < replicas; i++) {
+      started.push(await startReplica(adminToken, databaseUrl, checkout, env, nodeFlags));
+    }
     const admin = (path: string, body: unknown) =>
       fetch(`${started[0].url}${path}`, {
         method: 'POST',
