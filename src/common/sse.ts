@@ -95,14 +95,17 @@ export async function writeSse<T = SseFrame>(
   let corks = 0;
   let pending = '';
   let closed = false;
+  /** The burst's text so far, handed over (and the burst emptied). */
+  const take = (): string => {
+    const text = pending;
+    pending = '';
+    return text;
+  };
   const flush = (): void => {
     if (!corked) return;
     corked = 0;
-    if (pending) {
-      const chunk = pending;
-      pending = '';
-      if (!closed) res.write(chunk);
-    }
+    const chunk = take();
+    if (chunk && !closed) res.write(chunk);
     socket?.uncork();
   };
   const burst = (): void => {
@@ -139,9 +142,7 @@ export async function writeSse<T = SseFrame>(
     burst();
     pending += text;
     if (corked && pending.length < BURST_BYTES) return !res.writableNeedDrain || closed;
-    const chunk = pending;
-    pending = '';
-    return res.write(chunk) || closed;
+    return res.write(take()) || closed;
   };
   /** Writes the frame; false when the socket asks to wait for `drain`. */
   const write = (frame: SseFrame): boolean => {
@@ -175,8 +176,7 @@ export async function writeSse<T = SseFrame>(
     if (closed) flush();
     else {
       corked = 0; // `end()` uncorks the socket, everything written so far going with it
-      const last = pending;
-      pending = '';
+      const last = take();
       if (last) res.end(last);
       else res.end();
     }
