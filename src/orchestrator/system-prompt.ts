@@ -13,8 +13,20 @@ const MODE: Record<Constitution['mode'], string> = {
   writer: 'You write finished text for the user to keep.',
 };
 
-/** The system prompt an agent's constitution gives the model. */
+/** Prompts by constitution: a resolved agent's constitution is one object until the agent changes. */
+const prompts = new WeakMap<Constitution, string>();
+
+/** The system prompt an agent's constitution gives the model (made once per constitution object). */
 export function systemPrompt(c: Constitution): string {
+  let prompt = prompts.get(c);
+  if (prompt === undefined) {
+    prompt = promptOf(c);
+    prompts.set(c, prompt);
+  }
+  return prompt;
+}
+
+function promptOf(c: Constitution): string {
   const lines = [`You are ${c.name}${c.role ? `, ${c.role}` : ''}.`];
   if (c.goal) lines.push(`Goal: ${c.goal}`);
   if (c.personality) lines.push(`Personality: ${c.personality}`);

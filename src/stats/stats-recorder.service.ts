@@ -52,6 +52,8 @@ export class StatsRecorder implements OnApplicationBootstrap, BeforeApplicationS
   private readonly logger = new Logger('Stats');
   private pending = new Map<string, Cell>();
   private flushing: Promise<void> | undefined;
+  /** The cell `cell()` found last, and the pending map it is in (a flush starts another). */
+  private last: { cell: Cell; in: Map<string, Cell> } | undefined;
   private timer: NodeJS.Timeout | undefined;
   private pruner: NodeJS.Timeout | undefined;
 
@@ -161,6 +163,11 @@ export class StatsRecorder implements OnApplicationBootstrap, BeforeApplicationS
 
   private cell(tenantId: string): Cell | undefined {
     const minute = Math.floor(Date.now() / 60_000) * 60_000;
+    // A request counts several things for one tenant in one minute: the cell it found last, without a key made.
+    const last = this.last;
+    if (last && last.in === this.pending && last.cell.tenantId === tenantId && last.cell.minute === minute) {
+      return last.cell;
+    }
     const key = `${tenantId}|${minute}`;
     let c = this.pending.get(key);
     if (!c) {
@@ -178,6 +185,7 @@ export class StatsRecorder implements OnApplicationBootstrap, BeforeApplicationS
       };
       this.pending.set(key, c);
     }
+    this.last = { cell: c, in: this.pending };
     return c;
   }
 }

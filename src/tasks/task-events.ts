@@ -38,6 +38,9 @@ export function foldArtifacts(base: ArtifactJson[], events: Iterable<TaskEventBo
   return fold.list();
 }
 
+/** Above this many artifacts a fold finds them by id through a map; below, a scan of the list is cheaper. */
+const SCAN_LIMIT = 8;
+
 /**
  * A run's artifacts, folded in place as its events come: each event costs
  * its own size, not the size of every artifact so far (a run of thousands
@@ -45,20 +48,23 @@ export function foldArtifacts(base: ArtifactJson[], events: Iterable<TaskEventBo
  * not change.
  */
 export class ArtifactFold {
-  private readonly byId = new Map<string, ArtifactJson>();
+  private readonly artifacts: ArtifactJson[] = [];
+  /** Place in `artifacts` by id, once there are more than `SCAN_LIMIT`. */
+  private index: Map<string, number> | undefined;
 
   constructor(base: ArtifactJson[]) {
-    for (const a of base) this.byId.set(a.artifactId, { ...a, parts: [...a.parts] });
+    for (const a of base) this.put(a);
   }
 
   add(e: TaskEventBody): void {
     if (e.kind !== 'artifact') return;
     const { artifact, append } = e.payload;
-    const existing = this.byId.get(artifact.artifactId);
-    if (!existing || !append) {
-      this.byId.set(artifact.artifactId, { ...artifact, parts: [...artifact.parts] });
+    const at = this.find(artifact.artifactId);
+    if (at < 0 || !append) {
+      this.put(artifact, at);
       return;
     }
+    const existing = this.artifacts[at];
     for (const part of artifact.parts) {
       const last = existing.parts[existing.parts.length - 1];
       // Consecutive text chunks merge into one text part (a new part object: listed copies keep theirs).
@@ -72,8 +78,27 @@ export class ArtifactFold {
 
   /** The artifacts now, in first-seen order. */
   list(): ArtifactJson[] {
-    const out: ArtifactJson[] = [];
-    for (const a of this.byId.values()) out.push({ ...a, parts: [...a.parts] });
-    return out;
+    return this.artifacts.map((a) => ({ ...a, parts: [...a.parts] }));
+  }
+
+  /** The place of the artifact with this id, or -1. */
+  private find(id: string): number {
+    if (this.index) return this.index.get(id) ?? -1;
+    for (let i = 0; i < this.artifacts.length; i++) if (this.artifacts[i].artifactId === id) return i;
+    return -1;
+  }
+
+  /** A copy of `a` at `at` (replacing what was there: it keeps its place), or last when new. */
+  private put(a: ArtifactJson, at = this.find(a.artifactId)): void {
+    const copy = { ...a, parts: [...a.parts] };
+    if (at >= 0) {
+      this.artifacts[at] = copy;
+      return;
+    }
+    this.artifacts.push(copy);
+    if (this.index) this.index.set(a.artifactId, this.artifacts.length - 1);
+    else if (this.artifacts.length > SCAN_LIMIT) {
+      this.index = new Map(this.artifacts.map((x, i) => [x.artifactId, i]));
+    }
   }
 }

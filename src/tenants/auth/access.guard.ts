@@ -53,7 +53,7 @@ export class BearerGuard {
 
   async principal(req: Request, res: Response): Promise<Principal> {
     requireBearerHeader(req);
-    const [err, user] = await this.bearer.authenticate(req, res);
+    const [err, user] = await this.bearer.authenticate(req);
     if (err instanceof BearerRefusalError) {
       throw new DomainError(err.status === 403 ? 'forbidden' : 'unauthorized', err.message);
     }

@@ -1,46 +1,52 @@
 import { Injectable } from '@nestjs/common';
-import type { Request, Response } from 'express';
-import passport from 'passport';
-import { Strategy as BearerStrategy } from 'passport-http-bearer';
+import type { Request } from 'express';
+import { Strategy as BearerStrategy, type VerifyFunction } from 'passport-http-bearer';
 import type { Principal } from '../../common/auth.decorators.js';
 import { BearerRefusalError } from './bearer-refusal.js';
 import { JwtPrincipals } from '../identity/jwt-principals.service.js';
 import { OperatorTokens } from '../services/operator-tokens.service.js';
 import { TenantAuthService } from '../services/tenant-auth.service.js';
 
-export const BEARER_STRATEGY = 'bearer';
-
 export { BearerRefusalError } from './bearer-refusal.js';
 
 /** Three base64url segments: the compact form of a JWS (a JWT). */
 const JWS_COMPACT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 
+/** What passport gives a strategy for one request: the strategy's outcome, reported once. */
+interface StrategyRun {
+  authenticate(req: Request, options?: object): void;
+  success(user: Principal): void;
+  fail(): void;
+  error(err: unknown): void;
+  pass(): void;
+  redirect(): void;
+}
+
 /**
- * One passport-http-bearer strategy for every credential, on a passport
- * instance of this application's own (the `passport` module's default
- * instance is process-wide: two applications in one process would share
- * strategies). The token's form picks who verifies it: `atr_…` a tenant's
- * opaque token, `adm_…` an operator's (the root one or a named one), and a
- * compact JWS a JWT access token from a trusted issuer.
+ * One passport-http-bearer strategy for every credential, run the way
+ * passport's `authenticate` runs a strategy (an object made from it per
+ * request, given `success`, `fail`, `error`), without passport's middleware
+ * around it: a guard needs the outcome, not a middleware chain, and
+ * passport's instance is process-wide state (two applications in one
+ * process would share strategies). The token's form picks who verifies it:
+ * `atr_…` a tenant's opaque token, `adm_…` an operator's (the root one or
+ * a named one), and a compact JWS a JWT access token from a trusted issuer.
  */
 @Injectable()
 export class BearerAuthenticator {
-  private readonly passport = new passport.Passport();
+  private readonly strategy: BearerStrategy<VerifyFunction>;
 
   constructor(
     private readonly tenants: TenantAuthService,
     private readonly operators: OperatorTokens,
     private readonly jwts: JwtPrincipals,
   ) {
-    this.passport.use(
-      BEARER_STRATEGY,
-      new BearerStrategy((token, done) => {
-        this.resolve(token).then(
-          (principal) => done(null, principal),
-          (err: unknown) => done(err),
-        );
-      }),
-    );
+    this.strategy = new BearerStrategy((token, done) => {
+      this.resolve(token).then(
+        (principal) => done(null, principal),
+        (err: unknown) => done(err),
+      );
+    });
   }
 
   /** The principal of a token, or a `BearerRefusalError`. */
@@ -59,17 +65,17 @@ export class BearerAuthenticator {
     throw new BearerRefusalError('invalid or revoked token');
   }
 
-  /** The strategy's outcome for this request: `[error, user]` as passport reports them (user false: no valid token). */
-  authenticate(req: Request, res: Response): Promise<[unknown, Principal | false]> {
-    return new Promise((resolve, reject) => {
-      const middleware = this.passport.authenticate(
-        BEARER_STRATEGY,
-        { session: false },
-        (err: unknown, user: Principal | false) => resolve([err, user]),
-      ) as (req: Request, res: Response, next: (err?: unknown) => void) => void;
-      middleware(req, res, (err?: unknown) =>
-        err ? reject(err instanceof Error ? err : new Error('authentication failed')) : resolve([undefined, false]),
-      );
+  /** The strategy's outcome for this request: `[error, user]` (user false: no valid token). */
+  authenticate(req: Request): Promise<[unknown, Principal | false]> {
+    return new Promise((resolve) => {
+      const run = Object.create(this.strategy) as StrategyRun;
+      run.success = (user) => resolve([null, user]);
+      run.fail = () => resolve([null, false]);
+      run.error = (err) => resolve([err, false]);
+      // A bearer strategy neither passes nor redirects: either would be a failure to authenticate.
+      run.pass = () => resolve([null, false]);
+      run.redirect = () => resolve([null, false]);
+      run.authenticate(req, { session: false });
     });
   }
 }

@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { ArtifactJson } from '../../src/common/a2a-json.js';
+import { ArtifactFold, foldArtifacts, type TaskEventBody } from '../../src/tasks/task-events.js';
+
+const art = (artifactId: string, text: string): ArtifactJson => ({ artifactId, parts: [{ text }] });
+const event = (artifact: ArtifactJson, append = false): TaskEventBody => ({
+  kind: 'artifact',
+  payload: { artifact, append, lastChunk: false },
+});
+
+describe('artifact fold', () => {
+  // Below and above the count at which the fold switches from scanning its list to a map by id.
+  for (const n of [3, 40]) {
+    it(`keeps first-seen order, appends and replacements over ${n} artifacts`, () => {
+      const base = [art('a0', 'base')];
+      const fold = new ArtifactFold(base);
+      for (let i = 1; i < n; i++) fold.add(event(art(`a${i}`, `t${i}`)));
+      // Appends to every artifact, then a replacement of the first and the last: both keep their places.
+      for (let i = 0; i < n; i++) fold.add(event(art(`a${i}`, '+'), true));
+      fold.add(event(art('a0', 'new')));
+      fold.add(event(art(`a${n - 1}`, 'last')));
+      fold.add({ kind: 'usage', payload: { inputTokens: 1, outputTokens: 1 } });
+      const list = fold.list();
+      assert.deepEqual(
+        list.map((a) => a.artifactId),
+        Array.from({ length: n }, (_, i) => `a${i}`),
+      );
+      assert.equal(list[0].parts[0].text, 'new');
+      assert.equal(list[n - 1].parts[0].text, 'last');
+      for (let i = 1; i < n - 1; i++) assert.deepEqual(list[i].parts, [{ text: `t${i}+` }]);
+      // The base and a listed copy are not changed by later events.
+      fold.add(event(art('a1', '!'), true));
+      assert.deepEqual(base, [art('a0', 'base')]);
+      assert.deepEqual(list[1].parts, [{ text: 't1+' }]);
+      assert.deepEqual(fold.list()[1].parts, [{ text: 't1+!' }]);
+    });
+  }
+
+  it('an append to an artifact not seen yet starts it; a repeated id in the base is one artifact', () => {
+    const out = foldArtifacts([art('x', '1'), art('y', '2'), art('x', '3')], [event(art('z', 'new'), true)]);
+    assert.deepEqual(out, [art('x', '3'), art('y', '2'), art('z', 'new')]);
+  });
+});
