@@ -1,4 +1,3 @@
-import { StreamResponse, Task } from '@a2a-js/sdk';
 import { A2aError } from '../a2a-errors.js';
 import type { TaskSnapshot } from '../../tasks/task-snapshot.js';
 import type { MessageJson, PartJson } from '../../common/a2a-json.js';
@@ -18,6 +17,7 @@ import type { PushConfigView } from '../push-config.js';
 import { v1PushConfig, v1PushDelete, v1PushGet, v1PushList, v1PushSet, v1SendPush } from './push-params.js';
 import { got, obj, optBool, optObj, optStr, shapeOf, str, type Json } from './params.js';
 import { readProtoNames, REQUEST_TYPES } from './proto-names.js';
+import { protoArtifactUpdate, protoStatusUpdate, protoTask } from './proto-json.js';
 
 /** Part's `content` oneof (a2a.proto). */
 const CONTENT = ['text', 'raw', 'url', 'data'];
@@ -134,8 +134,8 @@ export class V1Dialect implements WireDialect {
     if (view.includeArtifacts !== false) json.artifacts = t.artifacts;
     const history = trimHistory(t.history, view.historyLength);
     if (history) json.history = history;
-    // Round-trip through the SDK's generated codec: exact ProtoJSON (defaults omitted, enum names).
-    const out = Task.toJSON(Task.fromJSON(json)) as Json;
+    // Exact ProtoJSON (defaults omitted, enum names), as the SDK's generated codec writes it.
+    const out = protoTask(json);
     if (view.includeArtifacts === false) delete out.artifacts;
     else if (view.includeArtifacts === true) out.artifacts ??= [];
     return out;
@@ -171,29 +171,25 @@ export class V1Dialect implements WireDialect {
     switch (e.kind) {
       case 'status': {
         const p = e.payload;
-        return StreamResponse.toJSON(
-          StreamResponse.fromJSON({
-            statusUpdate: {
-              taskId: task.id,
-              contextId: task.contextId,
-              status: { state: p.state, ...statusMessage(p.state, p.message), timestamp: p.timestamp },
-              ...(p.error ? { metadata: { 'x-arbiter.error': p.error } } : {}),
-            },
+        return {
+          statusUpdate: protoStatusUpdate({
+            taskId: task.id,
+            contextId: task.contextId,
+            status: { state: p.state, ...statusMessage(p.state, p.message), timestamp: p.timestamp },
+            ...(p.error ? { metadata: { 'x-arbiter.error': p.error } } : {}),
           }),
-        );
+        };
       }
       case 'artifact':
-        return StreamResponse.toJSON(
-          StreamResponse.fromJSON({
-            artifactUpdate: {
-              taskId: task.id,
-              contextId: task.contextId,
-              artifact: e.payload.artifact,
-              append: e.payload.append,
-              lastChunk: e.payload.lastChunk,
-            },
+        return {
+          artifactUpdate: protoArtifactUpdate({
+            taskId: task.id,
+            contextId: task.contextId,
+            artifact: e.payload.artifact,
+            append: e.payload.append,
+            lastChunk: e.payload.lastChunk,
           }),
-        );
+        };
       case 'message':
       case 'usage':
       case 'text': // sub-agent text: A2A gets the whole reply as a sub_agent_response artifact
