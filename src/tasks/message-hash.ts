@@ -74,17 +74,32 @@ function walk(feed: Feed, v: unknown): void {
   }
 }
 
+/** Up to this many keys are sorted by insertion, in place: the built-in sort makes work arrays even for two. */
+const SMALL = 16;
+
 /**
  * The object's keys in sorted order, without those whose value is undefined (absent and undefined members are the
  * same message). Most objects come with their keys in order already and nothing undefined: then `Object.keys` is
  * the answer as it is, without a filtered copy or a sorted one.
  */
 function sortedKeys(o: Record<string, unknown>): string[] {
-  const keys = Object.keys(o);
+  let keys = Object.keys(o);
+  let sorted = true;
   for (let i = 0; i < keys.length; i++) {
-    if (o[keys[i]] === undefined || (i > 0 && keys[i - 1] > keys[i])) {
-      return keys.filter((k) => o[k] !== undefined).sort();
+    if (o[keys[i]] === undefined) {
+      keys = keys.filter((k) => o[k] !== undefined);
+      sorted = false;
+      break;
     }
+    if (i > 0 && keys[i - 1] > keys[i]) sorted = false;
+  }
+  if (sorted) return keys;
+  if (keys.length > SMALL) return keys.sort();
+  for (let i = 1; i < keys.length; i++) {
+    const k = keys[i];
+    let j = i - 1;
+    for (; j >= 0 && keys[j] > k; j--) keys[j + 1] = keys[j];
+    keys[j + 1] = k;
   }
   return keys;
 }

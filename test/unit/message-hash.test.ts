@@ -39,6 +39,15 @@ describe('message hash', () => {
     assert.equal(messageHash(shuffled), STORED_HASH);
   });
 
+  it('agrees for objects of many keys in any order', () => {
+    const names = Array.from({ length: 40 }, (_, i) => `k${String(i).padStart(2, '0')}`);
+    const forward = Object.fromEntries(names.map((k, i) => [k, i]));
+    const backward = Object.fromEntries([...names].reverse().map((k) => [k, forward[k]]));
+    const m = (metadata: Record<string, unknown>) => ({ ...SORTED, metadata }) as MessageJson;
+    assert.equal(messageHash(m(backward)), messageHash(m(forward)));
+    assert.notEqual(messageHash(m({ ...backward, k00: 1 })), messageHash(m(forward)));
+  });
+
   it('differs when anything the sender chose differs', () => {
     const changed = (m: Record<string, unknown>) => messageHash(m as unknown as MessageJson);
     const parts = SORTED.parts as unknown as Record<string, unknown>[];

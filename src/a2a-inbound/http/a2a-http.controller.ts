@@ -130,14 +130,16 @@ export class A2aHttpController implements OnApplicationBootstrap {
   private async jsonRpcCall(x: HttpExchange, encodedAgent: string): Promise<void> {
     if (x.req.method !== 'POST') {
       // Any other method: authenticated like every tenant route first, then 405.
-      const principal = await this.authenticate(x, (err) => this.jsonRpc.refuse(x, err));
+      const known = this.authenticate(x, (err) => this.jsonRpc.refuse(x, err));
+      const principal = known instanceof Promise ? await known : known;
       if (!principal) return;
       x.header('Allow', 'POST');
       x.closeIfUnread();
       x.json(405, { error: 'use POST for JSON-RPC requests', code: 'method_not_allowed' });
       return;
     }
-    const principal = await this.authenticate(x, (err) => this.jsonRpc.refuse(x, err));
+    const known = this.authenticate(x, (err) => this.jsonRpc.refuse(x, err));
+    const principal = known instanceof Promise ? await known : known;
     if (!principal) return;
     const agent = decodeSegment(encodedAgent);
     let body: string;
@@ -154,7 +156,8 @@ export class A2aHttpController implements OnApplicationBootstrap {
   }
 
   private async restCall(x: HttpExchange, target: Extract<Target, { kind: 'rest' }>): Promise<void> {
-    const principal = await this.authenticate(x, (err) => this.rest.refuse(x, err));
+    const known = this.authenticate(x, (err) => this.rest.refuse(x, err));
+    const principal = known instanceof Promise ? await known : known;
     if (!principal) return;
     const agent = decodeSegment(target.agent);
     let body: unknown;
@@ -183,13 +186,23 @@ export class A2aHttpController implements OnApplicationBootstrap {
     );
   }
 
-  /** The tenant of the request's bearer, or undefined once `refuse` has answered (401, 403, 503). */
-  private async authenticate(x: HttpExchange, refuse: (err: unknown) => void): Promise<TenantPrincipal | undefined> {
-    try {
-      return await this.guard.tenantOf(x.req.headers.authorization);
-    } catch (err) {
+  /**
+   * The tenant of the request's bearer, or undefined once `refuse` has answered (401, 403, 503): at once when the
+   * token was verified lately (most requests), else a promise.
+   */
+  private authenticate(
+    x: HttpExchange,
+    refuse: (err: unknown) => void,
+  ): TenantPrincipal | undefined | Promise<TenantPrincipal | undefined> {
+    const refused = (err: unknown): undefined => {
       refuse(err);
       return undefined;
+    };
+    try {
+      const principal = this.guard.tenantOf(x.req.headers.authorization);
+      return principal instanceof Promise ? principal.catch(refused) : principal;
+    } catch (err) {
+      return refused(err);
     }
   }
 

@@ -13,7 +13,7 @@ import { DomainError } from '../../common/errors.js';
 import { requestLog } from '../../common/logging.js';
 import { AppConfig } from '../../config/app-config.js';
 import { secretsEqual } from '../services/token-crypto.js';
-import { BearerAuthenticator, BearerRefusalError } from './bearer.strategies.js';
+import { BearerAuthenticator, BearerRefusalError, type StrategyOutcome } from './bearer.strategies.js';
 
 /** RFC 9110 §11.1: the scheme is case-insensitive, followed by one or more spaces or tabs (§11.4 token68). */
 const BEARER_HEADER = /^bearer[ \t]+([A-Za-z0-9._~+/-]+=*)[ \t]*$/i;
@@ -51,21 +51,14 @@ const NEEDS_OPERATOR = 'this route needs the admin token or another operator cre
 export class BearerGuard {
   constructor(private readonly bearer: BearerAuthenticator) {}
 
-  async principal(req: Request, res: Response): Promise<Principal> {
+  /**
+   * The request's principal, or the 401/403 thrown: at once when the bearer was verified lately, else a
+   * promise (so that a request whose token is known waits for nothing here).
+   */
+  principal(req: Request, res: Response): Principal | Promise<Principal> {
     requireBearerHeader(req);
-    const [err, user] = await this.bearer.authenticate(req);
-    if (err instanceof BearerRefusalError) {
-      throw new DomainError(err.status === 403 ? 'forbidden' : 'unauthorized', err.message);
-    }
-    if (err instanceof Error) throw err;
-    if (err) throw new Error('authentication failed unexpectedly');
-    if (!user) throw new DomainError('unauthorized', 'invalid or revoked token');
-    if (res.setHeader !== undefined) {
-      const log = requestLog(res);
-      log.actor = user.actor;
-      if ('tenantId' in user) log.tenant_id = user.tenantId;
-    }
-    return user;
+    const outcome = this.bearer.authenticate(req);
+    return outcome instanceof Promise ? outcome.then((o) => accepted(o, res)) : accepted(outcome, res);
   }
 
   /**
@@ -73,17 +66,37 @@ export class BearerGuard {
    * HTTP request would get: for the A2A bindings (gRPC's bearer rides in the
    * call's metadata, spec §10.2). Only the header is read.
    */
-  principalOf(authorization: string | undefined): Promise<Principal> {
+  principalOf(authorization: string | undefined): Principal | Promise<Principal> {
     const req = { headers: authorization === undefined ? {} : { authorization } } as Request;
     return this.principal(req, {} as Response);
   }
 
   /** A tenant principal of a header value, else the 401/403 (an operator's credential acts on /v1/admin only). */
-  async tenantOf(authorization: string | undefined): Promise<TenantPrincipal> {
-    const principal = await this.principalOf(authorization);
-    if (!('tenantId' in principal)) throw new DomainError('forbidden', NEEDS_TENANT);
-    return principal;
+  tenantOf(authorization: string | undefined): TenantPrincipal | Promise<TenantPrincipal> {
+    const principal = this.principalOf(authorization);
+    return principal instanceof Promise ? principal.then(tenantOnly) : tenantOnly(principal);
   }
+}
+
+/** The strategy's outcome as a principal (on the request's log line), or the refusal it stands for. */
+function accepted([err, user]: StrategyOutcome, res: Response): Principal {
+  if (err instanceof BearerRefusalError) {
+    throw new DomainError(err.status === 403 ? 'forbidden' : 'unauthorized', err.message);
+  }
+  if (err instanceof Error) throw err;
+  if (err) throw new Error('authentication failed unexpectedly');
+  if (!user) throw new DomainError('unauthorized', 'invalid or revoked token');
+  if (res.setHeader !== undefined) {
+    const log = requestLog(res);
+    log.actor = user.actor;
+    if ('tenantId' in user) log.tenant_id = user.tenantId;
+  }
+  return user;
+}
+
+function tenantOnly(principal: Principal): TenantPrincipal {
+  if (!('tenantId' in principal)) throw new DomainError('forbidden', NEEDS_TENANT);
+  return principal;
 }
 
 /**

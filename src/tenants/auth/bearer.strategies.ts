@@ -5,7 +5,7 @@ import type { Principal } from '../../common/auth.decorators.js';
 import { BearerRefusalError } from './bearer-refusal.js';
 import { JwtPrincipals } from '../identity/jwt-principals.service.js';
 import { OperatorTokens } from '../services/operator-tokens.service.js';
-import { TenantAuthService } from '../services/tenant-auth.service.js';
+import { TenantAuthService, type TenantAuthResult } from '../services/tenant-auth.service.js';
 
 export { BearerRefusalError } from './bearer-refusal.js';
 
@@ -42,20 +42,33 @@ export class BearerAuthenticator {
     private readonly jwts: JwtPrincipals,
   ) {
     this.strategy = new BearerStrategy((token, done) => {
-      this.resolve(token).then(
-        (principal) => done(null, principal),
+      let principal: Principal | Promise<Principal>;
+      try {
+        principal = this.resolve(token);
+      } catch (err) {
+        return done(err);
+      }
+      if (!(principal instanceof Promise)) return done(null, principal);
+      principal.then(
+        (p) => done(null, p),
         (err: unknown) => done(err),
       );
     });
   }
 
-  /** The principal of a token, or a `BearerRefusalError`. */
-  private async resolve(token: string): Promise<Principal> {
+  /**
+   * The principal of a token, or a `BearerRefusalError` (thrown, or the promise's rejection). A tenant token
+   * verified lately is answered at once, without a promise: most requests' tokens were.
+   */
+  private resolve(token: string): Principal | Promise<Principal> {
     if (token.startsWith('atr_')) {
-      const r = await this.tenants.authenticate(token);
-      if (r.ok) return r.principal;
-      throw new BearerRefusalError(r.reason === 'tenant_disabled' ? 'tenant is disabled' : 'invalid or revoked token');
+      const now = this.tenants.cached(token);
+      return now ? tenantPrincipal(now) : this.tenants.authenticate(token).then(tenantPrincipal);
     }
+    return this.resolveOther(token);
+  }
+
+  private async resolveOther(token: string): Promise<Principal> {
     if (token.startsWith('adm_')) {
       const operator = await this.operators.authenticate(token);
       if (operator) return operator;
@@ -65,17 +78,32 @@ export class BearerAuthenticator {
     throw new BearerRefusalError('invalid or revoked token');
   }
 
-  /** The strategy's outcome for this request: `[error, user]` (user false: no valid token). */
-  authenticate(req: Request): Promise<[unknown, Principal | false]> {
-    return new Promise((resolve) => {
-      const run = Object.create(this.strategy) as StrategyRun;
-      run.success = (user) => resolve([null, user]);
-      run.fail = () => resolve([null, false]);
-      run.error = (err) => resolve([err, false]);
-      // A bearer strategy neither passes nor redirects: either would be a failure to authenticate.
-      run.pass = () => resolve([null, false]);
-      run.redirect = () => resolve([null, false]);
-      run.authenticate(req, { session: false });
-    });
+  /**
+   * The strategy's outcome for this request: `[error, user]` (user false: no valid token) — at once when the
+   * strategy decided at once (a token verified lately), else a promise of it.
+   */
+  authenticate(req: Request): StrategyOutcome | Promise<StrategyOutcome> {
+    let outcome: StrategyOutcome | undefined;
+    let settle: ((o: StrategyOutcome) => void) | undefined;
+    const decide = (o: StrategyOutcome): void => {
+      if (settle) settle(o);
+      else outcome ??= o;
+    };
+    const run = Object.create(this.strategy) as StrategyRun;
+    run.success = (user) => decide([null, user]);
+    run.fail = () => decide([null, false]);
+    run.error = (err) => decide([err, false]);
+    // A bearer strategy neither passes nor redirects: either would be a failure to authenticate.
+    run.pass = () => decide([null, false]);
+    run.redirect = () => decide([null, false]);
+    run.authenticate(req, { session: false });
+    return outcome ?? new Promise((resolve) => (settle = resolve));
   }
+}
+
+export type StrategyOutcome = [unknown, Principal | false];
+
+function tenantPrincipal(r: TenantAuthResult): Principal {
+  if (r.ok) return r.principal;
+  throw new BearerRefusalError(r.reason === 'tenant_disabled' ? 'tenant is disabled' : 'invalid or revoked token');
 }

@@ -18,7 +18,11 @@ const TOUCH_EVERY_MS = 60_000;
 interface Verified {
   principal: TenantPrincipal;
   touchedAt: number;
+  /** The answer served for it (one object, not one per request). */
+  answer: TenantAuthResult;
 }
+
+const INVALID: TenantAuthResult = { ok: false, reason: 'invalid_token' };
 
 /**
  * Resolves a presented bearer token to its tenant. Verified tokens are kept
@@ -49,33 +53,39 @@ export class TenantAuthService implements OnModuleInit {
     this.verified.clear();
   }
 
+  /**
+   * The answer for a token verified lately, or for one that cannot be a token, without waiting (most requests:
+   * their token was verified by an earlier one); undefined when it must be looked up (`authenticate`).
+   */
+  cached(token: string): TenantAuthResult | undefined {
+    if (!TENANT_TOKEN_PATTERN.test(token)) return INVALID;
+    const known = this.verified.get(sha256Hex(token));
+    if (!known) return undefined;
+    this.touch(known);
+    return known.answer;
+  }
+
   async authenticate(token: string): Promise<TenantAuthResult> {
-    if (!TENANT_TOKEN_PATTERN.test(token)) return { ok: false, reason: 'invalid_token' };
+    const now = this.cached(token);
+    if (now) return now;
     const hash = sha256Hex(token);
-    const known = this.verified.get(hash);
-    if (known) {
-      this.touch(known);
-      return { ok: true, principal: known.principal };
-    }
     const generation = this.verified.begin();
     const hit = await this.tenants.lookupActiveToken(hash);
-    if (!hit) return { ok: false, reason: 'invalid_token' };
+    if (!hit) return INVALID;
     if (hit.tenantDisabledAt) return { ok: false, reason: 'tenant_disabled' };
-    const entry: Verified = {
-      principal: {
-        tenantId: hit.tenantId,
-        tenantName: hit.tenantName,
-        tokenId: hit.tokenId,
-        tokenPrefix: hit.tokenPrefix,
-        limits: hit.limits,
-        scopes: hit.scopes.filter(isTenantScope),
-        actor: `token:${hit.tokenPrefix}`,
-      },
-      touchedAt: hit.lastUsedAt?.getTime() ?? 0,
+    const principal: TenantPrincipal = {
+      tenantId: hit.tenantId,
+      tenantName: hit.tenantName,
+      tokenId: hit.tokenId,
+      tokenPrefix: hit.tokenPrefix,
+      limits: hit.limits,
+      scopes: hit.scopes.filter(isTenantScope),
+      actor: `token:${hit.tokenPrefix}`,
     };
+    const entry: Verified = { principal, touchedAt: hit.lastUsedAt?.getTime() ?? 0, answer: { ok: true, principal } };
     this.touch(entry);
     this.verified.set(hash, entry, generation);
-    return { ok: true, principal: entry.principal };
+    return entry.answer;
   }
 
   private touch(entry: Verified): void {
