@@ -32,9 +32,13 @@ export class QuotaService {
   }
 
   /** Counts one send (a new message on any surface) against the tenant's per-minute budget. */
-  async takeSend(p: TenantPrincipal): Promise<void> {
+  /** Counts a send against the tenant's quota, or throws the 429; nothing to wait for when there is no quota. */
+  takeSend(p: TenantPrincipal): Promise<void> | undefined {
     const limit = this.sendsPerMinute(p);
-    if (!limit) return;
+    return limit ? this.countSend(p, limit) : undefined;
+  }
+
+  private async countSend(p: TenantPrincipal, limit: number): Promise<void> {
     const r = await this.storage.increment(sendKey(p.tenantId), SEND_WINDOW_MS, limit);
     if (r.isBlocked) {
       this.metrics.quotaRefusals.inc({ kind: 'sends' });

@@ -33,8 +33,10 @@ function eventParts(e: StoredTaskEvent): readonly PartJson[] {
 export class TaskFiles {
   constructor(private readonly files: TaskFileRepository) {}
 
-  async task(tenantId: string, t: TaskSnapshot): Promise<TaskSnapshot> {
-    return (await this.tasks(tenantId, [t]))[0] ?? t;
+  /** The task with its stored files' bytes; the task itself, at once (no promise), when it refers to none. */
+  task(tenantId: string, t: TaskSnapshot): TaskSnapshot | Promise<TaskSnapshot> {
+    const ids = fileIdsIn(snapshotParts(t));
+    return ids.length === 0 ? t : this.withBytes(tenantId, [t], ids).then((ts) => ts[0] ?? t);
   }
 
   /**
@@ -69,8 +71,11 @@ export class TaskFiles {
 
   /** Tasks of one tenant, with one read for all their files. */
   async tasks(tenantId: string, ts: TaskSnapshot[]): Promise<TaskSnapshot[]> {
-    const ids = ts.length === 1 ? fileIdsIn(snapshotParts(ts[0])) : ts.flatMap((t) => fileIdsIn(snapshotParts(t)));
-    if (ids.length === 0) return ts;
+    const ids = ts.flatMap((t) => fileIdsIn(snapshotParts(t)));
+    return ids.length === 0 ? ts : this.withBytes(tenantId, ts, ids);
+  }
+
+  private async withBytes(tenantId: string, ts: TaskSnapshot[], ids: string[]): Promise<TaskSnapshot[]> {
     const bytes = await this.files.bytes(tenantId, ids);
     return ts.map((t) => ({
       ...t,

@@ -104,7 +104,8 @@ export class A2aCall {
       if (!AGENT_ID_PATTERN.test(named)) throw DomainError.notFound(`agent '${named.slice(0, 64)}'`);
       const call = dialect.parse(r.op, params);
       checkBesidesFiles(r.size.bytes, call, this.config, r.size.files);
-      const agent = named === agentId ? await this.catalog.resolve(principal.tenantId, agentId) : undefined;
+      const found = named === agentId ? this.catalog.resolve(principal.tenantId, agentId) : undefined;
+      const agent = found instanceof Promise ? await found : found;
       if (!agent) throw DomainError.notFound(`agent '${named}'`);
       const baseUrl = r.origin ? this.cards.baseUrl(r.origin) : this.cards.configuredBaseUrl();
       const abort = r.abort;

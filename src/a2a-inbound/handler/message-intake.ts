@@ -48,7 +48,8 @@ export class MessageIntake {
       throw new A2aError('internal', 'server is shutting down; retry the request', undefined, { retryable: 'true' });
     }
     checkParts(p.message.parts, 'params.message.parts', this.config);
-    await this.quotas.takeSend(ctx.principal);
+    const counted = this.quotas.takeSend(ctx.principal);
+    if (counted) await counted;
     // A refused webhook refuses the message before any task exists.
     if (p.push) await this.push.checkWebhook(p.push.config.url, p.push.urlField);
     const input = {

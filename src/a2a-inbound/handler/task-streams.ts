@@ -21,7 +21,7 @@ export class TaskStreams {
   ) {}
 
   /** The task as a client reads it: what the view shows, with stored files' bytes back in their parts. */
-  withFiles(ctx: CallContext, task: TaskSnapshot, view: TaskView): Promise<TaskSnapshot> {
+  withFiles(ctx: CallContext, task: TaskSnapshot, view: TaskView): TaskSnapshot | Promise<TaskSnapshot> {
     return this.files.task(ctx.principal.tenantId, trimmed(task, view));
   }
 

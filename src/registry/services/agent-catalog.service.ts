@@ -123,11 +123,20 @@ export class AgentCatalog implements OnModuleInit {
     if (agents.length) this.logger.log(`loaded ${agents.length} file-backed agent(s) from ${this.config.agentsDir}`);
   }
 
-  /** The agent with this id for the tenant, or null (another tenant's agent is null too). */
-  async resolve(tenantId: string, id: string): Promise<ResolvedAgent | null> {
+  /**
+   * The agent with this id for the tenant, or null (another tenant's agent is null too): at once (no promise) when
+   * it is the built-in agent or its row is in memory, as it is for most requests.
+   */
+  resolve(tenantId: string, id: string): ResolvedAgent | null | Promise<ResolvedAgent | null> {
     if (id === MASTER_AGENT_ID) return MASTER;
     if (!AGENT_ID_PATTERN.test(id)) return null;
-    const row = await this.storedRow(tenantId, id);
+    const known = this.stored.get(`${tenantId}|${id}`);
+    if (known) return this.agentOf(known.row, id);
+    return this.storedRow(tenantId, id).then((row) => this.agentOf(row, id));
+  }
+
+  /** A stored agent, else the agents directory's one of that id. */
+  private agentOf(row: AgentEntity | null, id: string): ResolvedAgent | null {
     if (row) return fromRow(row);
     const file = this.fileAgents.get(id);
     return file ? fromFile(file) : null;
