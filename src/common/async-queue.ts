@@ -43,28 +43,17 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
     this.wake();
   }
 
-  /** Takes everything queued now (possibly nothing) without waiting. */
-  drain(): T[] {
-    return this.items.splice(0);
-  }
-
-  /** Waits until there is an item or the queue is closed. */
-  async wait(): Promise<void> {
-    while (this.items.length === 0 && !this.closed) {
-      await new Promise<void>((resolve) => (this.waiter = resolve));
-    }
-  }
-
   /**
    * The items in order, then the end (or the error). A plain iterator rather than an async generator: an
-   * item already queued is handed over in one resolved promise, without a generator's promises per step.
-   * Calls of `next` made before the previous one settled are answered in order; after `return` (a
-   * consumer's `break`), or the end, every `next` is done.
+   * item already queued is handed over in one resolved promise, and a `next` that has to wait is one promise
+   * that the producer's `push` settles, without a generator's promises per step. Calls of `next` made before
+   * the previous one settled are answered in order; after `return` (a consumer's `break`), or the end, every
+   * `next` is done.
    */
   [Symbol.asyncIterator](): AsyncIterator<T> {
     let finished = false;
-    // The last `next` still waiting; a `next` called meanwhile is answered after it.
-    let tail: Promise<IteratorResult<T>> | undefined;
+    // The calls of `next` still waiting, oldest first.
+    const waiting: { resolve: (r: IteratorResult<T>) => void; reject: (err: unknown) => void }[] = [];
     const step = (): IteratorResult<T> | undefined => {
       if (finished) return { value: undefined, done: true };
       if (this.items.length > 0) return { value: this.items.shift() as T, done: false };
@@ -73,31 +62,42 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
       if (this.error !== undefined) throw this.error;
       return { value: undefined, done: true };
     };
-    const waiting = async (before: Promise<unknown> | undefined): Promise<IteratorResult<T>> => {
-      if (before) await before.catch(() => undefined);
-      for (;;) {
-        await this.wait();
-        const r = step();
-        if (r) return r;
+    // Answers the waiting calls while there is something to answer them with; else waits for the next wake.
+    const serve = (): void => {
+      while (waiting.length > 0) {
+        let r: IteratorResult<T> | undefined;
+        try {
+          r = step();
+        } catch (err) {
+          waiting.shift()!.reject(err);
+          continue;
+        }
+        if (!r) {
+          this.waiter = serve;
+          return;
+        }
+        waiting.shift()!.resolve(r);
       }
-    };
-    const next = (): Promise<IteratorResult<T>> => {
-      // Answered at once: an item, or the end (an error is thrown by `waiting`, as a rejection).
-      if (!tail && (finished || this.items.length > 0 || (this.closed && this.error === undefined))) {
-        return Promise.resolve(step()!);
-      }
-      const p = waiting(tail);
-      tail = p;
-      const settled = (): void => {
-        if (tail === p) tail = undefined;
-      };
-      p.then(settled, settled);
-      return p;
     };
     return {
-      next,
+      next: (): Promise<IteratorResult<T>> => {
+        if (waiting.length === 0) {
+          // Answered at once: an item, or the end, or the error.
+          try {
+            const r = step();
+            if (r) return Promise.resolve(r);
+          } catch (err) {
+            return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+          }
+        }
+        return new Promise((resolve, reject) => {
+          waiting.push({ resolve, reject });
+          this.waiter = serve;
+        });
+      },
       return: (): Promise<IteratorResult<T>> => {
         finished = true;
+        serve();
         return Promise.resolve({ value: undefined, done: true });
       },
     };
