@@ -30,9 +30,11 @@ export function endingStatus(e: RunEnding, timestamp = new Date().toISOString())
     case 'TASK_STATE_COMPLETED':
     case 'TASK_STATE_INPUT_REQUIRED':
       // A remote-backed agent's upstream may complete without a message: the status then has none.
-      return { state: e.state, ...(e.message ? { message: e.message } : {}), timestamp };
+      return e.message ? { state: e.state, message: e.message, timestamp } : { state: e.state, timestamp };
     case 'TASK_STATE_FAILED':
-      return { state: e.state, ...(e.message ? { message: e.message } : {}), error: e.error, timestamp };
+      return e.message
+        ? { state: e.state, message: e.message, error: e.error, timestamp }
+        : { state: e.state, error: e.error, timestamp };
     case 'TASK_STATE_CANCELED':
       return { state: e.state, error: e.error, timestamp };
     default: {
@@ -102,15 +104,14 @@ export class RunEnd {
    */
   async fromRun(run: HeldRun, writer: RunWriter, ending: RunEnding, known: RunState): Promise<'ended' | 'refused'> {
     const closing = known.closing ?? [];
-    const change: TaskRowChange = {
-      ...endingChange(ending),
-      artifacts: foldArtifacts(known.artifacts, closing),
-      tokens: { ...known.tokens },
-      ...(known.inputsUpTo !== undefined ? { inputsUpTo: known.inputsUpTo } : {}),
-    };
+    const change = endingChange(ending);
+    change.artifacts = foldArtifacts(known.artifacts, closing);
+    change.tokens = { input: known.tokens.input, output: known.tokens.output };
+    if (known.inputsUpTo !== undefined) change.inputsUpTo = known.inputsUpTo;
+    const events: TaskEventBody[] = [...closing, { kind: 'status', payload: endingStatus(ending) }];
     run.closing = true;
     try {
-      const stored = await writer.write([...closing, { kind: 'status', payload: endingStatus(ending) }], change);
+      const stored = await writer.write(events, change);
       if (!stored) run.closing = false;
       else if (stored.row) run.settle(toSnapshot(stored.row));
       return stored ? 'ended' : 'refused';

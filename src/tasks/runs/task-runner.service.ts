@@ -248,14 +248,14 @@ export class TaskRunner {
           end = { ...end, message: value };
         }
         const ending: RunEnding =
-          end.type === 'done'
-            ? {
-                state: 'TASK_STATE_COMPLETED',
-                ...(end.bare ? {} : { message: end.message ?? mapper.reply(end.content) }),
-              }
-            : { state: 'TASK_STATE_INPUT_REQUIRED', message: end.message ?? mapper.question(end.prompt) };
+          end.type !== 'done'
+            ? { state: 'TASK_STATE_INPUT_REQUIRED', message: end.message ?? mapper.question(end.prompt) }
+            : end.bare
+              ? { state: 'TASK_STATE_COMPLETED' }
+              : { state: 'TASK_STATE_COMPLETED', message: end.message ?? mapper.reply(end.content) };
         const closing = mapper.closing();
-        if (await this.settle(run, writer, ending, { closing, ...known(), inputsUpTo: taken })) return;
+        const state = { closing, artifacts: artifacts.list(), tokens: mapper.tokens, inputsUpTo: taken };
+        if (await this.settle(run, writer, ending, state)) return;
         for (const e of closing) artifacts.add(e);
         mapper.nextTurn();
       }
