@@ -56,13 +56,21 @@ export function currentContext(): Context {
  * active context); ends it when `fn` settles, with an error status if it
  * threw. `fn` may set more attributes, or mark a failure with `fail`.
  */
-export async function inSpan<T>(
+export function inSpan<T>(
   name: string,
   opts: { kind?: SpanKind; attributes?: Attributes; parent?: Context },
   fn: (span: Span) => Promise<T>,
 ): Promise<T> {
-  // Without an SDK the API's span would not record, and its context would change nothing: skip both.
-  if (!started) return fn(NOT_RECORDING);
+  // Without an SDK the API's span would not record, and its context would change nothing: skip both (and the
+  // promise an async function would put around `fn`'s).
+  return started ? recorded(name, opts, fn) : fn(NOT_RECORDING);
+}
+
+async function recorded<T>(
+  name: string,
+  opts: { kind?: SpanKind; attributes?: Attributes; parent?: Context },
+  fn: (span: Span) => Promise<T>,
+): Promise<T> {
   const parent = opts.parent ?? context.active();
   const span = tracer.startSpan(name, { kind: opts.kind ?? SpanKind.INTERNAL, attributes: opts.attributes }, parent);
   try {
