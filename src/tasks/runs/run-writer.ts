@@ -21,6 +21,8 @@ export class RunWriter {
   /** The row change the queued events make, written in their statement. */
   private change: QueuedChange = {};
   private loop: Promise<void> | undefined;
+  /** Set while the background loop runs (`loop` is its promise once it has waited for something). */
+  private running = false;
   /** The background loop that is waiting for its macrotask and has written nothing yet (0: none). */
   private deferred = 0;
   private loops = 0;
@@ -48,10 +50,22 @@ export class RunWriter {
     if (this.failure || this.rejected) return;
     this.pending.push(...events);
     this.change = mergeChange(this.change, change);
-    if (this.loop) return;
+    if (this.loop || this.deferred) return;
+    // Written on the next macrotask, so that chunks a fast model yields in the meantime go out in one statement;
+    // a final write (or a flush) that comes first takes the queue over and nothing is written twice.
     const id = ++this.loops;
     this.deferred = id;
-    this.loop = this.deferredRun(id);
+    setImmediate(() => {
+      if (this.deferred === id) this.startLoop(); // else taken over
+    });
+  }
+
+  /** Starts the background loop on what is queued now. */
+  private startLoop(): void {
+    this.deferred = 0;
+    const loop = this.run();
+    // With nothing to write the loop has ended already (and cleared `loop`): nothing to wait for.
+    if (this.running) this.loop = loop;
   }
 
   /**
@@ -62,9 +76,8 @@ export class RunWriter {
     // If queued chunks could not be written, the final write still records the
     // outcome (and the folded artifacts on the row carry the full text).
     if (this.deferred) {
-      // The loop has not written anything yet: this write takes its queue over, now rather than a macrotask later.
+      // The loop has not started yet: this write takes its queue over, now rather than a macrotask later.
       this.deferred = 0;
-      this.loop = undefined;
     } else await this.flush();
     if (this.rejected) return null;
     // Whatever is still queued rides along in the same statement (a turn's last chunk and its closing as one event).
@@ -95,22 +108,13 @@ export class RunWriter {
   }
 
   async flush(): Promise<void> {
+    // Queued, its write not started yet: start it now.
+    if (this.deferred) this.startLoop();
     while (this.loop) await this.loop;
   }
 
-  /**
-   * Starts writing on the next macrotask, so chunks a fast model yields in
-   * the meantime go out in one statement; if a final write comes first it
-   * takes the queue over and nothing is written twice.
-   */
-  private async deferredRun(id: number): Promise<void> {
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    if (this.deferred !== id) return; // taken over
-    this.deferred = 0;
-    await this.run();
-  }
-
   private async run(): Promise<void> {
+    this.running = true;
     try {
       while ((this.pending.length > 0 || hasChange(this.change)) && !this.rejected) {
         const batch = mergeChunks(this.pending.splice(0));
@@ -128,6 +132,7 @@ export class RunWriter {
       this.pending = [];
       this.change = {};
     } finally {
+      this.running = false;
       this.loop = undefined;
     }
   }
