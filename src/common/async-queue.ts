@@ -69,7 +69,7 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
         try {
           r = step();
         } catch (err) {
-          waiting.shift()!.reject(err);
+          waiting.shift()!.reject(asError(err));
           continue;
         }
         if (!r) {
@@ -87,7 +87,7 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
             const r = step();
             if (r) return Promise.resolve(r);
           } catch (err) {
-            return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+            return Promise.reject(asError(err));
           }
         }
         return new Promise((resolve, reject) => {
@@ -109,6 +109,9 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
     w?.();
   }
 }
+
+/** The queue's error as readers get it (`fail` takes an Error: anything else is a bug, still an Error to them). */
+const asError = (err: unknown): Error => (err instanceof Error ? err : new Error(String(err)));
 
 export class QueueOverflowError extends Error {
   constructor(readonly limit: number) {

@@ -40,5 +40,14 @@ describe('artifact fold', () => {
   it('an append to an artifact not seen yet starts it; a repeated id in the base is one artifact', () => {
     const out = foldArtifacts([art('x', '1'), art('y', '2'), art('x', '3')], [event(art('z', 'new'), true)]);
     assert.deepEqual(out, [art('x', '3'), art('y', '2'), art('z', 'new')]);
+    // The same past the count at which the fold indexes by id, the index built from the base itself.
+    const base = Array.from({ length: 12 }, (_, i) => art(`b${i % 10}`, `v${i}`));
+    const folded = foldArtifacts(base, [event(art('b1', '+'), true), event(art('b10', 'new'))]);
+    assert.deepEqual(
+      folded.map((a) => [a.artifactId, a.parts[0].text]),
+      [...Array.from({ length: 10 }, (_, i) => [`b${i}`, i < 2 ? `v${i + 10}` : `v${i}`]), ['b10', 'new']].map(
+        ([id, text]) => (id === 'b1' ? [id, `${text}+`] : [id, text]),
+      ),
+    );
   });
 });

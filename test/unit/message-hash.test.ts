@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import type { MessageJson } from '../../src/common/a2a-json.js';
 import { messageHash } from '../../src/tasks/message-hash.js';
@@ -16,11 +17,50 @@ const SORTED = {
   referenceTaskIds: ['t'],
   role: 'ROLE_USER',
 } as unknown as MessageJson;
-// Computed when resent messages were first compared: a change of the hashed form would make every resend of a
-// message stored before it look like a different message.
+// Computed with the hash as it was before its keys were sorted in place: a change of the hashed form would make
+// every resend of a message stored before it look like a different message.
 const STORED_HASH = 'oD_tr935QhCnPyOZ2jnvQhjsiMH-TRwuCcjZwOnU-yY';
 
+/** The hash as first written: every object's defined keys filtered and sorted, the whole text hashed at once. */
+function referenceHash(m: Record<string, unknown>): string {
+  const { messageId: _id, taskId: _task, ...chosen } = m;
+  let text = '';
+  const walk = (v: unknown): void => {
+    if (v === undefined || v === null) text += 'n';
+    else if (typeof v === 'string') text += `s${v.length}:${v}`;
+    else if (typeof v === 'number' || typeof v === 'boolean')
+      text += `${typeof v === 'number' ? 'd' : 'b'}${String(v)};`;
+    else if (Array.isArray(v)) {
+      text += `a${v.length}:`;
+      for (const item of v) walk(item);
+    } else if (typeof v === 'object') {
+      const o = v as Record<string, unknown>;
+      const keys = Object.keys(o)
+        .filter((k) => o[k] !== undefined)
+        .sort();
+      text += `o${keys.length}:`;
+      for (const k of keys) {
+        walk(k);
+        walk(o[k]);
+      }
+    }
+  };
+  walk(chosen);
+  return createHash('sha256').update(text).digest('base64url');
+}
+
 describe('message hash', () => {
+  it('is the reference hash for objects of few and many keys, in order or not, with undefined members', () => {
+    const few = { role: 'ROLE_USER', parts: [{ text: 'x', metadata: { b: 1, a: undefined, '2': true, '10': null } }] };
+    const many = Object.fromEntries(
+      Array.from({ length: 30 }, (_, i) => [i % 3 === 0 ? String(30 - i) : `k${(i * 7) % 30}`, i % 5 ? i : undefined]),
+    );
+    for (const m of [few, { ...few, metadata: many }, { parts: [], role: 'ROLE_USER', contextId: 'c', metadata: {} }]) {
+      assert.equal(messageHash(m as unknown as MessageJson), referenceHash(m));
+    }
+    assert.equal(referenceHash(SORTED as unknown as Record<string, unknown>), STORED_HASH);
+  });
+
   it('is the hash stored tasks hold, whatever the key order, the ids and undefined members', () => {
     assert.equal(messageHash(SORTED), STORED_HASH);
     const shuffled = {
@@ -40,7 +80,8 @@ describe('message hash', () => {
   });
 
   it('agrees for objects of many keys in any order', () => {
-    const names = Array.from({ length: 40 }, (_, i) => `k${String(i).padStart(2, '0')}`);
+    // Integer-like keys too: an object lists them first, in numeric order, which is not the sorted order.
+    const names = [...Array.from({ length: 40 }, (_, i) => `k${String(i).padStart(2, '0')}`), '9', '10', '100'];
     const forward = Object.fromEntries(names.map((k, i) => [k, i]));
     const backward = Object.fromEntries([...names].reverse().map((k) => [k, forward[k]]));
     const m = (metadata: Record<string, unknown>) => ({ ...SORTED, metadata }) as MessageJson;

@@ -77,6 +77,48 @@ describe('the run writer queues events with the row change they make', () => {
     assert.equal(r.calls[0].change?.owner, 'replica-1');
   });
 
+  it('queued events are written once: on the next macrotask, at once when flushed, or by a final write', async () => {
+    const macrotask = () => new Promise((r) => setImmediate(r));
+    const ids = (call: { events: TaskEventBody[] }) =>
+      call.events.map((e) => (e.kind === 'status' ? e.payload.message?.messageId : e.kind));
+    // Left alone: written after the current macrotask, together with what was queued meanwhile.
+    const left = recordingLog();
+    const a = new RunWriter('t1', left.log);
+    a.queue([status('s1')]);
+    await Promise.resolve();
+    a.queue([status('s2')]);
+    assert.equal(left.calls.length, 0);
+    await macrotask();
+    await a.flush();
+    assert.deepEqual(left.calls.map(ids), [['s1', 's2']]);
+    // Flushed before the macrotask: written at once, and the macrotask's turn writes nothing more.
+    const flushed = recordingLog();
+    const b = new RunWriter('t1', flushed.log);
+    b.queue([status('s1')]);
+    await b.flush();
+    assert.deepEqual(flushed.calls.map(ids), [['s1']]);
+    await macrotask();
+    assert.equal(flushed.calls.length, 1);
+    // Taken over by a final write: one statement, nothing after it.
+    const taken = recordingLog();
+    const c = new RunWriter('t1', taken.log);
+    c.queue([status('s1')]);
+    await c.write([status('end')], { state: 'TASK_STATE_COMPLETED' });
+    await macrotask();
+    assert.deepEqual(taken.calls.map(ids), [['s1', 'end']]);
+    // Queued while a write is in flight: the flush waits for both writes, in order.
+    const busy = recordingLog();
+    const d = new RunWriter('t1', busy.log);
+    busy.hold();
+    d.queue([status('s1')]);
+    await macrotask();
+    d.queue([status('s2')]);
+    const done = d.flush();
+    busy.release();
+    await done;
+    assert.deepEqual(busy.calls.map(ids), [['s1'], ['s2']]);
+  });
+
   it('a final write takes the queue along; its own status message wins over the queued one', async () => {
     const r = recordingLog();
     const w = new RunWriter('t1', r.log);

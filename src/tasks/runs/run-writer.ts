@@ -50,7 +50,7 @@ export class RunWriter {
     if (this.failure || this.rejected) return;
     this.pending.push(...events);
     this.change = mergeChange(this.change, change);
-    if (this.loop || this.deferred) return;
+    if (this.loop || this.deferred || this.running) return;
     // Written on the next macrotask, so that chunks a fast model yields in the meantime go out in one statement;
     // a final write (or a flush) that comes first takes the queue over and nothing is written twice.
     const id = ++this.loops;
@@ -108,9 +108,12 @@ export class RunWriter {
   }
 
   async flush(): Promise<void> {
-    // Queued, its write not started yet: start it now.
-    if (this.deferred) this.startLoop();
-    while (this.loop) await this.loop;
+    for (;;) {
+      // Queued, its write not started yet (also queued while the last write finished): start it now.
+      if (this.deferred) this.startLoop();
+      if (!this.loop) return;
+      await this.loop;
+    }
   }
 
   private async run(): Promise<void> {
