@@ -118,19 +118,23 @@ export function protoTask(t: J): J {
   return out;
 }
 
-export function protoStatusUpdate(u: J): J {
+/** The fields both stream updates begin with. */
+function updateHead(u: J): J {
   const out: J = {};
   putString(out, 'taskId', field(u, 'taskId', 'task_id'));
   putString(out, 'contextId', field(u, 'contextId', 'context_id'));
+  return out;
+}
+
+export function protoStatusUpdate(u: J): J {
+  const out = updateHead(u);
   put(out, 'status', u.status, protoStatus);
   putMetadata(out, u.metadata);
   return out;
 }
 
 export function protoArtifactUpdate(u: J): J {
-  const out: J = {};
-  putString(out, 'taskId', field(u, 'taskId', 'task_id'));
-  putString(out, 'contextId', field(u, 'contextId', 'context_id'));
+  const out = updateHead(u);
   put(out, 'artifact', u.artifact, protoArtifact);
   // Booleans are kept when true (read as JavaScript's truth, as the codec reads them).
   if (u.append) out.append = true;

@@ -105,14 +105,16 @@ export class AgentCatalog implements OnModuleInit {
     await echo.done;
   }
 
-  private async storedRow(tenantId: string, id: string): Promise<AgentEntity | null> {
+  /** The stored row (null: none), at once when it is in memory. */
+  private storedRow(tenantId: string, id: string): AgentEntity | null | Promise<AgentEntity | null> {
     const key = `${tenantId}|${id}`;
     const known = this.stored.get(key);
     if (known) return known.row;
     const generation = this.stored.begin();
-    const row = await this.agents.find(tenantId, id);
-    this.stored.set(key, { row }, generation);
-    return row;
+    return this.agents.find(tenantId, id).then((row) => {
+      this.stored.set(key, { row }, generation);
+      return row;
+    });
   }
 
   /** (Re)reads the agents directory; bad files are logged by name and skipped. */
@@ -130,9 +132,8 @@ export class AgentCatalog implements OnModuleInit {
   resolve(tenantId: string, id: string): ResolvedAgent | null | Promise<ResolvedAgent | null> {
     if (id === MASTER_AGENT_ID) return MASTER;
     if (!AGENT_ID_PATTERN.test(id)) return null;
-    const known = this.stored.get(`${tenantId}|${id}`);
-    if (known) return this.agentOf(known.row, id);
-    return this.storedRow(tenantId, id).then((row) => this.agentOf(row, id));
+    const row = this.storedRow(tenantId, id);
+    return row instanceof Promise ? row.then((r) => this.agentOf(r, id)) : this.agentOf(row, id);
   }
 
   /** A stored agent, else the agents directory's one of that id. */

@@ -58,17 +58,14 @@ export class TenantAuthService implements OnModuleInit {
    * their token was verified by an earlier one); undefined when it must be looked up (`authenticate`).
    */
   cached(token: string): TenantAuthResult | undefined {
-    if (!TENANT_TOKEN_PATTERN.test(token)) return INVALID;
-    const known = this.verified.get(sha256Hex(token));
-    if (!known) return undefined;
-    this.touch(known);
-    return known.answer;
+    return TENANT_TOKEN_PATTERN.test(token) ? this.known(sha256Hex(token)) : INVALID;
   }
 
   async authenticate(token: string): Promise<TenantAuthResult> {
-    const now = this.cached(token);
-    if (now) return now;
+    if (!TENANT_TOKEN_PATTERN.test(token)) return INVALID;
     const hash = sha256Hex(token);
+    const now = this.known(hash);
+    if (now) return now;
     const generation = this.verified.begin();
     const hit = await this.tenants.lookupActiveToken(hash);
     if (!hit) return INVALID;
@@ -85,6 +82,14 @@ export class TenantAuthService implements OnModuleInit {
     const entry: Verified = { principal, touchedAt: hit.lastUsedAt?.getTime() ?? 0, answer: { ok: true, principal } };
     this.touch(entry);
     this.verified.set(hash, entry, generation);
+    return entry.answer;
+  }
+
+  /** The answer for a verified token's hash, if it is in memory. */
+  private known(hash: string): TenantAuthResult | undefined {
+    const entry = this.verified.get(hash);
+    if (!entry) return undefined;
+    this.touch(entry);
     return entry.answer;
   }
 
