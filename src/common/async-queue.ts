@@ -44,13 +44,12 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
   }
 
   /**
-   * The items in order, then the end (or the error). A plain iterator rather than an async generator: an
-   * item already queued is handed over in one resolved promise, and a `next` that has to wait is one promise
-   * that the producer's `push` settles, without a generator's promises per step. Calls of `next` made before
-   * the previous one settled are answered in order; after `return` (a consumer's `break`), or the end, every
-   * `next` is done.
+   * The items in order, then the end (or the error), as `steps`: an item already queued is handed over at once,
+   * without a promise, and a `next` that has to wait is one promise that the producer's `push` settles. Calls
+   * of `next` made before the previous one settled are answered in order; after `return` (a consumer's
+   * `break`), or the end, every `next` is done.
    */
-  [Symbol.asyncIterator](): AsyncIterator<T> {
+  steps(): Steps<T> {
     let finished = false;
     // The calls of `next` still waiting, oldest first.
     const waiting: { resolve: (r: IteratorResult<T>) => void; reject: (err: unknown) => void }[] = [];
@@ -80,12 +79,12 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
       }
     };
     return {
-      next: (): Promise<IteratorResult<T>> => {
+      next: (): IteratorResult<T> | Promise<IteratorResult<T>> => {
         if (waiting.length === 0) {
-          // Answered at once: an item, or the end, or the error.
+          // Answered at once: an item, or the end; the error, as a rejected promise.
           try {
             const r = step();
-            if (r) return Promise.resolve(r);
+            if (r) return r;
           } catch (err) {
             return Promise.reject(asError(err));
           }
@@ -103,11 +102,37 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
     };
   }
 
+  /** `steps` as an async iterator: each step a promise. */
+  [Symbol.asyncIterator](): AsyncIterator<T> {
+    return promised(this.steps());
+  }
+
   private wake(): void {
     const w = this.waiter;
     this.waiter = undefined;
     w?.();
   }
+}
+
+/**
+ * An iterator whose `next` answers at once when it can (a value, not a promise) and with a promise when it
+ * has to wait: a consumer that takes many items already at hand awaits only what is not. A failure comes as a
+ * rejected promise, never as a throw. `return` is a consumer's `break`, as in an async iterator.
+ */
+export interface Steps<T> {
+  next(): IteratorResult<T> | Promise<IteratorResult<T>>;
+  return?(value?: undefined): Promise<IteratorResult<T>>;
+}
+
+/** `steps` as an async iterator (each `next` a promise), for `for await`. */
+export function promised<T>(steps: Steps<T>): AsyncIterator<T> {
+  return {
+    next: () => {
+      const r = steps.next();
+      return r instanceof Promise ? r : Promise.resolve(r);
+    },
+    ...(steps.return ? { return: () => steps.return!() } : {}),
+  };
 }
 
 /** The queue's error as readers get it (`fail` takes an Error: anything else is a bug, still an Error to them). */

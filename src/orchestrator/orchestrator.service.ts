@@ -1,7 +1,7 @@
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
 import { DomainError } from '../common/errors.js';
-import { AsyncQueue } from '../common/async-queue.js';
+import { AsyncQueue, promised, type Steps } from '../common/async-queue.js';
 import { parseHostList, type EgressPolicy } from '../common/net/egress.js';
 import { MemoryService } from './tools/memory.service.js';
 import { RemoteAgents } from '../a2a-outbound/remote-agents.service.js';
@@ -88,18 +88,18 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
   }
 
   run(ctx: RunContext, inputs: AsyncIterable<RunInput>, abort: AbortController): AsyncIterable<RunEvent> {
-    return { [Symbol.asyncIterator]: () => this.events(ctx, inputs, abort) };
+    return { [Symbol.asyncIterator]: () => promised(this.steps(ctx, inputs, abort)) };
   }
 
   /**
    * The run's events: the first input is read, then the turn that answers it is chosen (`open`). Each
-   * step is the chosen turn's own: no generator stands between the turn loop's queue and the consumer.
+   * step is the chosen turn's own: no generator stands between the turn loop's queue and the consumer, and
+   * the events the loop has already queued are handed over at once.
    */
-  private events(ctx: RunContext, inputs: AsyncIterable<RunInput>, abort: AbortController): AsyncIterator<RunEvent> {
-    let turn: AsyncIterator<RunEvent> | undefined;
-    let opening: Promise<AsyncIterator<RunEvent>> | undefined;
-    const open = (): Promise<AsyncIterator<RunEvent>> =>
-      (opening ??= this.open(ctx, inputs, abort).then((t) => (turn = t)));
+  steps(ctx: RunContext, inputs: AsyncIterable<RunInput>, abort: AbortController): Steps<RunEvent> {
+    let turn: Steps<RunEvent> | undefined;
+    let opening: Promise<Steps<RunEvent>> | undefined;
+    const open = (): Promise<Steps<RunEvent>> => (opening ??= this.open(ctx, inputs, abort).then((t) => (turn = t)));
     return {
       next: () => (turn ? turn.next() : open().then((t) => t.next())),
       return: async () => {
@@ -113,7 +113,7 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
     ctx: RunContext,
     inputs: AsyncIterable<RunInput>,
     abort: AbortController,
-  ): Promise<AsyncIterator<RunEvent>> {
+  ): Promise<Steps<RunEvent>> {
     const signal = abort.signal;
     const it = inputs[Symbol.asyncIterator]();
     const first = await it.next();
@@ -137,7 +137,7 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
   }
 
   /** The turn loop's turn on `input`, its events read from the queue the loop pushes them to. */
-  private loopTurn(ctx: RunContext, input: RunInput, abort: AbortController): AsyncIterator<RunEvent> {
+  private loopTurn(ctx: RunContext, input: RunInput, abort: AbortController): Steps<RunEvent> {
     const signal = abort.signal;
     // Earlier turns of this task or context, then the new message.
     const messages: ChatMessage[] = [
@@ -190,7 +190,7 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
       },
     );
     // The queue ends only from `finished`'s handlers: once it has, the loop is over.
-    const read = events[Symbol.asyncIterator]();
+    const read = events.steps();
     return {
       next: () => read.next(),
       return: async () => {

@@ -2,6 +2,7 @@ import type { ArtifactJson, MessageJson, PartJson } from '../common/a2a-json.js'
 import type { SubjectToken } from '../common/subject-token.js';
 import type { ResolvedAgent } from '../registry/services/agents.js';
 import type { ModelCallUsage } from '../usage/usage-call.js';
+import type { Steps } from '../common/async-queue.js';
 
 /** One part of a user's input, already validated and rendered for the model. */
 export interface RunInput {
@@ -152,6 +153,8 @@ export type RunEvent =
  */
 export interface Orchestrator {
   run(ctx: RunContext, inputs: AsyncIterable<RunInput>, abort: AbortController): AsyncIterable<RunEvent>;
+  /** The same events as `run`: those already at hand come at once, without a promise each (see `Steps`). */
+  steps(ctx: RunContext, inputs: AsyncIterable<RunInput>, abort: AbortController): Steps<RunEvent>;
   /** A canceled task of a remote-backed agent that no run holds: the cancel goes to its upstream task (best effort). */
   cancelUpstream?(tenantId: string, agentId: string, metadata: Record<string, unknown>): Promise<void>;
   /** The agent a task taken over runs as: a remote-backed agent of the tenant, or undefined (then it is not resumed). */

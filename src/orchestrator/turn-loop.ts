@@ -10,7 +10,7 @@ import type { ResolvedAgent } from '../registry/services/agents.js';
 import { CommandStep, frame, MAX_COMMANDS, mcpCallerOf, short } from './command-step.js';
 import { EchoProvider } from './providers/echo.model.js';
 import type { ModelRouter } from './providers/model-router.service.js';
-import type { ChatMessage, Provider } from './providers/provider.js';
+import type { ChatMessage, CompletionEvent, Provider } from './providers/provider.js';
 import type { RunContext, RunEvent } from './run-event.js';
 import { systemPrompt } from './system-prompt.js';
 import { toolHelp } from './tool-help.js';
@@ -87,9 +87,10 @@ export class TurnLoop {
       return (await this.acting(() => this.deps.remotes.callBackend(this.tenantId, backend, text, this.signal))).body;
     }
     const target = this.deps.router.resolve(c.model);
+    let echo: EchoProvider | undefined;
     const provider: Provider =
       target.kind === 'echo'
-        ? new EchoProvider({ chunks: this.deps.config.echoChunks, delayMs: this.deps.config.echoDelayMs })
+        ? (echo = new EchoProvider({ chunks: this.deps.config.echoChunks, delayMs: this.deps.config.echoDelayMs }))
         : target.provider;
     const model = target.kind === 'echo' ? 'echo' : target.model;
     // A model outside the process (and the remote cards its prompt may list) is called once the task is stored.
@@ -125,13 +126,9 @@ export class TurnLoop {
         this.signal.throwIfAborted();
       }
       const req = { model, system, messages: mergeRoles(convo), maxTokens: c.max_tokens, temperature: c.temperature };
-      const stream =
-        target.kind === 'echo'
-          ? provider.complete(req, this.signal)
-          : this.deps.router.stream(provider, req, this.signal);
       // A provider that reports no usage leaves the call at 0 tokens: it is accounted all the same.
       let callUsage = { inputTokens: 0, outputTokens: 0, cachedTokens: 0 };
-      for await (const ev of stream) {
+      const take = (ev: CompletionEvent): void => {
         if (ev.type === 'text') {
           raw += ev.delta;
           show(scanner.push(ev.delta));
@@ -142,6 +139,13 @@ export class TurnLoop {
             cachedTokens: ev.cachedTokens ?? 0,
           };
         }
+      };
+      if (echo?.immediate) {
+        // An answer at hand is taken whole, without a promise per chunk.
+        for (const ev of echo.answer(req)) take(ev);
+      } else {
+        const stream = echo ? echo.complete(req, this.signal) : this.deps.router.stream(provider, req, this.signal);
+        for await (const ev of stream) take(ev);
       }
       const end = scanner.end();
       show(end.tail);

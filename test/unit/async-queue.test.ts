@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { AsyncQueue, QueueOverflowError } from '../../src/common/async-queue.js';
+import { AsyncQueue, promised, QueueOverflowError } from '../../src/common/async-queue.js';
 
 describe('async queue', () => {
   it('answers calls of next made before items arrive, in order, then the end', async () => {
@@ -50,6 +50,45 @@ describe('async queue', () => {
     assert.deepEqual(await it.return!(), { value: undefined, done: true });
     assert.deepEqual(await waiting, { value: undefined, done: true });
     q.push(1);
+    assert.deepEqual(await it.next(), { value: undefined, done: true });
+  });
+
+  it('steps hands over what is queued at once, and waits with a promise only when nothing is', async () => {
+    const q = new AsyncQueue<number>();
+    q.push(1);
+    q.push(2);
+    const steps = q.steps();
+    assert.deepEqual(steps.next(), { value: 1, done: false });
+    assert.deepEqual(steps.next(), { value: 2, done: false });
+    const waiting = steps.next();
+    assert.ok(waiting instanceof Promise);
+    q.push(3);
+    q.close();
+    assert.deepEqual(await waiting, { value: 3, done: false });
+    assert.deepEqual(steps.next(), { value: undefined, done: true });
+  });
+
+  it('steps gives an error as a rejected promise, never a throw, and ends after it', async () => {
+    const q = new AsyncQueue<number>();
+    q.push(1);
+    q.fail(new Error('broken'));
+    const steps = q.steps();
+    assert.deepEqual(steps.next(), { value: 1, done: false });
+    const failed = steps.next();
+    assert.ok(failed instanceof Promise);
+    await assert.rejects(failed, /broken/);
+    assert.deepEqual(steps.next(), { value: undefined, done: true });
+  });
+
+  it('promised makes every step a promise, and passes return on', async () => {
+    const q = new AsyncQueue<number>();
+    q.push(1);
+    const it = promised(q.steps());
+    const first = it.next();
+    assert.ok(first instanceof Promise);
+    assert.deepEqual(await first, { value: 1, done: false });
+    assert.deepEqual(await it.return!(), { value: undefined, done: true });
+    q.push(2);
     assert.deepEqual(await it.next(), { value: undefined, done: true });
   });
 });

@@ -77,15 +77,33 @@ export class EchoProvider implements Provider {
 
   constructor(private readonly opts: EchoOptions) {}
 
+  /** Whether the answer comes at once (no delay between chunks): then `answer` gives it whole. */
+  get immediate(): boolean {
+    return this.opts.delayMs <= 0;
+  }
+
+  /** The whole answer at once, in the order `complete` streams it: no promise per chunk. */
+  answer(req: CompletionRequest): CompletionEvent[] {
+    const last = req.messages[req.messages.length - 1]?.content ?? '';
+    const events: CompletionEvent[] = chunkText(last, this.opts.chunks).map((delta) => ({ type: 'text', delta }));
+    events.push(
+      { type: 'usage', inputTokens: inputTokensOf(req), outputTokens: Math.ceil(last.length / 4) },
+      { type: 'stop', reason: 'end_turn' },
+    );
+    return events;
+  }
+
   async *complete(req: CompletionRequest, signal: AbortSignal): AsyncGenerator<CompletionEvent> {
     const last = req.messages[req.messages.length - 1]?.content ?? '';
-    const inputTokens = Math.ceil((req.system.length + req.messages.reduce((n, m) => n + m.content.length, 0)) / 4);
     for (const chunk of chunkText(last, this.opts.chunks)) {
       if (this.opts.delayMs > 0) await sleep(this.opts.delayMs, undefined, { signal });
       signal.throwIfAborted();
       yield { type: 'text', delta: chunk };
     }
-    yield { type: 'usage', inputTokens, outputTokens: Math.ceil(last.length / 4) };
+    yield { type: 'usage', inputTokens: inputTokensOf(req), outputTokens: Math.ceil(last.length / 4) };
     yield { type: 'stop', reason: 'end_turn' };
   }
 }
+
+const inputTokensOf = (req: CompletionRequest): number =>
+  Math.ceil((req.system.length + req.messages.reduce((n, m) => n + m.content.length, 0)) / 4);

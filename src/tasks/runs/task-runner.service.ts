@@ -20,6 +20,7 @@ import { RunEnd, type RunEnding, type RunState } from './run-end.js';
 import { RunEventMapper, turnsIn, upstreamEvent, upstreamFiles, upstreamMetadata } from './run-event-mapper.js';
 import { RunAbandoned, RunRegistry, type HeldRun, type QueuedInput } from './run-registry.js';
 import { RunWriter } from './run-writer.js';
+import { QueuedCalls } from './queued-calls.js';
 import { LeaseFence } from './lease-fence.js';
 import { Metrics } from '../../metrics/metrics.service.js';
 import { StatsRecorder } from '../../stats/stats-recorder.service.js';
@@ -102,16 +103,8 @@ export class TaskRunner {
 
   private async execute(start: RunStart, run: HeldRun, started: number): Promise<void> {
     let first = true;
-    // Model calls the run reported and this loop has queued for writing, and who waits for a count.
-    let queuedCalls = 0;
-    const waiting: { n: number; resolve: () => void }[] = [];
-    const queued = (): void => {
-      queuedCalls++;
-      for (const w of waiting.splice(0)) {
-        if (queuedCalls >= w.n) w.resolve();
-        else waiting.push(w);
-      }
-    };
+    // Model calls the run reported and this loop has queued for writing.
+    const calls = new QueuedCalls();
     // A remote-backed agent's run writes only while its task is leased here: another replica may take it over.
     const writer = new RunWriter(
       start.ctx.taskId,
@@ -130,21 +123,8 @@ export class TaskRunner {
       beforeModelCall: (agentId, reported, abort) => {
         if (!this.budgets.applies(start.ctx.tenantId, agentId)) return undefined;
         return (async () => {
-          if (queuedCalls < reported) {
-            // The runner may stop reading (the task ended elsewhere): the turn's abort ends the wait then.
-            await new Promise<void>((resolve, reject) => {
-              const onAbort = (): void => reject(abort.reason instanceof Error ? abort.reason : new Error('aborted'));
-              if (abort.aborted) return onAbort();
-              abort.addEventListener('abort', onAbort, { once: true });
-              waiting.push({
-                n: reported,
-                resolve: () => {
-                  abort.removeEventListener('abort', onAbort);
-                  resolve();
-                },
-              });
-            });
-          }
+          // The runner may stop reading (the task ended elsewhere): the turn's abort ends the wait then.
+          await calls.reached(reported, abort);
           await writer.flush();
           await this.budgets.guard(start.ctx.tenantId, agentId, 'run');
         })();
@@ -173,54 +153,75 @@ export class TaskRunner {
     try {
       for (;;) {
         let end: TurnEnd | undefined;
-        for await (const ev of this.orchestrator.run(ctx, inputs, run.abort)) {
-          if (writer.rejected) return; // the task ended elsewhere
-          if (ev.type === 'done' || ev.type === 'input_required' || ev.type === 'error') {
-            end = ev;
-            break;
-          }
-          run.answer();
-          if (ev.type === 'tool_call') {
-            this.metrics.toolCalls.inc({ tool: this.metrics.tool(ev.tool), outcome: ev.ok ? 'ok' : 'error' });
-          }
-          if (ev.type === 'upstream_bound') {
-            // A remote-backed agent's upstream task: kept in the task's metadata, written before anything of it.
-            // Queued like the events after it: what the upstream sent at once is written in one statement.
-            const metadata = upstreamMetadata(ev.upstreamTaskId, ev.upstreamContextId);
-            ctx.metadata = { ...ctx.metadata, ...metadata };
-            writer.queue([], { metadata });
-            continue;
-          }
-          if (ev.type === 'upstream_status' || ev.type === 'upstream_artifact') {
-            const { event, files } = upstreamEvent(ev);
-            artifacts.add(event);
-            // An interim status message is the task's status message until the next one (GetTask shows it).
-            const change = event.kind === 'status' ? { statusMessage: event.payload.message } : {};
-            writer.queue([event], { ...change, ...(files.length ? { files } : {}) });
-            // Files are large: they are not left to pile up (nor are events an upstream sends faster than stored).
-            if (files.length) await writer.flush();
-            else await writer.room();
-            continue;
-          }
-          if (ev.type === 'file') {
-            // The file's bytes and the artifact that refers to them are written together, in order.
-            const { event, file } = mapper.file(ev);
-            artifacts.add(event);
-            if ((await writer.write([event], { files: [file] })) === null) return; // the task ended elsewhere
-            continue;
-          }
-          const event = mapper.map(ev);
-          if (event) {
-            if (first) {
-              first = false;
-              const seconds = (performance.now() - started) / 1000;
-              this.metrics.timeToFirstEvent.observe(seconds);
-              this.stats.latency(ctx.tenantId, 'first_event', seconds);
+        // Read as `for await` reads (the turn told when the reading stops early), but the events the turn
+        // has already queued are taken at once, without a promise each.
+        const events = this.orchestrator.steps(ctx, inputs, run.abort);
+        let reading = true;
+        try {
+          for (;;) {
+            let r: IteratorResult<RunEvent>;
+            try {
+              const step = events.next();
+              r = step instanceof Promise ? await step : step;
+            } catch (err) {
+              reading = false;
+              throw err;
             }
-            artifacts.add(event);
-            writer.enqueue(event);
+            if (r.done) {
+              reading = false;
+              break;
+            }
+            const ev = r.value;
+            if (writer.rejected) return; // the task ended elsewhere
+            if (ev.type === 'done' || ev.type === 'input_required' || ev.type === 'error') {
+              end = ev;
+              break;
+            }
+            run.answer();
+            if (ev.type === 'tool_call') {
+              this.metrics.toolCalls.inc({ tool: this.metrics.tool(ev.tool), outcome: ev.ok ? 'ok' : 'error' });
+            }
+            if (ev.type === 'upstream_bound') {
+              // A remote-backed agent's upstream task: kept in the task's metadata, written before anything of it.
+              // Queued like the events after it: what the upstream sent at once is written in one statement.
+              const metadata = upstreamMetadata(ev.upstreamTaskId, ev.upstreamContextId);
+              ctx.metadata = { ...ctx.metadata, ...metadata };
+              writer.queue([], { metadata });
+              continue;
+            }
+            if (ev.type === 'upstream_status' || ev.type === 'upstream_artifact') {
+              const { event, files } = upstreamEvent(ev);
+              artifacts.add(event);
+              // An interim status message is the task's status message until the next one (GetTask shows it).
+              const change = event.kind === 'status' ? { statusMessage: event.payload.message } : {};
+              writer.queue([event], { ...change, ...(files.length ? { files } : {}) });
+              // Files are large: they are not left to pile up (nor are events an upstream sends faster than stored).
+              if (files.length) await writer.flush();
+              else await writer.room();
+              continue;
+            }
+            if (ev.type === 'file') {
+              // The file's bytes and the artifact that refers to them are written together, in order.
+              const { event, file } = mapper.file(ev);
+              artifacts.add(event);
+              if ((await writer.write([event], { files: [file] })) === null) return; // the task ended elsewhere
+              continue;
+            }
+            const event = mapper.map(ev);
+            if (event) {
+              if (first) {
+                first = false;
+                const seconds = (performance.now() - started) / 1000;
+                this.metrics.timeToFirstEvent.observe(seconds);
+                this.stats.latency(ctx.tenantId, 'first_event', seconds);
+              }
+              artifacts.add(event);
+              writer.enqueue(event);
+            }
+            if (ev.type === 'usage' && ev.call) calls.add();
           }
-          if (ev.type === 'usage' && ev.call) queued();
+        } finally {
+          if (reading) await events.return?.();
         }
         if (writer.rejected) return;
         if (!end) {
