@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AsyncQueue } from '../../common/async-queue.js';
+import { Latch } from '../../common/latch.js';
 import { safeError } from '../../common/safe-error.js';
 import type { RunInput } from '../../orchestrator/run-event.js';
 import { EventBus } from '../event-log/event-bus.js';
@@ -38,30 +39,17 @@ export class HeldRun {
   readonly abort = new AbortController();
   /** User messages for the run, in log order; the turn takes them from here. */
   readonly inbox = new AsyncQueue<QueuedInput>();
-  /** Resolves when the run has written its last event and let go. */
-  readonly finished: Promise<void>;
-  /**
-   * The task as the run's first settling write committed it (answered,
-   * asking, failed, canceled), from that write's own result: a blocking send
-   * needs no read-back. Null when the run let go without settling it itself.
-   */
-  readonly settled: Promise<TaskSnapshot | null>;
+  private readonly finishing = new Latch();
+  private readonly settling = new Latch<TaskSnapshot | null>();
+  private readonly answering = new Latch();
   /** What `settled` resolved with, once it has (undefined before). */
   settledTask: TaskSnapshot | null | undefined;
-  settle!: (task: TaskSnapshot | null) => void;
-  /**
-   * Resolves when the run's agent has said something that is not its turn's end (a remote-backed agent: its
-   * upstream's first event): a stream that waits for it before its first frame can still answer a refusal.
-   */
-  readonly answered: Promise<void>;
-  answer!: () => void;
   /** Set while the run writes its own end, so the terminal status it then sees is not taken for an end elsewhere. */
   closing = false;
   /** Every event of the log up to this seq has been looked at for input and ends. */
   cursor: number;
   /** The newest message seq put into the inbox. */
   delivered: number;
-  done!: () => void;
   unsubscribe: () => void = () => undefined;
   reading: Promise<void> | undefined;
   /** The newest seq another writer told us of (a notice, or a gap in what we were handed). */
@@ -76,17 +64,44 @@ export class HeldRun {
     first: QueuedInput,
     cursor: number,
   ) {
-    this.finished = new Promise<void>((resolve) => (this.done = resolve));
-    this.settled = new Promise<TaskSnapshot | null>((resolve) => {
-      this.settle = (task) => {
-        this.settledTask ??= task;
-        resolve(task);
-      };
-    });
-    this.answered = new Promise<void>((resolve) => (this.answer = resolve));
     this.inbox.push(first);
     this.cursor = cursor;
     this.delivered = first.seq;
+  }
+
+  /** Resolves when the run has written its last event and let go. */
+  get finished(): Promise<void> {
+    return this.finishing.wait();
+  }
+
+  done(): void {
+    this.finishing.open();
+  }
+
+  /**
+   * The task as the run's first settling write committed it (answered,
+   * asking, failed, canceled), from that write's own result: a blocking send
+   * needs no read-back. Null when the run let go without settling it itself.
+   */
+  get settled(): Promise<TaskSnapshot | null> {
+    return this.settling.wait();
+  }
+
+  settle(task: TaskSnapshot | null): void {
+    this.settledTask ??= task;
+    this.settling.open(task);
+  }
+
+  /**
+   * Resolves when the run's agent has said something that is not its turn's end (a remote-backed agent: its
+   * upstream's first event): a stream that waits for it before its first frame can still answer a refusal.
+   */
+  get answered(): Promise<void> {
+    return this.answering.wait();
+  }
+
+  answer(): void {
+    this.answering.open();
   }
 }
 
