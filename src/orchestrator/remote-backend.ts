@@ -44,7 +44,7 @@ export async function* remoteTurn(
   signal: AbortSignal,
 ): AsyncGenerator<RunEvent> {
   const backend = ctx.agent.constitution.backend as AgentBackend;
-  await ctx.durable;
+  await ctx.durable?.wait();
   await ctx.mayAct?.(signal);
   // Nothing leaves the process for a task that is not stored: a creation refused (the running-task cap, counted by
   // the statement over every replica) or answered by a resent messageId's task abandons the run before `durable`.

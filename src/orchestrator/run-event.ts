@@ -3,6 +3,7 @@ import type { SubjectToken } from '../common/subject-token.js';
 import type { ResolvedAgent } from '../registry/services/agents.js';
 import type { ModelCallUsage } from '../usage/usage-call.js';
 import type { Steps } from '../common/async-queue.js';
+import type { Latch } from '../common/latch.js';
 
 /** One part of a user's input, already validated and rendered for the model. */
 export interface RunInput {
@@ -70,7 +71,7 @@ export interface RunContext {
    * that could not be stored aborts the run before this settles, so the run
    * checks its signal after it. Absent: stored already.
    */
-  durable?: Promise<void>;
+  durable?: Latch;
   /**
    * Resolves once this replica may act for the run (see `LeaseFence`): at
    * once normally; after an outage, once its leases are confirmed. Called

@@ -1,4 +1,5 @@
 import type { AppConfig } from '../config/app-config.js';
+import type { Latch } from '../common/latch.js';
 import type { SubjectToken } from '../common/subject-token.js';
 import type { EgressPolicy } from '../common/net/egress.js';
 import type { RemoteAgents } from '../a2a-outbound/remote-agents.service.js';
@@ -50,7 +51,7 @@ export class TurnLoop {
     private readonly signal: AbortSignal,
     private readonly emit: (event: RunEvent) => void,
     /** The task is stored: nothing leaves the process before (see `RunContext.durable`). */
-    private readonly durable: Promise<void> = Promise.resolve(),
+    private readonly durable?: Latch,
     /** The replica may act (see `RunContext.mayAct`). */
     private readonly mayAct?: (signal: AbortSignal) => Promise<void>,
     /** The budgets allow another call (see `RunContext.beforeModelCall`). */
@@ -68,7 +69,7 @@ export class TurnLoop {
    * stand); then a model or a tool outside the process may be called.
    */
   private async stored(): Promise<void> {
-    await this.durable;
+    await this.durable?.wait();
     await this.mayAct?.(this.signal);
     this.signal.throwIfAborted();
   }

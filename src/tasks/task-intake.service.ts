@@ -1,3 +1,4 @@
+import { Latch } from '../common/latch.js';
 import { uuid } from '../common/ids.js';
 import { Injectable } from '@nestjs/common';
 import type { MessageJson } from '../common/a2a-json.js';
@@ -139,8 +140,7 @@ export class TaskIntake {
     };
     const creating = this.writer.create(task, first, 'TASK_STATE_WORKING', this.leases.lease(), files);
     // The run's `durable`: settled once the task is stored, or once its run is abandoned for a creation that failed.
-    let settled!: () => void;
-    const durable = new Promise<void>((resolve) => (settled = resolve));
+    const durable = new Latch();
     const watch = opts.watch ? this.log.watch(taskId) : undefined;
     const run = this.runner.start({
       ctx: {
@@ -160,11 +160,11 @@ export class TaskIntake {
     opts.held?.();
     try {
       await creating;
-      settled();
+      durable.open();
     } catch (err) {
       watch?.close();
       run.abort.abort(new RunAbandoned());
-      settled();
+      durable.open();
       // The same messageId again (a client retry, or the same request on two replicas at once): the
       // unique index decides, and the resend gets the task the first one created instead of a second run.
       if (!isDuplicateMessage(err)) throw err;

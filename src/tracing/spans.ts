@@ -23,6 +23,9 @@ export const tracer = trace.getTracer('arbiter', ARBITER_VERSION);
 let started = false;
 const NOT_RECORDING = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
 
+/** Whether a tracing SDK records spans at all: a caller may skip building a span's attributes when not. */
+export const tracingOn = (): boolean => started;
+
 /** Called by `startTracing` once the SDK runs. */
 export function tracingStarted(): void {
   started = true;

@@ -26,7 +26,7 @@ import { Metrics } from '../../metrics/metrics.service.js';
 import { StatsRecorder } from '../../stats/stats-recorder.service.js';
 import { Prices } from '../../usage/prices.service.js';
 import { Budgets } from '../../budgets/budget.service.js';
-import { currentContext, inSpan } from '../../tracing/spans.js';
+import { currentContext, inSpan, tracingOn } from '../../tracing/spans.js';
 import { InstanceIdentity } from '../../database/instance-identity.js';
 
 export interface RunStart {
@@ -41,6 +41,13 @@ export interface RunStart {
   /** Messages may have been written before the run was registered (a resumed task): read the log for them. */
   catchUp?: boolean;
 }
+
+const runAttributes = (ctx: RunContext) => ({
+  'a2a.task_id': ctx.taskId,
+  'a2a.context_id': ctx.contextId,
+  'arbiter.agent_id': ctx.agent.id,
+  'arbiter.tenant_id': ctx.tenantId,
+});
 
 type TurnEnd = Extract<RunEvent, { type: 'done' | 'input_required' | 'error' }>;
 
@@ -82,13 +89,12 @@ export class TaskRunner {
     const run = this.registry.hold(start.ctx.tenantId, start.ctx.taskId, start.first, start.cursor);
     if (start.catchUp) this.registry.nudge(run);
     const started = performance.now();
-    const attributes = {
-      'a2a.task_id': start.ctx.taskId,
-      'a2a.context_id': start.ctx.contextId,
-      'arbiter.agent_id': start.ctx.agent.id,
-      'arbiter.tenant_id': start.ctx.tenantId,
-    };
-    inSpan('arbiter.run', { parent: currentContext(), attributes }, () => this.execute(start, run, started))
+    const running = tracingOn()
+      ? inSpan('arbiter.run', { parent: currentContext(), attributes: runAttributes(start.ctx) }, () =>
+          this.execute(start, run, started),
+        )
+      : this.execute(start, run, started);
+    running
       .catch((err: unknown) => this.logger.error({ err: safeError(err), taskId: start.ctx.taskId }, 'run crashed'))
       .finally(() => {
         this.registry.release(run);
