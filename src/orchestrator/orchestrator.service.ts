@@ -19,6 +19,9 @@ import { remoteTurn, type RemoteTurnDeps } from './remote-backend.js';
 /** Why a run is aborted when its consumer stopped reading before its turn was over (the task ended elsewhere). */
 const ABANDONED = new Error('run abandoned');
 
+/** The end of an iteration. */
+const DONE: IteratorResult<RunEvent> = Object.freeze({ value: undefined, done: true });
+
 /** A turn that is one event. */
 function only(event: RunEvent): AsyncIterator<RunEvent> {
   let given = false;
@@ -102,9 +105,9 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
     const open = (): Promise<Steps<RunEvent>> => (opening ??= this.open(ctx, inputs, abort).then((t) => (turn = t)));
     return {
       next: () => (turn ? turn.next() : open().then((t) => t.next())),
-      return: async () => {
-        const t = turn ?? (await opening);
-        return (await t?.return?.()) ?? { value: undefined, done: true };
+      return: () => {
+        if (turn) return turn.return?.() ?? Promise.resolve(DONE);
+        return opening ? opening.then((t) => t.return?.() ?? DONE) : Promise.resolve(DONE);
       },
     };
   }
@@ -193,11 +196,12 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
     const read = events.steps();
     return {
       next: () => read.next(),
-      return: async () => {
+      return: () => {
+        // The loop is over (its end queued): nothing to stop or wait for.
+        if (over) return read.return!();
         // The consumer stopped early (the task ended elsewhere): the run is abandoned, and its loop stops.
-        if (!over && !signal.aborted) abort.abort(ABANDONED);
-        await finished;
-        return read.return!();
+        if (!signal.aborted) abort.abort(ABANDONED);
+        return finished.then(() => read.return!());
       },
     };
   }

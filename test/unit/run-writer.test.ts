@@ -175,6 +175,47 @@ describe('the run writer queues events with the row change they make', () => {
     assert.equal(mergeChunks([chunk('hello', false), status('mid'), chunk('', true, true)]).length, 3);
   });
 
+  it('merges runs of chunks as merging them two at a time did, over generated sequences', () => {
+    let seed = 7;
+    const rand = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    const artifact = (id: string, text: string, append: boolean, lastChunk: boolean): TaskEventBody => ({
+      kind: 'artifact',
+      payload: { artifact: { artifactId: id, name: 'response', parts: [{ text }] }, append, lastChunk },
+    });
+    const pick = (): TaskEventBody => {
+      const id = ['a1', 'a2'][rand(2)];
+      switch (rand(8)) {
+        case 0:
+          return artifact(id, '', true, true); // a bare closing
+        case 1:
+          return artifact(id, `w${rand(99)} `, rand(2) === 0, rand(4) === 0);
+        case 2:
+          return { kind: 'usage', payload: { inputTokens: rand(9), outputTokens: rand(9) } };
+        case 3:
+          return {
+            kind: 'usage',
+            payload: { inputTokens: 1, outputTokens: 2 },
+            calls: [{ n: rand(9) }],
+          } as unknown as TaskEventBody;
+        case 4:
+          return { kind: 'text', payload: { delta: `t${rand(9)}`, depth: 0, agent: 'index' } };
+        case 5:
+          return status(`s${rand(9)}`);
+        default:
+          return artifact(id, `c${rand(99)} `, true, false);
+      }
+    };
+    for (let n = 0; n < 500; n++) {
+      const events = Array.from({ length: 1 + rand(12) }, pick);
+      const copy = structuredClone(events);
+      assert.deepEqual(mergeChunks(events), pairwiseMerge(events), JSON.stringify(events));
+      assert.deepEqual(events, copy, 'the input is left as it was');
+    }
+  });
+
   it('room() waits while the queue is full and a write is in flight, and not otherwise', async () => {
     const r = recordingLog();
     const w = new RunWriter('t1', r.log);
@@ -193,3 +234,65 @@ describe('the run writer queues events with the row change they make', () => {
     await w.room(); // an empty queue: at once
   });
 });
+
+/** `mergeChunks` as it was first written: each chunk merged into the one before it as it comes. */
+function pairwiseMerge(events: TaskEventBody[]): TaskEventBody[] {
+  const out: TaskEventBody[] = [];
+  for (const e of events) {
+    const prev = out[out.length - 1];
+    if (e.kind === 'artifact' && e.payload.append && e.payload.lastChunk) {
+      let i = out.length - 1;
+      while (out[i]?.kind === 'usage') i--;
+      const chunk = out[i];
+      const a = e.payload.artifact;
+      if (
+        chunk?.kind === 'artifact' &&
+        !chunk.payload.lastChunk &&
+        a.artifactId === chunk.payload.artifact.artifactId &&
+        a.name === chunk.payload.artifact.name &&
+        Object.keys(a).every((k) => k === 'artifactId' || k === 'name' || k === 'parts') &&
+        a.parts.length === 1 &&
+        a.parts[0].text === '' &&
+        Object.keys(a.parts[0]).length === 1
+      ) {
+        out[i] = { kind: 'artifact', payload: { ...chunk.payload, lastChunk: true } };
+        continue;
+      }
+    }
+    if (
+      prev?.kind === 'artifact' &&
+      e.kind === 'artifact' &&
+      e.payload.append &&
+      !prev.payload.lastChunk &&
+      !e.payload.lastChunk &&
+      prev.payload.artifact.artifactId === e.payload.artifact.artifactId &&
+      prev.payload.artifact.parts.length === 1 &&
+      e.payload.artifact.parts.length === 1 &&
+      typeof prev.payload.artifact.parts[0]?.text === 'string' &&
+      typeof e.payload.artifact.parts[0]?.text === 'string'
+    ) {
+      const text = prev.payload.artifact.parts[0].text + e.payload.artifact.parts[0].text;
+      out[out.length - 1] = {
+        kind: 'artifact',
+        payload: { ...prev.payload, artifact: { ...prev.payload.artifact, parts: [{ text }] } },
+      };
+      continue;
+    }
+    if (
+      prev?.kind === 'text' &&
+      e.kind === 'text' &&
+      prev.payload.depth === e.payload.depth &&
+      prev.payload.agent === e.payload.agent
+    ) {
+      out[out.length - 1] = { kind: 'text', payload: { ...prev.payload, delta: prev.payload.delta + e.payload.delta } };
+      continue;
+    }
+    if (prev?.kind === 'usage' && e.kind === 'usage') {
+      const calls = [...(prev.calls ?? []), ...(e.calls ?? [])];
+      out[out.length - 1] = calls.length ? { kind: 'usage', payload: e.payload, calls } : e;
+      continue;
+    }
+    out.push(e);
+  }
+  return out;
+}

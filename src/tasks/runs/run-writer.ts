@@ -39,7 +39,9 @@ export class RunWriter {
 
   /** Queues an event that changes nothing on the task row (text chunks, usage). */
   enqueue(event: TaskEventBody): void {
-    this.queue([event]);
+    if (this.failure || this.rejected) return;
+    this.pending.push(event);
+    this.schedule();
   }
 
   /**
@@ -50,6 +52,11 @@ export class RunWriter {
     if (this.failure || this.rejected) return;
     this.pending.push(...events);
     this.change = mergeChange(this.change, change);
+    this.schedule();
+  }
+
+  /** Starts a write of what is queued on the next macrotask, unless a write is on its way. */
+  private schedule(): void {
     if (this.loop || this.deferred || this.running) return;
     // Written on the next macrotask, so that chunks a fast model yields in the meantime go out in one statement;
     // a final write (or a flush) that comes first takes the queue over and nothing is written twice.
@@ -102,11 +109,11 @@ export class RunWriter {
     if (this.pending.length >= MAX_QUEUED_EVENTS) await this.flush();
   }
 
-  /** Waits for queued events to be written (or dropped after a write error). */
   private owned(change: TaskRowChange): TaskRowChange {
     return this.owner ? { ...change, owner: this.owner } : change;
   }
 
+  /** Waits for queued events to be written (or dropped after a write error). */
   async flush(): Promise<void> {
     for (;;) {
       // Queued, its write not started yet (also queued while the last write finished): start it now.
@@ -164,8 +171,35 @@ export function mergeChange<C extends QueuedChange>(earlier: QueuedChange, later
  */
 export function mergeChunks(events: TaskEventBody[]): TaskEventBody[] {
   const out: TaskEventBody[] = [];
+  // The texts of the chunks merged into the last event so far, joined once the run of them ends (one new event
+  // for the run, not one per chunk).
+  let texts: string[] | undefined;
+  const join = (): void => {
+    const last = out[out.length - 1];
+    if (texts && last?.kind === 'artifact') {
+      const artifact = { ...last.payload.artifact, parts: [{ text: texts.join('') }] };
+      out[out.length - 1] = { kind: 'artifact', payload: { ...last.payload, artifact } };
+    }
+    texts = undefined;
+  };
   for (const e of events) {
     const prev = out[out.length - 1];
+    if (
+      prev?.kind === 'artifact' &&
+      e.kind === 'artifact' &&
+      e.payload.append &&
+      !prev.payload.lastChunk &&
+      !e.payload.lastChunk &&
+      prev.payload.artifact.artifactId === e.payload.artifact.artifactId &&
+      prev.payload.artifact.parts.length === 1 &&
+      e.payload.artifact.parts.length === 1 &&
+      typeof prev.payload.artifact.parts[0]?.text === 'string' &&
+      typeof e.payload.artifact.parts[0]?.text === 'string'
+    ) {
+      (texts ??= [prev.payload.artifact.parts[0].text]).push(e.payload.artifact.parts[0].text);
+      continue;
+    }
+    join();
     if (e.kind === 'artifact' && e.payload.append && e.payload.lastChunk) {
       // The chunk it closes may be followed by the turn's token counts (no surface shows them between the two).
       let i = out.length - 1;
@@ -181,25 +215,6 @@ export function mergeChunks(events: TaskEventBody[]): TaskEventBody[] {
       }
     }
     if (
-      prev?.kind === 'artifact' &&
-      e.kind === 'artifact' &&
-      e.payload.append &&
-      !prev.payload.lastChunk &&
-      !e.payload.lastChunk &&
-      prev.payload.artifact.artifactId === e.payload.artifact.artifactId &&
-      prev.payload.artifact.parts.length === 1 &&
-      e.payload.artifact.parts.length === 1 &&
-      typeof prev.payload.artifact.parts[0]?.text === 'string' &&
-      typeof e.payload.artifact.parts[0]?.text === 'string'
-    ) {
-      const text = prev.payload.artifact.parts[0].text + e.payload.artifact.parts[0].text;
-      out[out.length - 1] = {
-        kind: 'artifact',
-        payload: { ...prev.payload, artifact: { ...prev.payload.artifact, parts: [{ text }] } },
-      };
-      continue;
-    }
-    if (
       prev?.kind === 'text' &&
       e.kind === 'text' &&
       prev.payload.depth === e.payload.depth &&
@@ -210,12 +225,13 @@ export function mergeChunks(events: TaskEventBody[]): TaskEventBody[] {
     }
     if (prev?.kind === 'usage' && e.kind === 'usage') {
       // The later counts stand (they are cumulative); every call either reports is accounted.
-      const calls = [...(prev.calls ?? []), ...(e.calls ?? [])];
-      out[out.length - 1] = calls.length ? { kind: 'usage', payload: e.payload, calls } : e;
+      const calls = prev.calls?.length ? [...prev.calls, ...(e.calls ?? [])] : e.calls;
+      out[out.length - 1] = calls?.length ? { kind: 'usage', payload: e.payload, calls } : e;
       continue;
     }
     out.push(e);
   }
+  join();
   return out;
 }
 

@@ -145,12 +145,15 @@ export class TaskRunner {
     // The turn takes its input from the inbox; the newest message it took bounds what it may settle.
     const inputs: AsyncIterable<RunInput> = {
       [Symbol.asyncIterator]: () => {
-        const it = run.inbox[Symbol.asyncIterator]();
+        const it = run.inbox.steps();
+        const took = (r: IteratorResult<QueuedInput>): IteratorResult<QueuedInput> => {
+          if (!r.done) taken = r.value.seq;
+          return r;
+        };
         return {
-          next: async () => {
-            const r = await it.next();
-            if (!r.done) taken = r.value.seq;
-            return r;
+          next: () => {
+            const r = it.next();
+            return r instanceof Promise ? r.then(took) : Promise.resolve(took(r));
           },
         };
       },
