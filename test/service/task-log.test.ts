@@ -241,6 +241,53 @@ describe(`task log writer (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGl
     assert.equal(held?.owner, null, 'an end releases the lease');
   });
 
+  it('a creation with its answer merged in stores the same row as the answer written after it, sizes exact', async () => {
+    const tenant = await newTenant();
+    for (const merged of [true, false]) {
+      const t = task(tenant);
+      const reply: MessageJson = {
+        messageId: randomUUID(),
+        role: 'ROLE_AGENT',
+        parts: [{ text: 'done' }],
+        taskId: t.taskId,
+        contextId: t.contextId,
+      };
+      const answer = () =>
+        writer.append(t.taskId, [status('TASK_STATE_COMPLETED', { message: reply })], {
+          state: 'TASK_STATE_COMPLETED',
+          lease: null,
+          statusMessage: reply,
+          historyAppend: [reply],
+        });
+      const created = create(t);
+      // Asked before the creation's statement is sent, the answer joins it (one statement); else it follows it.
+      const answered = merged ? answer() : created.then(answer);
+      await created;
+      assert.equal((await answered)?.row?.state, 'TASK_STATE_COMPLETED');
+      const [row] = await ds.query<
+        { history: MessageJson[]; status: MessageJson; hb: number; hbNow: number; eb: number; ebNow: number }[]
+      >(
+        `SELECT history, status_message AS status, history_bytes AS hb, octet_length(history::text) AS "hbNow",
+                extra_bytes AS eb, octet_length(metadata::text) + octet_length(status_message::text) AS "ebNow"
+           FROM a2a_tasks WHERE task_id = $1`,
+        [t.taskId],
+      );
+      const how = merged ? 'merged' : 'written after';
+      assert.deepEqual(
+        row.history.map((m) => [m.role, m.parts[0]?.text, m.taskId]),
+        [
+          ['ROLE_USER', 'hello', t.taskId],
+          ['ROLE_AGENT', 'done', t.taskId],
+        ],
+        how,
+      );
+      assert.deepEqual(row.status, reply, how);
+      assert.equal(Number(row.eb), Number(row.ebNow), how);
+      // One statement measures the whole history; an append adds its part's size to the creation's.
+      if (merged) assert.equal(Number(row.hb), Number(row.hbNow));
+    }
+  });
+
   it('notices: each write that adds events sends one on commit, naming its tasks and last seqs, in this replica’s name', async () => {
     const tenant = await newTenant();
     const [a, b, c] = [task(tenant), task(tenant), task(tenant)];
