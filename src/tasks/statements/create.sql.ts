@@ -1,4 +1,3 @@
-import type { MessageJson } from '../../common/a2a-json.js';
 import type { Statement } from '../../database/sql.service.js';
 import type { Folded } from '../repositories/merged-creation.js';
 import type { Lease, NewTask } from '../repositories/task-log.types.js';
@@ -13,30 +12,18 @@ const X = `x AS (
       error_message text, artifacts jsonb, input_tokens int, output_tokens int, cap int, calls jsonb, count_request boolean)
   )`;
 
-/** A message of the row given as `ref`: the message itself, or the index of the event in `events` that holds it. */
-const messageAt = (ref: string): string =>
-  `CASE WHEN jsonb_typeof(${ref}) = 'number' THEN events -> (${ref})::int -> 'payload' -> 'message' ELSE ${ref} END`;
-
-/**
- * The row insert of `source`'s records, and their events (CTEs `t` and `e`). A message of the history or the
- * status that is also in the task's events comes as that event's index (`createRecord`): it is taken from there.
- */
+/** The row insert of `source`'s records, and their events (CTEs `t` and `e`). */
 const insertTasks = (source: string): string => `t AS (
     INSERT INTO a2a_tasks (task_id, tenant_id, agent_id, context_id, state, updated_at, history, metadata, last_seq,
                            last_input_seq, owner_instance, lease_expires_at, message_id, message_hash, status_message, error_message,
                            artifacts, input_tokens, output_tokens, history_bytes, artifacts_bytes, extra_bytes)
     SELECT task_id, tenant_id, agent_id, context_id, state, COALESCE(status_at, date_trunc('milliseconds', now())),
-           m.history, metadata, n, last_input, owner,
+           history, metadata, n, last_input, owner,
            CASE WHEN owner IS NULL THEN NULL ELSE now() + make_interval(secs => lease_ms / 1000.0) END, message_id, message_hash,
-           m.status_message, COALESCE(error_message, ''), COALESCE(artifacts, '[]'::jsonb), COALESCE(input_tokens, 0),
-           COALESCE(output_tokens, 0), octet_length(m.history::text), COALESCE(octet_length(artifacts::text), 2),
-           octet_length(metadata::text) + COALESCE(octet_length(m.status_message::text), 0)
-      FROM ${source}, LATERAL (
-        SELECT ${messageAt(`${source}.status_message`)} AS status_message,
-               (SELECT COALESCE(jsonb_agg(${messageAt('h')} ORDER BY o), '[]'::jsonb)
-                  FROM jsonb_array_elements(${source}.history) WITH ORDINALITY AS hh(h, o)) AS history
-      ) m
-     ORDER BY i
+           status_message, COALESCE(error_message, ''), COALESCE(artifacts, '[]'::jsonb), COALESCE(input_tokens, 0),
+           COALESCE(output_tokens, 0), octet_length(history::text), COALESCE(octet_length(artifacts::text), 2),
+           octet_length(metadata::text) + COALESCE(octet_length(status_message::text), 0)
+      FROM ${source} ORDER BY i
     RETURNING task_id
   ), e AS (
     INSERT INTO task_events (task_id, seq, kind, payload)
@@ -101,12 +88,7 @@ export const CREATE_PLAIN: Statement = {
 export const createStatement = (records: readonly ReturnType<typeof createRecord>[]): Statement =>
   records.every((r) => !r.cap && r.files === null && r.calls === null && !r.count_request) ? CREATE_PLAIN : CREATE;
 
-/**
- * One creation (with the appends folded into it, `f`) as a row of CREATE's `x`; `i` is its place in the batch.
- * A message of the history or the status that one of its events holds goes as that event's index: the statement
- * takes it from there, and its JSON, the largest part of the statement's parameter, is not sent two or three
- * times.
- */
+/** One creation (with the appends folded into it, `f`) as a row of CREATE's `x`; `i` is its place in the batch. */
 export function createRecord(
   i: number,
   task: NewTask,
@@ -114,13 +96,6 @@ export function createRecord(
   lease: Lease,
   f: Folded,
 ): Record<string, unknown> {
-  const ref = (m: MessageJson): MessageJson | number => {
-    for (let k = 0; k < f.events.length; k++) {
-      const e = f.events[k];
-      if ((e.kind === 'message' || e.kind === 'status') && e.payload.message === m) return k;
-    }
-    return m;
-  };
   return {
     i,
     task_id: task.taskId,
@@ -129,7 +104,7 @@ export function createRecord(
     context_id: task.contextId,
     state: f.state,
     status_at: statusTimestamp(f.events),
-    history: f.history.map(ref),
+    history: f.history,
     metadata: task.metadata,
     n: f.events.length,
     last_input: first.map((e) => e.kind).lastIndexOf('message') + 1,
@@ -139,7 +114,7 @@ export function createRecord(
     message_hash: task.messageHash,
     events: f.events,
     files: f.files.length ? f.files.map(fileRow) : null,
-    status_message: f.statusMessage ? ref(f.statusMessage) : null,
+    status_message: f.statusMessage,
     error_message: f.errorMessage,
     artifacts: f.artifacts,
     input_tokens: f.tokens?.input ?? null,
