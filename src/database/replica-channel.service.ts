@@ -5,7 +5,8 @@ import { AppConfig } from '../config/app-config.js';
 import { InstanceIdentity, NOTICE_CONNECTION_PREFIX } from './instance-identity.js';
 import { safeError } from '../common/safe-error.js';
 
-type NoticeHandler = (payload: string) => void;
+/** Runs for each notice; a handler whose change takes a read returns its promise (see `listenApplied`). */
+type NoticeHandler = (payload: string) => void | Promise<unknown>;
 
 /** Where replicas confirm that they applied a change notice (see `appliedEverywhere`). */
 const ACK_CHANNEL = 'arbiter_ack';
@@ -62,7 +63,10 @@ export class ReplicaChannel implements OnApplicationBootstrap, BeforeApplication
 
   /**
    * Like `listen`, and each replica confirms every notice on `channel` after
-   * its handlers ran — so `appliedEverywhere` can wait for all of them.
+   * its handlers ran — so `appliedEverywhere` can wait for all of them. A
+   * handler that returns a promise (it re-reads what changed) is confirmed
+   * when that promise settles, not before: until then the replica may still
+   * serve the old state.
    */
   listenApplied(channel: string, handler: NoticeHandler): void {
     this.acked.add(channel);
@@ -180,11 +184,20 @@ export class ReplicaChannel implements OnApplicationBootstrap, BeforeApplication
       keepAliveInitialDelayMillis: 5_000,
     });
     client.on('notification', (n) => {
-      for (const h of this.handlers.get(n.channel) ?? []) h(n.payload ?? '');
-      if (this.acked.has(n.channel)) {
-        const ack = `${digest(n.channel, n.payload ?? '')}|${this.instance}`;
-        client.query(`SELECT pg_notify($1, $2)`, [ACK_CHANNEL, ack]).catch(() => undefined);
+      const payload = n.payload ?? '';
+      let pending: Promise<unknown>[] | undefined;
+      for (const h of this.handlers.get(n.channel) ?? []) {
+        const applying = h(payload);
+        if (applying) (pending ??= []).push(applying);
       }
+      if (!this.acked.has(n.channel)) return;
+      const ack = (): void => {
+        client
+          .query(`SELECT pg_notify($1, $2)`, [ACK_CHANNEL, `${digest(n.channel, payload)}|${this.instance}`])
+          .catch(() => undefined);
+      };
+      if (pending) void Promise.allSettled(pending).then(ack);
+      else ack();
     });
     client.on('error', (err) => {
       this.logger.warn({ err: safeError(err) }, 'notice connection failed');

@@ -81,6 +81,9 @@ const trusted = (e: TrustedIssuerEntity): TrustedIssuer => ({
 export class IssuerDirectory implements OnModuleInit {
   private readonly logger = new Logger('IssuerDirectory');
   private byIssuer = new Map<string, TrustedIssuer>();
+  /** Reads of the issuers begun, and the latest begun whose answer is in `byIssuer`. */
+  private reads = 0;
+  private applied = 0;
   private readonly changeHandlers: ((issuerId: string) => void)[] = [];
 
   constructor(
@@ -92,7 +95,8 @@ export class IssuerDirectory implements OnModuleInit {
   ) {}
 
   async onModuleInit(): Promise<void> {
-    this.channel.listenApplied(ISSUERS_CHANNEL, (id) => void this.changed(id));
+    // Confirmed to the replica that made the change once the issuers are re-read and the handlers ran.
+    this.channel.listenApplied(ISSUERS_CHANNEL, (id) => this.changed(id));
     this.channel.onReconnect(() => void this.reload());
     await this.seed();
     await this.reload();
@@ -190,9 +194,13 @@ export class IssuerDirectory implements OnModuleInit {
     for (const handler of this.changeHandlers) handler(id);
   }
 
+  /** Re-reads the issuers; of reads that overlap, an earlier one that answers last does not undo a later one. */
   private async reload(): Promise<void> {
+    const read = ++this.reads;
     try {
       const rows = await this.ds.manager.find(TrustedIssuerEntity);
+      if (read < this.applied) return;
+      this.applied = read;
       this.byIssuer = new Map(rows.map((r) => [r.issuer, trusted(r)]));
     } catch (err) {
       this.logger.warn({ err: safeError(err) }, 'could not read the trusted issuers; keeping the ones known');
