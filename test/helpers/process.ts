@@ -62,10 +62,14 @@ export async function startServerProcess(env: Record<string, string>, args: stri
       child.kill('SIGKILL');
       reject(new Error(`server did not start within ${Math.round(PATIENCE_MS / 1000)} s:\n${out}\n${err}`));
     }, PATIENCE_MS);
+    let listening = false;
     child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
+      // Searched until found, then no more: the whole output again at every line of a long-running server adds up.
+      if (listening) return;
       const m = /listening on (http:\/\/[^\s]+)/.exec(out);
       if (m?.[1]) {
+        listening = true;
         clearTimeout(timer);
         resolve(m[1]);
       }
