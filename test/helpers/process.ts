@@ -22,13 +22,19 @@ const TRIPWIRE = [
   './dist/test/helpers/wasm-baseline.js',
 ];
 
+/** What a server process takes from the test's environment: the path, and the run's compile cache (`run-tests.mjs`). */
+function inherited(): Record<string, string> {
+  const cache = process.env.NODE_COMPILE_CACHE;
+  return { PATH: process.env.PATH ?? '', ...(cache ? { NODE_COMPILE_CACHE: cache } : {}) };
+}
+
 /**
  * Runs `node dist/src/main.js` as a child process until it exits; resolves with code and output.
  * A process still running after `timeoutMs` (minutes: only a broken start takes that long) is killed: code null.
  */
 export async function runToExit(env: Record<string, string>, args: string[] = [], timeoutMs = PATIENCE_MS) {
   const child = spawn(process.execPath, [...TRIPWIRE, MAIN, ...args], {
-    env: { PATH: process.env.PATH ?? '', ...env },
+    env: { ...inherited(), ...env },
     stdio: 'pipe',
   });
   let out = '';
@@ -50,7 +56,7 @@ export async function runToExit(env: Record<string, string>, args: string[] = []
 export async function startServerProcess(env: Record<string, string>, args: string[] = []): Promise<ServerProcess> {
   const child = spawn(process.execPath, [...TRIPWIRE, MAIN, ...args], {
     // Runs left in flight end at a SIGTERM at once, not after the default 10 s of grace (a test of it sets its own).
-    env: { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'info', ARBITER_SHUTDOWN_GRACE_MS: '0', ...env },
+    env: { ...inherited(), PORT: '0', LOG_LEVEL: 'info', ARBITER_SHUTDOWN_GRACE_MS: '0', ...env },
     stdio: 'pipe',
   });
   let out = '';

@@ -28,6 +28,7 @@ const HINTS: { pattern: RegExp; needs: string; prefix: string }[] = [
   },
   { pattern: /embedded only/, needs: 'the embedded database: DATABASE_URL unset', prefix: 'env -u DATABASE_URL ' },
   { pattern: /TEST_BROWSER=off/, needs: 'TEST_BROWSER unset', prefix: 'env -u TEST_BROWSER ' },
+  { pattern: /TEST_DOCS=off/, needs: 'TEST_DOCS unset', prefix: 'env -u TEST_DOCS ' },
   { pattern: /Chromium/, needs: 'Chromium at /usr/bin/chromium (Debian: apt-get install chromium)', prefix: '' },
   { pattern: /nginx/, needs: 'nginx (Debian: apt-get install nginx-light)', prefix: '' },
   {
