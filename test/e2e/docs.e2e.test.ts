@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { freshDatabase, seedEmbeddedDatabase } from '../helpers/database.js';
 import { startServerProcess, type ServerProcess } from '../helpers/process.js';
 import { tempHome } from '../helpers/server.js';
@@ -199,11 +199,6 @@ function bash(script: string, cwd: string, env: Record<string, string>): Promise
 }
 
 describe('the documentation’s examples, run as written', () => {
-  const servers: ServerProcess[] = [];
-  after(async () => {
-    for (const s of servers) await s.stop('SIGTERM');
-  });
-
   it('marks are found: the README walkthrough, the JSON-RPC example and the SDK client', () => {
     const blocks = docBlocks(readFileSync('README.md', 'utf8'));
     assert.ok(blocks.length >= 4, `${blocks.length} blocks`);
@@ -244,7 +239,6 @@ describe('the documentation’s examples, run as written', () => {
       let server: ServerProcess | undefined;
       try {
         server = await startServerProcess({ HOME: home, ...env, ...(db.url ? { DATABASE_URL: db.url } : {}) });
-        servers.push(server);
         const port = new URL(server.url).port;
         const local = (text: string) => withPorts(text.replaceAll('localhost:8080', `localhost:${port}`));
         let script = [
@@ -270,10 +264,7 @@ describe('the documentation’s examples, run as written', () => {
       } finally {
         // Stopped before its database goes: a server left running on a dropped database spends the rest of the
         // file reconnecting, beside every later page.
-        if (server) {
-          servers.splice(servers.indexOf(server), 1);
-          await server.stop('SIGTERM');
-        }
+        await server?.stop('SIGTERM');
         rmSync(work, { recursive: true, force: true });
         rmSync(home, { recursive: true, force: true });
         await db.drop();

@@ -1,19 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/app-config.js';
+import { Latch } from '../../src/common/latch.js';
 import { InstanceIdentity } from '../../src/database/instance-identity.js';
 import { ReplicaChannel } from '../../src/database/replica-channel.service.js';
 import { freshDatabase, REAL_POSTGRES, type TestDatabase } from '../helpers/database.js';
 import { tempHome } from '../helpers/server.js';
 
 const CHANNEL = 'arbiter_test_applied';
-
-/** A promise and the functions that settle it. */
-function deferred(): { promise: Promise<void>; resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => (resolve = r));
-  return { promise, resolve };
-}
 
 /**
  * Two replicas' notice connections on one PostgreSQL database: a change is
@@ -42,11 +36,13 @@ describe(
 
     it('waits for a handler that re-reads: confirmed when its promise settles, not when it was called', async () => {
       const order: string[] = [];
-      const reread = deferred();
+      const heard = new Latch();
+      const reread = new Latch();
       a.listenApplied(CHANNEL, (payload) => void order.push(`a applied ${payload}`));
       b.listenApplied(CHANNEL, (payload) => {
         order.push(`b heard ${payload}`);
-        return reread.promise.then(() => void order.push(`b applied ${payload}`));
+        heard.open();
+        return reread.wait().then(() => void order.push(`b applied ${payload}`));
       });
       await a.onApplicationBootstrap();
       await b.onApplicationBootstrap();
@@ -59,12 +55,12 @@ describe(
       });
       await a.run(`SELECT pg_notify($1, 'x')`, [CHANNEL], 30_000);
       // B heard the notice and is still re-reading: not confirmed, whatever time passes meanwhile.
-      while (!order.includes('b heard x')) await new Promise((r) => setTimeout(r, 20));
+      await heard.wait();
       // Anything B sent on its connection so far has committed, and A has read what reached it by then.
       await b.run('SELECT 1', [], 30_000);
       await a.run('SELECT 1', [], 30_000);
       assert.equal(answered, false, 'answered before B applied the change');
-      reread.resolve();
+      reread.open();
       await answering;
       assert.deepEqual(
         order.filter((e) => e !== 'a applied x'),
