@@ -25,7 +25,7 @@ export interface RunningApp {
   url: string;
   /** The gRPC binding's address (`host:port`), when `ARBITER_GRPC_PORT` is set. */
   grpcAddress?: string;
-  /** Drops readiness, finishes in-flight requests (up to the grace period), closes the database. */
+  /** Drops readiness, finishes in-flight requests (up to the grace period), closes the database, writes out the log. */
   close(): Promise<void>;
 }
 
@@ -127,6 +127,8 @@ export async function startApp(config: AppConfig): Promise<RunningApp> {
       closing ??= (async () => {
         lifecycle.shuttingDown = true;
         await app.close();
+        // The last lines (the shutdown's own) are on stdout before the caller may exit the process.
+        await new Promise<void>((resolve) => logger.flush(() => resolve()));
       })();
       return closing;
     },

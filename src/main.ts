@@ -6,7 +6,10 @@ import { ConfigError, loadConfig, type AppConfig } from './config/app-config.js'
 import { checkDatabase, StartupError } from './database/preflight.js';
 import { stopTracing } from './tracing/sdk.js';
 
-/** Start-up failures, before the application's logger exists: one JSON line each, on stdout like every log. */
+/**
+ * Start-up failures, before the application's logger exists, and the lines the process exits right after: one
+ * JSON line each, on stdout like every log, written before `process.exit` returns.
+ */
 const early = earlyLogger();
 
 /** Known start-up conditions get one line that says what to do; anything else is a bug, logged with its stack. */
@@ -87,7 +90,7 @@ async function main(): Promise<void> {
     stopping = true;
     logger.log(`${signal} received; shutting down (grace ${config.shutdownGraceMs} ms)`);
     const deadline = setTimeout(() => {
-      logger.error('graceful shutdown timed out; exiting');
+      early.error({ context: 'Main' }, 'graceful shutdown timed out; exiting');
       process.exit(1);
     }, config.shutdownGraceMs + 5_000);
     deadline.unref();
@@ -95,7 +98,7 @@ async function main(): Promise<void> {
       // The last spans are flushed (when tracing is on) before the process goes.
       () => stopTracing().finally(() => process.exit(0)),
       (err: unknown) => {
-        logger.error({ err }, 'error during shutdown');
+        early.error({ context: 'Main', err }, 'error during shutdown');
         process.exit(1);
       },
     );

@@ -17,7 +17,8 @@ const early = earlyLogger();
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
-  const log = rootLogger(config.logLevel, config.logFormat);
+  // Synchronous: a command's lines are few, and its last is written just before it exits.
+  const log = rootLogger(config.logLevel, config.logFormat, true);
   // TypeORM's lines (through Nest's Logger) and ours go through the server's JSON logger.
   Logger.overrideLogger(new NestPino(log));
   const ds = new DataSource(dataSourceOptions(config, ENTITIES));
@@ -36,6 +37,6 @@ async function main(): Promise<void> {
 main().catch((err: unknown) => {
   if (err instanceof ConfigError) early.fatal({ problems: err.problems }, `arbiter migrate: ${err.message}`);
   else early.fatal({ err }, 'arbiter migrate failed');
-  // pino writes synchronously to stdout: the line is out before the exit.
+  // The early logger writes synchronously: the line is out before the exit.
   process.exit(err instanceof ConfigError ? 2 : 1);
 });

@@ -21,7 +21,8 @@ const early = earlyLogger();
 
 async function main(): Promise<number> {
   const config = loadConfig(process.env);
-  const log = rootLogger(config.logLevel, config.logFormat);
+  // Synchronous: a command's lines are few, and its last is written just before it exits.
+  const log = rootLogger(config.logLevel, config.logFormat, true);
   Logger.overrideLogger(new NestPino(log));
   const box = secretBoxOf(config);
   if (!box.configured())

@@ -23,8 +23,14 @@ export function requestLog(res: ServerResponse): Record<string, unknown> {
  * The process's logger. `pretty` (`LOG_FORMAT=pretty`, for development)
  * writes through pino-pretty in this thread, loaded only then; the same
  * redaction applies.
+ *
+ * JSON lines go to stdout asynchronously (a server's lines do not wait on the
+ * pipe) unless `sync`: a line whose write is still in flight when
+ * `process.exit` runs is lost (pino flushes only what it has not begun to
+ * write), so a line the process exits right after — a refused start, a
+ * command's last word — goes through a synchronous logger.
  */
-export function rootLogger(level: string, format: 'json' | 'pretty' = 'json'): Pino {
+export function rootLogger(level: string, format: 'json' | 'pretty' = 'json', sync = false): Pino {
   const options = {
     level,
     redact: {
@@ -32,12 +38,17 @@ export function rootLogger(level: string, format: 'json' | 'pretty' = 'json'): P
       censor: '[redacted]',
     },
   };
-  return format === 'pretty' ? pino(options, prettyStream()) : pino(options);
+  if (format === 'pretty') return pino(options, prettyStream());
+  return sync ? pino(options, pino.destination({ dest: 1, sync: true })) : pino(options);
 }
 
-/** The start-up logger, before the configuration is read: JSON, or pretty when `LOG_FORMAT=pretty`. */
+/**
+ * The start-up and exit logger, usable before the configuration is read:
+ * JSON, or pretty when `LOG_FORMAT=pretty`; synchronous, so that the line
+ * written just before `process.exit` is on stdout when the process ends.
+ */
 export function earlyLogger(env: NodeJS.ProcessEnv = process.env): Pino {
-  return rootLogger('info', env.LOG_FORMAT === 'pretty' ? 'pretty' : 'json');
+  return rootLogger('info', env.LOG_FORMAT === 'pretty' ? 'pretty' : 'json', true);
 }
 
 function prettyStream(): NodeJS.WritableStream {

@@ -62,6 +62,23 @@ describe('the server process (npm start)', () => {
           assert.ok(!res.stdout.includes(env.ARBITER_ADMIN_TOKEN), 'the bad secret is not echoed');
       });
     }
+
+    // The process exits right after the line: it is written whole first, even when it is larger than the pipe
+    // holds and the reader is slow (a line whose write was still in flight at the exit was lost, under load).
+    it('a refusal larger than the pipe holds is on stdout whole when the process has exited', async () => {
+      // Three bad values of 120,000 characters, each named with its value: a line of ~720 KB, more than the
+      // ~200 KB a pipe to a child process holds.
+      const env = {
+        ARBITER_DEFAULT_MODEL: `foo/${'x'.repeat(120_000)}`,
+        BIND: `bad host ${'y'.repeat(120_000)}`,
+        LOG_LEVEL: `loud${'z'.repeat(120_000)}`,
+      };
+      const res = await runToExit({ ARBITER_HOME: home, ...env }, []);
+      assert.equal(res.code, 2, res.stderr);
+      const line = JSON.parse(res.stdout) as { level: number; msg: string };
+      assert.equal(line.level, 60);
+      for (const value of Object.values(env)) assert.ok(line.msg.includes(JSON.stringify(value)), 'each value, whole');
+    });
   });
 
   it('first start creates and prints the admin token once; data survives a restart; SIGTERM exits cleanly', async () => {

@@ -42,7 +42,8 @@ export async function runToExit(env: Record<string, string>, args: string[] = []
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (err += d.toString()));
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-  const [code] = (await once(child, 'exit')) as [number | null];
+  // 'close', not 'exit': at 'exit' the child's output may not all have been read yet.
+  const [code] = (await once(child, 'close')) as [number | null];
   clearTimeout(timer);
   return { code, stdout: out, stderr: err };
 }
