@@ -134,6 +134,7 @@ describe('two replicas on one PostgreSQL', { skip: !REAL_POSTGRES && 'needs a Po
       on(a, 'slow').send(`say once only ${messageId}`, { messageId }),
       on(b, 'slow').send(`say once only ${messageId}`, { messageId }),
     ]);
+    assert.ok(ra.result?.task && rb.result?.task, JSON.stringify([ra, rb]));
     const [ta, tb] = [ra.result.task, rb.result.task];
     assert.equal(ta.id, tb.id);
     assert.equal(ta.status.state, 'TASK_STATE_COMPLETED');
