@@ -14,7 +14,6 @@ import { NestPino, rootLogger } from './common/logging.js';
 import type { AppConfig } from './config/app-config.js';
 import { Lifecycle } from './health/lifecycle.service.js';
 import { GrpcEndpoint } from './a2a-inbound/grpc/grpc-endpoint.js';
-import { A2aGrpcServer } from './a2a-inbound/grpc/grpc-server.js';
 import { buildOpenApi, serveOpenApi } from './openapi/openapi.js';
 import { StatsRecorder } from './stats/stats-recorder.service.js';
 import { Metrics } from './metrics/metrics.service.js';
@@ -32,13 +31,18 @@ export interface RunningApp {
 /** Builds and starts the HTTP server. Used by `main.ts` and by the end-to-end tests alike. */
 export async function startApp(config: AppConfig): Promise<RunningApp> {
   const logger = rootLogger(config.logLevel, config.logFormat);
-  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), {
-    // A failed start is reported once, by the caller (see `main.ts`): Nest's own report of it is left out.
-    logger: new NestPino(logger, new Set(['ExceptionHandler'])),
-    // A failed start is an error for the caller to report, not a process.abort().
-    abortOnError: false,
-    bodyParser: false,
-  });
+  // The gRPC binding (spec §10), with gRPC, protobuf and Nest's microservices, is loaded only when it serves.
+  const grpcBinding = config.grpcPort === undefined ? undefined : await import('./a2a-inbound/grpc/grpc.module.js');
+  const app = await NestFactory.create<NestExpressApplication>(
+    AppModule.forRoot(config, grpcBinding ? [grpcBinding.GrpcModule] : []),
+    {
+      // A failed start is reported once, by the caller (see `main.ts`): Nest's own report of it is left out.
+      logger: new NestPino(logger, new Set(['ExceptionHandler'])),
+      // A failed start is an error for the caller to report, not a process.abort().
+      abortOnError: false,
+      bodyParser: false,
+    },
+  );
   app.disable('x-powered-by');
   // No hash of every JSON reply: the routes that revalidate (agent cards) set their own ETag.
   app.set('etag', false);
@@ -108,7 +112,7 @@ export async function startApp(config: AppConfig): Promise<RunningApp> {
   (server as Server & { connectionsCheckingInterval: number }).connectionsCheckingInterval = 1_000;
   serveOpenApi(app, buildOpenApi(app, ARBITER_VERSION));
   // The gRPC binding (spec §10): a second transport of the same application, closed by app.close().
-  const grpc = config.grpcPort === undefined ? undefined : new A2aGrpcServer(config);
+  const grpc = grpcBinding ? new grpcBinding.A2aGrpcServer(config) : undefined;
   if (grpc) {
     app.connectMicroservice({ strategy: grpc });
     await app.startAllMicroservices();

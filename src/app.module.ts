@@ -1,4 +1,4 @@
-import { Module, type DynamicModule } from '@nestjs/common';
+import { Module, type DynamicModule, type Type } from '@nestjs/common';
 import { APP_FILTER, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import { DtoValidationPipe } from './common/validation.pipe.js';
 import type { AppConfig } from './config/app-config.js';
@@ -22,7 +22,8 @@ import { SecretsModule } from './secrets/secrets.module.js';
 
 @Module({})
 export class AppModule {
-  static forRoot(config: AppConfig): DynamicModule {
+  /** The application; `optional` adds modules loaded only when configured (the gRPC binding). */
+  static forRoot(config: AppConfig, optional: Type[] = []): DynamicModule {
     return {
       module: AppModule,
       imports: [
@@ -40,6 +41,7 @@ export class AppModule {
         NativeApiModule,
         AdminModule,
         ConsoleModule,
+        ...optional,
       ],
       providers: [
         { provide: APP_FILTER, useClass: HttpExceptionFilter },

@@ -15,8 +15,6 @@ import { TaskStreams } from './handler/task-streams.js';
 import { JsonRpcBinding } from './jsonrpc/jsonrpc-binding.js';
 import { RestBinding } from './rest/rest-binding.js';
 import { A2aHttpController } from './http/a2a-http.controller.js';
-import { GrpcBinding } from './grpc/grpc-binding.js';
-import { GrpcController } from './grpc/grpc.controller.js';
 import { GrpcEndpoint } from './grpc/grpc-endpoint.js';
 import { AgentCardService } from './services/agent-card.service.js';
 import { CardSigner } from './services/card-signer.service.js';
@@ -29,8 +27,9 @@ import { A2aOutboundModule } from '../a2a-outbound/a2a-outbound.module.js';
  * around one A2A call (`A2aCall` → `A2aInvoker` → `A2aRequestHandler`).
  * The two HTTP bindings are reached through `A2aHttpController`, which
  * registers itself on the HTTP adapter's server ahead of Nest's router
- * (see its doc); the cards are Nest routes. The gRPC controller serves only
- * when `ARBITER_GRPC_PORT` is set (see `startApp`).
+ * (see its doc); the cards are Nest routes. The gRPC binding is a module of
+ * its own (`GrpcModule`), loaded only when `ARBITER_GRPC_PORT` is set (see
+ * `startApp`).
  */
 @Module({
   imports: [
@@ -43,7 +42,7 @@ import { A2aOutboundModule } from '../a2a-outbound/a2a-outbound.module.js';
     StatsModule,
     A2aOutboundModule,
   ],
-  controllers: [AgentCardController, GrpcController],
+  controllers: [AgentCardController],
   providers: [
     A2aRequestHandler,
     UpstreamCards,
@@ -56,8 +55,8 @@ import { A2aOutboundModule } from '../a2a-outbound/a2a-outbound.module.js';
     A2aHttpController,
     AgentCardService,
     CardSigner,
-    GrpcBinding,
     GrpcEndpoint,
   ],
+  exports: [A2aCall, GrpcEndpoint],
 })
 export class A2aInboundModule {}

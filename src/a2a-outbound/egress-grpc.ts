@@ -1,10 +1,8 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { checkServerIdentity } from 'node:tls';
-import * as grpc from '@grpc/grpc-js';
 import type { AgentCard } from '@a2a-js/sdk';
 import type { RequestOptions, Transport, TransportFactory } from '@a2a-js/sdk/client';
-import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
 import { checkUrl, EgressError, refusal, type EgressPolicy } from '../common/net/egress.js';
 import { currentSubject } from '../outbound-auth/caller-context.js';
 import type { Credential } from '../outbound-auth/credentials.js';
@@ -64,6 +62,10 @@ async function guardedTarget(
 }
 
 type Call = (params: unknown, options?: RequestOptions) => unknown;
+
+/** gRPC and the SDK's gRPC transport, loaded on the first call to a gRPC upstream (most servers never make one). */
+let grpcLibraries: Promise<[typeof import('@grpc/grpc-js'), typeof import('@a2a-js/sdk/client/grpc')]> | undefined;
+const loadGrpc = () => (grpcLibraries ??= Promise.all([import('@grpc/grpc-js'), import('@a2a-js/sdk/client/grpc')]));
 const STREAMS = new Set(['sendMessageStream', 'resubscribeTask']);
 
 /**
@@ -85,6 +87,7 @@ export class EgressGrpcTransportFactory implements TransportFactory {
 
   async create(url: string, agentCard: AgentCard): Promise<Transport> {
     const { target, host, tls } = await guardedTarget(url, this.policy, this.resolve);
+    const [grpc, { GrpcTransportFactory }] = await loadGrpc();
     const identity = this.credential?.tls;
     const channel =
       tls || identity

@@ -1,22 +1,15 @@
 import { ARBITER_VERSION } from '../version.js';
-import type { ChildProcess } from 'node:child_process';
 import { Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import {
-  ErrorCode,
-  McpError,
-  ToolListChangedNotificationSchema,
-  type CallToolResult,
-  type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { AppConfig } from '../config/app-config.js';
 import { abortable } from '../common/abortable.js';
 import { EgressError, parseHostList, type EgressPolicy } from '../common/net/egress.js';
 import { OutboundAuthError } from '../outbound-auth/outbound-auth.types.js';
 import { OutboundCredentials } from '../outbound-auth/outbound-credentials.service.js';
 import { mcpFetch } from './mcp-fetch.js';
+import { loadMcpSdk, type McpSdk, type WatchedStdioTransport } from './mcp-sdk.js';
 import type { McpServerConfig } from './mcp-registry.service.js';
 
 /** A failure with its `/mcp` result line (`ERR: …`); the detail, if any, went to the log. */
@@ -27,25 +20,13 @@ export class McpFailure extends Error {
   }
 }
 
-/** The stdio transport, keeping hold of the child so its exit code and signal can be reported. */
-class WatchedStdioTransport extends StdioClientTransport {
-  exit: string | undefined;
-
-  override async start(): Promise<void> {
-    await super.start();
-    // The SDK keeps the child private; it is only read here, for the exit status.
-    const child = Reflect.get(this, '_process') as ChildProcess | undefined;
-    child?.once('exit', (code, signal) => {
-      this.exit = signal ? `signal ${signal}` : `code ${code ?? '?'}`;
-    });
-  }
-}
-
 export interface Connection {
   key: string;
   fingerprint: string;
   server: McpServerConfig;
   client: Client;
+  /** The SDK the connection was made with (loaded on the first MCP command). */
+  sdk: McpSdk;
   transport: WatchedStdioTransport | StreamableHTTPClientTransport;
   ready: Promise<void>;
   tools?: Tool[];
@@ -99,7 +80,8 @@ export class McpPool implements OnModuleDestroy {
         `ERR: mcp server '${server.name}' is not usable: environment variable ${server.missingEnv.join(', ')} is not set`,
       );
     }
-    const conn = this.connection(tenantId, server);
+    const sdk = await abortable(loadMcpSdk(), signal);
+    const conn = this.connection(sdk, tenantId, server);
     conn.inUse++;
     if (conn.idle) clearTimeout(conn.idle);
     try {
@@ -155,22 +137,22 @@ export class McpPool implements OnModuleDestroy {
     return { signal, timeout: this.config.mcpTimeoutMs };
   }
 
-  private connection(tenantId: string, server: McpServerConfig): Connection {
+  private connection(sdk: McpSdk, tenantId: string, server: McpServerConfig): Connection {
     const key = `${tenantId}\n${server.name}`;
     const existing = this.conns.get(key);
     if (existing && !existing.closed && existing.fingerprint === server.fingerprint) return existing;
     if (existing) void this.close(existing, 'the registry changed');
-    const client = new Client({ name: 'arbiter', version: ARBITER_VERSION }, { capabilities: {} });
+    const client = new sdk.Client({ name: 'arbiter', version: ARBITER_VERSION }, { capabilities: {} });
     const transport =
       server.transport === 'stdio'
-        ? new WatchedStdioTransport({
+        ? new sdk.WatchedStdioTransport({
             command: server.command,
             args: server.args,
             env: server.env,
             ...(server.cwd ? { cwd: server.cwd } : {}),
             stderr: 'pipe',
           })
-        : new StreamableHTTPClientTransport(new URL(server.url), {
+        : new sdk.StreamableHTTPClientTransport(new URL(server.url), {
             fetch: mcpFetch(
               this.policy,
               server.headers,
@@ -181,6 +163,7 @@ export class McpPool implements OnModuleDestroy {
           });
     const conn: Connection = {
       key,
+      sdk,
       fingerprint: server.fingerprint,
       server,
       client,
@@ -189,11 +172,11 @@ export class McpPool implements OnModuleDestroy {
       inUse: 0,
       closed: false,
     };
-    if (transport instanceof WatchedStdioTransport) this.logStderr(transport, server.name, tenantId);
+    if (transport instanceof sdk.WatchedStdioTransport) this.logStderr(transport, server.name, tenantId);
     client.onclose = () => {
       if (!conn.closed) {
         conn.ended ??=
-          transport instanceof WatchedStdioTransport
+          transport instanceof sdk.WatchedStdioTransport
             ? `exited: ${transport.exit ?? 'the process ended'}`
             : 'closed the connection';
         this.logger.warn({ server: server.name, tenantId }, `MCP server ${conn.ended}`);
@@ -202,7 +185,7 @@ export class McpPool implements OnModuleDestroy {
       if (this.conns.get(key) === conn) this.conns.delete(key);
     };
     client.onerror = (err) => this.logger.debug({ server: server.name, err: err.message }, 'MCP transport error');
-    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+    client.setNotificationHandler(sdk.ToolListChangedNotificationSchema, () => {
       conn.tools = undefined;
     });
     conn.ready = client.connect(transport, { timeout: this.config.mcpStartTimeoutMs }).catch(async (err: unknown) => {
@@ -239,7 +222,7 @@ export class McpPool implements OnModuleDestroy {
     conn.closed = true;
     conn.ended ??= why;
     try {
-      if (conn.transport instanceof StreamableHTTPClientTransport && conn.transport.sessionId) {
+      if (conn.transport instanceof conn.sdk.StreamableHTTPClientTransport && conn.transport.sessionId) {
         await conn.transport.terminateSession().catch(() => undefined);
       }
       await conn.client.close();
@@ -253,6 +236,7 @@ export class McpPool implements OnModuleDestroy {
     if (err instanceof McpFailure) return err;
     const name = conn.server.name;
     const seconds = (ms: number): number => Math.max(1, Math.round(ms / 1000));
+    const { McpError, ErrorCode, StreamableHTTPError } = conn.sdk;
     if (err instanceof McpError && err.code === (ErrorCode.RequestTimeout as number)) {
       const limit = starting ? this.config.mcpStartTimeoutMs : this.config.mcpTimeoutMs;
       conn.ended = `timed out after ${seconds(limit)} s`;

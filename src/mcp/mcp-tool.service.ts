@@ -1,10 +1,11 @@
 import { Injectable } from '@nestjs/common';
-import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { capBytes } from '../common/text.js';
 import { jsonSyntaxProblem, parseJsonText } from '../common/json-guard.js';
 import { McpFailure, McpPool } from './mcp-pool.service.js';
 import type { McpServerConfig } from './mcp-registry.service.js';
+import type { McpSdk } from './mcp-sdk.js';
 import { TenantMcpServers } from './tenant-mcp-servers.service.js';
 
 const RESULT_CAP = 16 * 1024;
@@ -31,7 +32,8 @@ const oneLine = (s: string | undefined, max = 160): string => {
  */
 @Injectable()
 export class McpTool {
-  private readonly validator = new AjvJsonSchemaValidator();
+  /** Made with the SDK, on the first call (see `loadMcpSdk`). */
+  private validator?: AjvJsonSchemaValidator;
 
   constructor(
     private readonly servers: TenantMcpServers,
@@ -134,7 +136,7 @@ export class McpTool {
       const tools = await this.pool.tools(c, signal);
       const tool = tools.find((t) => t.name === name);
       if (!tool) throw new McpFailure(`ERR: mcp server '${server.name}' has no tool '${name}'`);
-      const problem = this.check(tool, args);
+      const problem = this.check(c.sdk, tool, args);
       if (problem) throw new McpFailure(`ERR: invalid arguments for ${server.name}/${name}: ${problem}`);
       const result = await this.pool.call(c, name, args, signal);
       const text = render(result);
@@ -145,7 +147,8 @@ export class McpTool {
   }
 
   /** Why `args` do not fit the tool's input schema, or undefined. */
-  private check(tool: Tool, args: Record<string, unknown>): string | undefined {
+  private check(sdk: McpSdk, tool: Tool, args: Record<string, unknown>): string | undefined {
+    this.validator ??= new sdk.AjvJsonSchemaValidator();
     let validate;
     try {
       validate = this.validator.getValidator(tool.inputSchema);

@@ -141,3 +141,29 @@ describe('the event log’s integrity without a foreign key', () => {
     ]);
   });
 });
+
+describe('libraries a server may never use are loaded on first use', () => {
+  /** Loaded only when configured or first needed: gRPC (`ARBITER_GRPC_PORT`, a gRPC upstream), the MCP client. */
+  const LATER = [/^@grpc\//, /^@nestjs\/microservices/, /^@a2a-js\/sdk\/client\/grpc/, /^@modelcontextprotocol\//];
+
+  it('nothing the application imports at start reaches them (the compiled program, static imports only)', () => {
+    const DIST = resolve('dist/src');
+    const seen = new Set<string>();
+    const packages = new Map<string, string>();
+    const visit = (file: string): void => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      const text = readFileSync(file, 'utf8');
+      for (const m of text.matchAll(/^(?:import|export)\s[^'";]*?from\s+'([^']+)'|^import\s+'([^']+)'/gm)) {
+        const spec = m[1] ?? m[2];
+        if (spec.startsWith('.')) visit(resolve(dirname(file), spec));
+        else if (!spec.startsWith('node:')) packages.set(spec, relative(DIST, file));
+      }
+    };
+    visit(join(DIST, 'app.factory.js'));
+    visit(join(DIST, 'main.js'));
+    assert.ok(packages.has('@nestjs/core') && seen.size > 100, 'the walk follows the program');
+    const early = [...packages].filter(([spec]) => LATER.some((re) => re.test(spec)));
+    assert.deepEqual(early, [], 'imported at start (make it a dynamic import where it is first needed)');
+  });
+});
