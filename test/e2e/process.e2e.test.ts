@@ -24,28 +24,14 @@ describe('the server process (npm start)', () => {
     rmSync(home, { recursive: true, force: true });
   });
 
-  // Each case is a process of its own that exits at once: four at a time.
+  // Each case is a process of its own that exits at once, side by side. What each setting's refusal says is
+  // checked without a process (test/unit/config.test.ts); here, how the process says it: a variable, a flag, a
+  // secret that is not echoed.
   describe('configuration', { concurrency: 4 }, () => {
     const cases: [Record<string, string>, string[], RegExp][] = [
       [{ PORT: 'abc' }, [], /PORT must be an integer/],
-      [{ PORT: '70000' }, [], /PORT must be an integer/],
-      [{}, ['--port', 'x'], /--port must be an integer/],
-      [{ BIND: 'bad host!' }, [], /BIND must be a host name/],
-      [{ ARBITER_ADMIN_TOKEN: 'secret' }, [], /ARBITER_ADMIN_TOKEN must be "adm_"/],
-      [{ DATABASE_URL: 'mysql://x' }, [], /DATABASE_URL must be a postgres/],
-      [{ LOG_LEVEL: 'loud' }, [], /LOG_LEVEL must be one of/],
-      [{ ARBITER_MAX_BODY_BYTES: '1' }, [], /ARBITER_MAX_BODY_BYTES must be an integer/],
-      [
-        { ARBITER_DEFAULT_MODEL: 'foo/bar' },
-        [],
-        /ARBITER_DEFAULT_MODEL must be echo, anthropic\/<model>.*\(got "foo\/bar"\)/,
-      ],
       [{}, ['--verbose'], /Unknown option '--verbose'/],
-      [
-        { ARBITER_ADMIN_TOKEN: `adm_${'x'.repeat(40)}`, ARBITER_ADMIN_TOKEN_FILE: '/run/secrets/admin' },
-        [],
-        /set ARBITER_ADMIN_TOKEN or ARBITER_ADMIN_TOKEN_FILE, not both/,
-      ],
+      [{ ARBITER_ADMIN_TOKEN: 'secret' }, [], /ARBITER_ADMIN_TOKEN must be "adm_"/],
     ];
     for (const [env, args, expected] of cases) {
       it(`refuses ${JSON.stringify(env)} ${args.join(' ')} naming the variable, once, in one JSON log line`, async () => {
@@ -56,8 +42,6 @@ describe('the server process (npm start)', () => {
         const line = JSON.parse(lines[0]) as { level: number; msg: string };
         assert.equal(line.level, 60);
         assert.match(line.msg, expected);
-        // Several validators of one variable failing say so once ("must be …; must be …" before).
-        assert.ok(!/; must be/.test(line.msg), line.msg);
         if (env.ARBITER_ADMIN_TOKEN)
           assert.ok(!res.stdout.includes(env.ARBITER_ADMIN_TOKEN), 'the bad secret is not echoed');
       });

@@ -47,6 +47,44 @@ describe('configuration', () => {
     }
   });
 
+  // Each refusal names its variable (or flag) and says what it must be, once: several validators of one variable
+  // failing say so once. (The process test checks that `npm start` prints it as one JSON line and exits 2.)
+  const refusals: [Record<string, string>, string[], RegExp][] = [
+    [{ PORT: 'abc' }, [], /PORT must be an integer/],
+    [{ PORT: '70000' }, [], /PORT must be an integer/],
+    [{}, ['--port', 'x'], /--port must be an integer/],
+    [{ BIND: 'bad host!' }, [], /BIND must be a host name/],
+    [{ ARBITER_ADMIN_TOKEN: 'secret' }, [], /ARBITER_ADMIN_TOKEN must be "adm_"/],
+    [{ DATABASE_URL: 'mysql://x' }, [], /DATABASE_URL must be a postgres/],
+    [{ LOG_LEVEL: 'loud' }, [], /LOG_LEVEL must be one of/],
+    [{ ARBITER_MAX_BODY_BYTES: '1' }, [], /ARBITER_MAX_BODY_BYTES must be an integer/],
+    [
+      { ARBITER_DEFAULT_MODEL: 'foo/bar' },
+      [],
+      /ARBITER_DEFAULT_MODEL must be echo, anthropic\/<model>.*\(got "foo\/bar"\)/,
+    ],
+    [{}, ['--verbose'], /Unknown option '--verbose'/],
+    [
+      { ARBITER_ADMIN_TOKEN: `adm_${'x'.repeat(40)}`, ARBITER_ADMIN_TOKEN_FILE: '/run/secrets/admin' },
+      [],
+      /set ARBITER_ADMIN_TOKEN or ARBITER_ADMIN_TOKEN_FILE, not both/,
+    ],
+  ];
+  for (const [env, args, expected] of refusals) {
+    it(`refuses ${JSON.stringify(env)} ${args.join(' ')}: one message, naming the variable once`, () => {
+      assert.throws(
+        () => loadConfig(env, args),
+        (err: unknown) => {
+          assert.ok(err instanceof ConfigError, String(err));
+          assert.match(err.message, expected);
+          assert.ok(!/; must be/.test(err.message), err.message);
+          if (env.ARBITER_ADMIN_TOKEN) assert.ok(!err.message.includes(env.ARBITER_ADMIN_TOKEN), 'not echoed');
+          return true;
+        },
+      );
+    });
+  }
+
   it('describe() hides the database password and the admin token', () => {
     const c = loadConfig({ DATABASE_URL: 'postgres://u:hunter2@db/x', ARBITER_ADMIN_TOKEN: `adm_${'a'.repeat(40)}` });
     const text = JSON.stringify(c.describe());
