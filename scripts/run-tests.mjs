@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Compiles the project and its tests with tsc, then runs every *.test.js
+// Compiles the project and its tests with tsc (when anything changed: scripts/compile.mjs), then runs every *.test.js
 // under dist/test with Node's built-in test runner. Without DATABASE_URL it
 // first builds one migrated embedded database for the test servers to copy
 // (test/helpers/database.ts). At the end it lists what was skipped, why, and
@@ -9,11 +9,10 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { compile } from './compile.mjs';
 
-const tsc = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json'], {
-  stdio: 'inherit',
-});
-if (tsc.status !== 0) process.exit(tsc.status ?? 1);
+const compiled = compile();
+if (compiled !== 0) process.exit(compiled);
 
 function find(dir) {
   return readdirSync(dir).flatMap((name) => {
