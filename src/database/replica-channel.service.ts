@@ -81,9 +81,10 @@ export class ReplicaChannel implements OnApplicationBootstrap, BeforeApplication
    * not enough: PostgreSQL queues a notice for every listening session at
    * commit, but another replica may read it from its socket a moment later
    * than a request sent to it right after this one answered. A replica that
-   * does not confirm in time is one whose notice connection is failing; it
-   * serves nothing from its caches until that connection is back, and then
-   * starts them empty.
+   * does not confirm in time has lost its notice connection — it serves
+   * nothing from its caches until that connection is back, and then starts
+   * them empty — or is stalled (its event loop blocked): it applies the
+   * change when it reads the notice, and may serve the old state until then.
    */
   appliedEverywhere(channel: string, payload: string, timeoutMs = 2_000): { done: Promise<void> } {
     if (!this.enabled || !this.connected || !this.client) return { done: Promise.resolve() };
