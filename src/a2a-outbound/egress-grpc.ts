@@ -7,6 +7,10 @@ import { checkUrl, EgressError, refusal, type EgressPolicy } from '../common/net
 import { currentSubject } from '../outbound-auth/caller-context.js';
 import type { Credential } from '../outbound-auth/credentials.js';
 
+/** gRPC and the SDK's gRPC transport, loaded on the first call to a gRPC upstream (most servers never make one). */
+let grpcLibraries: Promise<[typeof import('@grpc/grpc-js'), typeof import('@a2a-js/sdk/client/grpc')]> | undefined;
+const loadGrpc = () => (grpcLibraries ??= Promise.all([import('@grpc/grpc-js'), import('@a2a-js/sdk/client/grpc')]));
+
 /** The endpoint of a card's gRPC interface: `host:port`, optionally with a scheme (`grpcs://`, `https://` mean TLS). */
 function parseEndpoint(raw: string): { host: string; port: string; tls: boolean } {
   const m = /^(?:([a-z][a-z0-9+.-]*):\/\/)?([^/]+?)\/?$/i.exec(raw.trim());
@@ -62,10 +66,6 @@ async function guardedTarget(
 }
 
 type Call = (params: unknown, options?: RequestOptions) => unknown;
-
-/** gRPC and the SDK's gRPC transport, loaded on the first call to a gRPC upstream (most servers never make one). */
-let grpcLibraries: Promise<[typeof import('@grpc/grpc-js'), typeof import('@a2a-js/sdk/client/grpc')]> | undefined;
-const loadGrpc = () => (grpcLibraries ??= Promise.all([import('@grpc/grpc-js'), import('@a2a-js/sdk/client/grpc')]));
 const STREAMS = new Set(['sendMessageStream', 'resubscribeTask']);
 
 /**
