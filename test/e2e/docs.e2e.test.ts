@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { freshDatabase, seedEmbeddedDatabase } from '../helpers/database.js';
 import { startServerProcess, type ServerProcess } from '../helpers/process.js';
+import { portForProgram } from '../helpers/ports.js';
 import { tempHome } from '../helpers/server.js';
 
 /**
@@ -169,14 +169,6 @@ const EXPECTED: Record<string, RegExp[]> = {
   ],
 };
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
-
 /** Runs a bash script to its end, then ends what it left running; a generous bound only keeps a hung example from hanging the suite. */
 function bash(script: string, cwd: string, env: Record<string, string>): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
@@ -222,7 +214,7 @@ describe('the documentation’s examples, run as written', () => {
       const ports = new Map<string, string>();
       for (const value of Object.values(settings)) {
         for (const m of value.matchAll(/(?:127\.0\.0\.1|localhost):(\d{4,5})\b/g)) {
-          if (m[1] !== '8080' && !ports.has(m[1])) ports.set(m[1], String(await freePort()));
+          if (m[1] !== '8080' && !ports.has(m[1])) ports.set(m[1], String(await portForProgram()));
         }
       }
       const withPorts = (text: string) =>

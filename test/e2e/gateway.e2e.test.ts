@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -10,6 +9,7 @@ import { waitFor } from '../helpers/a2a.js';
 import { freshDatabase, REAL_POSTGRES, type TestDatabase } from '../helpers/database.js';
 import { HttpClient } from '../helpers/http.js';
 import { startServerProcess, type ServerProcess } from '../helpers/process.js';
+import { portForProgram } from '../helpers/ports.js';
 import { tempHome } from '../helpers/server.js';
 
 /** nginx from the machine (CI installs Debian's `nginx-light` when missing); outside CI the test is skipped without it. */
@@ -19,15 +19,6 @@ const skip = !REAL_POSTGRES
   : !NGINX && !process.env.CI
     ? 'nginx is not installed'
     : false;
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  s.listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const port = (s.address() as { port: number }).port;
-  s.close();
-  return port;
-}
 
 /** The compose topology as processes: two replicas on one PostgreSQL behind nginx with deploy/gateway's config. */
 describe('behind the gateway (deploy/gateway, as in compose.yaml)', { skip }, () => {
@@ -41,7 +32,7 @@ describe('behind the gateway (deploy/gateway, as in compose.yaml)', { skip }, ()
 
   before(async () => {
     db = await freshDatabase();
-    const port = await freePort();
+    const port = await portForProgram();
     gateway = `http://127.0.0.1:${port}`;
     const env = (home: string) => ({
       ARBITER_HOME: home,

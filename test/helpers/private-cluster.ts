@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { randomBytes } from 'node:crypto';
+import { portForProgram } from './ports.js';
 
 /**
  * A PostgreSQL cluster of the test's own (Debian's `pg_createcluster`), on a
@@ -34,18 +34,10 @@ export function privateClusterUnavailable(): string | undefined {
   return undefined;
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
-
 export async function createPrivateCluster(): Promise<PrivateCluster> {
   const version = readdirSync('/usr/lib/postgresql').sort().at(-1)!;
   const name = `arbiter_t${randomBytes(4).toString('hex')}`;
-  const port = await freePort();
+  const port = await portForProgram();
   await run('pg_createcluster', [version, name, '-p', String(port), '--', '--auth-host=trust', '--auth-local=trust']);
   const ctl = (...args: string[]) => run('pg_ctlcluster', [version, name, ...args]);
   await ctl('start');
