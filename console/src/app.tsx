@@ -221,6 +221,7 @@ export function App() {
     if (asking) void channel.ask().then(() => setAsking(false));
     return () => channel.close();
   }, []);
+  useEffect(() => channel.signedInHere(session !== null), [session]);
   useEffect(() => {
     setUnauthorizedHandler((message) => {
       const mine = current.current;

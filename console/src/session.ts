@@ -64,8 +64,16 @@ type TabMessage =
   | { type: 'session'; session: Session }
   | { type: 'signed-out'; token: string | null; reason: string | null };
 
-/** How long a new tab waits for an answer from an open tab before it shows the sign-in page. */
+/** How long a new tab waits at most for an answer from an open tab before it shows the sign-in page. */
 const ASK_WAIT_MS = 400;
+
+/**
+ * A shared Web Lock every signed-in tab holds while it has its session: a new tab asks only when some tab holds it,
+ * so with no signed-in tab open the sign-in page shows at once. Locks, like the channel, are per origin and
+ * browser profile and store nothing. Where the browser has no Web Locks (a page served over plain http from
+ * another host is not a secure context), a new tab asks and waits as before.
+ */
+const PRESENCE_LOCK = 'arbiter.console.signed-in';
 
 /**
  * Shares the session between the console's tabs of this origin without storing it anywhere shared: a new tab
@@ -77,6 +85,12 @@ const ASK_WAIT_MS = 400;
 export class SessionChannel {
   private readonly channel: BroadcastChannel | null =
     typeof BroadcastChannel === 'function' ? new BroadcastChannel('arbiter.console.session') : null;
+  private readonly locks: LockManager | null = typeof navigator === 'object' ? (navigator.locks ?? null) : null;
+  /** Whether this tab should hold the presence lock, and how to let it go once held. */
+  private present = false;
+  private release: (() => void) | null = null;
+  /** Ends the current `ask` early: an open tab answered. */
+  private answered: (() => void) | null = null;
 
   constructor(
     /** This tab's session now (answers `ask`). */
@@ -97,7 +111,10 @@ export class SessionChannel {
       if (s) this.post({ type: 'session', session: s });
     } else if (m.type === 'session') {
       const s = asSession(m.session);
-      if (s) this.onSession(s);
+      if (s) {
+        this.onSession(s);
+        this.answered?.();
+      }
     } else if (m.type === 'signed-out') {
       this.onSignedOut(typeof m.token === 'string' ? m.token : null, typeof m.reason === 'string' ? m.reason : null);
     }
@@ -107,11 +124,48 @@ export class SessionChannel {
     this.channel?.postMessage(m);
   }
 
-  /** Asks the open tabs for their session; resolves once one answers (it arrives through `onSession`) or not. */
-  ask(): Promise<void> {
-    if (!this.channel) return Promise.resolve();
+  /**
+   * Asks the open tabs for their session; resolves once one answers (it arrives through `onSession`), at once when
+   * no tab is signed in, or after `ASK_WAIT_MS`.
+   */
+  async ask(): Promise<void> {
+    if (!this.channel) return;
+    if (this.locks && !(await this.someTabSignedIn(this.locks))) return;
     this.post({ type: 'ask' });
-    return new Promise((resolve) => setTimeout(resolve, ASK_WAIT_MS));
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ASK_WAIT_MS);
+      this.answered = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    this.answered = null;
+  }
+
+  private async someTabSignedIn(locks: LockManager): Promise<boolean> {
+    try {
+      const { held = [] } = await locks.query();
+      return held.some((l) => l.name === PRESENCE_LOCK);
+    } catch {
+      return true; // cannot tell: ask
+    }
+  }
+
+  /** Holds the presence lock while this tab has a session, and lets it go when it has none. */
+  signedInHere(present: boolean): void {
+    if (present === this.present || !this.locks) return;
+    this.present = present;
+    if (!present) {
+      this.release?.();
+      this.release = null;
+      return;
+    }
+    void this.locks
+      .request(PRESENCE_LOCK, { mode: 'shared' }, () =>
+        // Granted after a sign-out already came, or a second time: let it go at once.
+        this.present && !this.release ? new Promise<void>((resolve) => (this.release = resolve)) : undefined,
+      )
+      .catch(() => undefined);
   }
 
   signedIn(s: Session): void {
@@ -123,6 +177,7 @@ export class SessionChannel {
   }
 
   close(): void {
+    this.signedInHere(false);
     this.channel?.close();
   }
 }

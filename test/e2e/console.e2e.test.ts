@@ -652,12 +652,21 @@ describe('web console (/console) in Chromium', { skip: SKIP_BROWSER }, () => {
       await second.getByLabel('Token').waitFor();
       await tenant.getByText('Signed out in another tab.').waitFor();
       assert.equal(await tenant.evaluate('sessionStorage.length'), 0);
+      // A signed-in tab holds the presence lock a new tab looks for before it asks; signed out, no tab holds it.
+      const presence = () =>
+        second.evaluate<string[]>(
+          'navigator.locks.query().then((s) => s.held.map((l) => l.name).filter((n) => n.startsWith("arbiter.")))',
+        );
+      assert.deepEqual(await presence(), []);
       // Signing in again in one tab signs in the other (it was on the sign-in page), on the page it showed.
       await tenant.getByLabel('Token').fill(tenantToken);
       await tenant.getByRole('button', { name: 'Sign in' }).click();
       await second.getByRole('heading', { level: 1, name: 'Tasks' }).waitFor();
       await tenant.getByRole('heading', { level: 1, name: 'New agent' }).waitFor();
       await modelsLoaded.waitFor({ state: 'attached' });
+      // (The lock is granted a moment after the page shows.)
+      await waitFor(async () => ((await presence()).length === 2 ? true : undefined)).catch(() => undefined);
+      assert.deepEqual(await presence(), ['arbiter.console.signed-in', 'arbiter.console.signed-in']);
     } finally {
       await second.close();
     }
