@@ -8,12 +8,14 @@ import { AGENT_ID_PATTERN } from '../../registry/constitution.js';
 import { AgentCatalog } from '../../registry/services/agent-catalog.service.js';
 import { requireScope } from '../../tenants/auth/access.guard.js';
 import { OpenStreams } from '../../tenants/services/open-streams.service.js';
-import { annotateActiveSpan } from '../../tracing/spans.js';
+import { annotateActiveSpan, tracingOn } from '../../tracing/spans.js';
 import { A2aError } from '../../a2a-wire/a2a-errors.js';
 import type { Operation, WireDialect } from '../../a2a-wire/dialects/dialect.js';
 import type { Json } from '../../a2a-wire/dialects/params.js';
 import { AgentCardService } from '../services/agent-card.service.js';
 import { A2aInvoker, type A2aOutcome } from './a2a-invoker.js';
+import type { CallContext } from './call-context.js';
+import type { ResolvedAgent } from '../../registry/services/agents.js';
 import { checkBesidesFiles } from './size-limits.js';
 
 const INVOKE: readonly TenantScope[] = ['a2a:invoke'];
@@ -94,7 +96,7 @@ export class A2aCall {
     const held = this.streams.hold(principal, r.abort);
     try {
       if (r.log) {
-        record(r.log, { tenantId: principal.tenantId, agentId, method: r.method, dialect: dialect.version });
+        record(r.log, principal.tenantId, agentId, r.method, dialect.version);
         r.log.actor = principal.actor;
       }
       requireScope(principal, OPERATION_SCOPES[r.op], r.method);
@@ -108,21 +110,14 @@ export class A2aCall {
       const agent = found instanceof Promise ? await found : found;
       if (!agent) throw DomainError.notFound(`agent '${named}'`);
       const baseUrl = r.origin ? this.cards.baseUrl(r.origin) : this.cards.configuredBaseUrl();
-      const abort = r.abort;
-      // The signal only when something waits on it (a stream, a send whose run has not settled): most calls never
-      // read it, and making one is a noticeable part of a short call's cost.
-      const ctx = {
-        principal,
-        agent,
-        get signal() {
-          return abort.signal;
-        },
-        baseUrl,
-      };
-      const outcome = await this.invoker.invoke(dialect, call, ctx);
+      const outcome = await this.invoker.invoke(
+        dialect,
+        call,
+        new LazySignalContext(principal, agent, r.abort, baseUrl),
+      );
       if (r.log && outcome.taskId !== undefined) {
         r.log.task_id = outcome.taskId;
-        annotateActiveSpan({ 'a2a.task_id': outcome.taskId });
+        if (tracingOn()) annotateActiveSpan({ 'a2a.task_id': outcome.taskId });
       }
       if (outcome.kind !== 'stream') {
         held();
@@ -157,16 +152,40 @@ function namedAgent(agentId: string, ...tenants: (string | undefined)[]): string
   return tenants.find((t) => t !== undefined && t !== agentId) ?? agentId;
 }
 
-/** What the request's log line and span say of the call (the recorder counts A2A calls by these fields). */
+/**
+ * The call's context, its signal made only when something waits on it (a stream, a send whose run has not
+ * settled): most calls never read it, and making one is a noticeable part of a short call's cost. A class, so
+ * the getter is not a new closure (and the object not a literal with an accessor) on every call.
+ */
+class LazySignalContext implements CallContext {
+  constructor(
+    readonly principal: TenantPrincipal,
+    readonly agent: ResolvedAgent,
+    private readonly abort: AbortController,
+    readonly baseUrl: string | undefined,
+  ) {}
+
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+}
+
+/**
+ * What the request's log line and span say of the call (the recorder counts A2A calls by these fields); the
+ * span's attributes are built only when a tracing SDK records spans.
+ */
 function record(
   log: Record<string, unknown>,
-  c: { tenantId: string; agentId: string; method: string; dialect: string },
+  tenantId: string,
+  agentId: string,
+  method: string,
+  dialect: string,
 ): void {
-  log.tenant_id = c.tenantId;
-  log.agent_id = c.agentId;
-  log.a2a_method = c.method;
-  log.dialect = c.dialect;
-  annotateActiveSpan({ 'a2a.method': c.method, 'a2a.dialect': c.dialect, 'arbiter.agent_id': c.agentId });
+  log.tenant_id = tenantId;
+  log.agent_id = agentId;
+  log.a2a_method = method;
+  log.dialect = dialect;
+  if (tracingOn()) annotateActiveSpan({ 'a2a.method': method, 'a2a.dialect': dialect, 'arbiter.agent_id': agentId });
 }
 
 /**
