@@ -7,6 +7,7 @@ import { Budgets } from '../budgets/budget.service.js';
 import { AppConfig } from '../config/app-config.js';
 import { UsageMeter } from '../usage/usage-meter.js';
 import type { ChatMessage } from '../orchestrator/providers/provider.js';
+import type { RunContext } from '../orchestrator/run-event.js';
 import type { ResolvedAgent } from '../registry/services/agents.js';
 import { EventLog, type Watch } from './event-log/event-log.service.js';
 import { messageHash } from './message-hash.js';
@@ -142,17 +143,11 @@ export class TaskIntake {
     // The run's `durable`: settled once the task is stored, or once its run is abandoned for a creation that failed.
     const durable = new Latch();
     const watch = opts.watch ? this.log.watch(taskId) : undefined;
+    const ctx: RunContext = { tenantId: input.tenantId, agent: input.agent, taskId, contextId, history, durable };
+    if (input.subject) ctx.subject = input.subject;
     const run = this.runner.start({
-      ctx: {
-        tenantId: input.tenantId,
-        agent: input.agent,
-        taskId,
-        contextId,
-        history,
-        ...(input.subject ? { subject: input.subject } : {}),
-        durable,
-      },
-      first: runInputOf(message, first.findIndex((e) => e.kind === 'message') + 1),
+      ctx,
+      first: runInputOf(message, 2), // its seq: the second of the first events
       cursor: first.length,
       artifacts: [],
       tokens: { input: 0, output: 0 },
@@ -194,7 +189,9 @@ export class TaskIntake {
       createdAt: at,
       lastSeq: first.length,
     };
-    return { taskId, snapshot, run, ...(watch ? { watch } : {}) };
+    const created: Created = { taskId, snapshot, run };
+    if (watch) created.watch = watch;
+    return created;
   }
 
   /**

@@ -148,8 +148,9 @@ export class A2aCall {
  * exactly as a request to that agent's own URL by a caller who has no such
  * agent (`agent '<tenant>' not found`), at the same step. No tenant: the URL's.
  */
-function namedAgent(agentId: string, ...tenants: (string | undefined)[]): string {
-  return tenants.find((t) => t !== undefined && t !== agentId) ?? agentId;
+function namedAgent(agentId: string, pathTenant: string | undefined, paramsTenant: string | undefined): string {
+  if (pathTenant !== undefined && pathTenant !== agentId) return pathTenant;
+  return paramsTenant !== undefined && paramsTenant !== agentId ? paramsTenant : agentId;
 }
 
 /**

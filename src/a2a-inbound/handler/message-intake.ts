@@ -3,7 +3,7 @@ import { AppConfig } from '../../config/app-config.js';
 import { Lifecycle } from '../../health/lifecycle.service.js';
 import type { Watch } from '../../tasks/event-log/event-log.service.js';
 import { TaskService } from '../../tasks/task.service.js';
-import type { HeldRun } from '../../tasks/task.service.js';
+import type { HeldRun, SendInput } from '../../tasks/task.service.js';
 import type { TaskSnapshot } from '../../tasks/task-snapshot.js';
 import { PushService, type PushScope } from '../../push/services/push.service.js';
 import { QuotaService } from '../../quotas/quota.service.js';
@@ -52,12 +52,8 @@ export class MessageIntake {
     if (counted) await counted;
     // A refused webhook refuses the message before any task exists.
     if (p.push) await this.push.checkWebhook(p.push.config.url, p.push.urlField);
-    const input = {
-      tenantId: ctx.principal.tenantId,
-      agent: ctx.agent,
-      message: p.message,
-      ...(ctx.principal.subject ? { subject: ctx.principal.subject } : {}),
-    };
+    const input: SendInput = { tenantId: ctx.principal.tenantId, agent: ctx.agent, message: p.message };
+    if (ctx.principal.subject) input.subject = ctx.principal.subject;
     if (p.message.taskId) {
       // A config the task has no room for refuses the message before it is taken.
       if (p.push) await this.push.checkRoom(pushScope(ctx), p.message.taskId, p.push.config, p.push.dialect);
@@ -86,7 +82,9 @@ export class MessageIntake {
       watch?.close();
       throw err;
     }
-    return { taskId, afterSeq: 0, created: snapshot, run, ...(watch ? { watch } : {}) };
+    const taken: TakenMessage = { taskId, afterSeq: 0, created: snapshot, run };
+    if (watch) taken.watch = watch;
+    return taken;
   }
 }
 

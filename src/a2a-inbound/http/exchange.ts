@@ -72,6 +72,15 @@ export class HttpExchange {
     return [...this.fixed, 'X-Request-Id', this.id, ...this.extra, ...more];
   }
 
+  /** `headers` with a body's type and length, without the arrays the spreads and rest parameter make. */
+  private bodyHeaders(contentType: string, length: number): string[] {
+    const out = this.fixed.slice();
+    out.push('X-Request-Id', this.id);
+    for (const h of this.extra) out.push(h);
+    out.push('Content-Type', contentType, 'Content-Length', String(length));
+    return out;
+  }
+
   /**
    * Writes a complete answer, unless one has begun. The body goes as bytes: given a string, Node would join
    * the head to it and copy the two into one flat string on the heap, on top of the copy measuring it makes.
@@ -79,7 +88,7 @@ export class HttpExchange {
   send(status: number, contentType: string, body: string): void {
     if (!this.open) return;
     const bytes = Buffer.from(body);
-    this.res.writeHead(status, this.headers('Content-Type', contentType, 'Content-Length', String(bytes.length)));
+    this.res.writeHead(status, this.bodyHeaders(contentType, bytes.length));
     this.res.end(bytes);
   }
 

@@ -98,7 +98,8 @@ export class JsonRpcBinding {
     x.log.agent_id = agentId;
     const abort = new AbortController();
     const onClose = (): void => abort.abort(CLIENT_GONE);
-    x.res.once('close', onClose);
+    // `on`, not `once` (which wraps the listener in a new function and its state): a response closes only once.
+    x.res.on('close', onClose);
     let streaming = false;
     try {
       const envelope = parseEnvelope(body, x.bodyScan);

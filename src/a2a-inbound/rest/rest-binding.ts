@@ -63,7 +63,8 @@ export class RestBinding {
     let dialect = V1;
     const abort = new AbortController();
     const onClose = (): void => abort.abort(CLIENT_GONE);
-    x.res.once('close', onClose);
+    // `on`, not `once` (which wraps the listener in a new function and its state): a response closes only once.
+    x.res.on('close', onClose);
     try {
       if (!AGENT_ID_PATTERN.test(agentId)) throw DomainError.notFound(`agent '${agentId.slice(0, 64)}'`);
       const method = x.req.method ?? '';
