@@ -43,7 +43,8 @@ export class TurnLoop {
   readonly usage = { inputTokens: 0, outputTokens: 0 };
   /** Model calls reported (usage events with a call) so far. */
   private reported = 0;
-  private readonly commands: CommandStep;
+  /** Made when a response first has commands to run: most turns have none. */
+  private commandStep: CommandStep | undefined;
 
   constructor(
     private readonly deps: TurnDeps,
@@ -58,10 +59,12 @@ export class TurnLoop {
     private readonly beforeModelCall?: RunContext['beforeModelCall'],
     /** The caller whose JWT the turn's outbound calls (remote agents, MCP servers) act for (see `acting`). */
     private readonly subject?: SubjectToken,
-  ) {
-    this.commands = new CommandStep(deps, tenantId, signal, emit, (agent, messages, depth) =>
-      this.agentTurn(agent, messages, depth),
-    );
+  ) {}
+
+  private get commands(): CommandStep {
+    return (this.commandStep ??= new CommandStep(this.deps, this.tenantId, this.signal, this.emit, (a, m, d) =>
+      this.agentTurn(a, m, d),
+    ));
   }
 
   /**

@@ -167,14 +167,15 @@ export class RunEventMapper {
           [{ data: { agent: ev.agent, depth: ev.depth, content: storable(ev.content) } }],
           { [META.subAgent]: true },
         );
-      case 'usage':
+      case 'usage': {
         this.tokens.input = this.base.input + ev.inputTokens;
         this.tokens.output = this.base.output + ev.outputTokens;
-        return {
-          kind: 'usage',
-          payload: { inputTokens: this.tokens.input, outputTokens: this.tokens.output },
-          ...(ev.call ? { calls: [accountedCall(ev.call, this.priceOf(ev.call.provider, ev.call.model))] } : {}),
-        };
+        const payload = { inputTokens: this.tokens.input, outputTokens: this.tokens.output };
+        // Not a spread of an empty object when there is no call (the usual in-process case).
+        return ev.call
+          ? { kind: 'usage', payload, calls: [accountedCall(ev.call, this.priceOf(ev.call.provider, ev.call.model))] }
+          : { kind: 'usage', payload };
+      }
       default: {
         const unreachable: never = ev;
         return unreachable;

@@ -9,6 +9,9 @@ export type QueuedChange = Pick<TaskRowChange, 'statusMessage' | 'metadata' | 'f
 /** How many events may wait for a write before the run waits for it (an upstream faster than the database). */
 export const MAX_QUEUED_EVENTS = 64;
 
+/** No queued events (shared: never written to). */
+const NOTHING: readonly TaskEventBody[] = [];
+
 /**
  * Writes one run's events in order. Text chunks are queued and written by a
  * background loop; chunks that pile up while a write is in flight go out
@@ -88,7 +91,7 @@ export class RunWriter {
     } else await this.flush();
     if (this.rejected) return null;
     // Whatever is still queued rides along in the same statement (a turn's last chunk and its closing as one event).
-    const queued = this.failure ? [] : this.pending.splice(0);
+    const queued = this.failure || this.pending.length === 0 ? NOTHING : this.pending.splice(0);
     const queuedChange = this.failure ? {} : this.change;
     this.change = {};
     const stored = await this.log.append(
@@ -174,14 +177,6 @@ export function mergeChunks(events: TaskEventBody[]): TaskEventBody[] {
   // The texts of the chunks merged into the last event so far, joined once the run of them ends (one new event
   // for the run, not one per chunk).
   let texts: string[] | undefined;
-  const join = (): void => {
-    const last = out[out.length - 1];
-    if (texts && last?.kind === 'artifact') {
-      const artifact = { ...last.payload.artifact, parts: [{ text: texts.join('') }] };
-      out[out.length - 1] = { kind: 'artifact', payload: { ...last.payload, artifact } };
-    }
-    texts = undefined;
-  };
   for (const e of events) {
     const prev = out[out.length - 1];
     if (
@@ -199,7 +194,10 @@ export function mergeChunks(events: TaskEventBody[]): TaskEventBody[] {
       (texts ??= [prev.payload.artifact.parts[0].text]).push(e.payload.artifact.parts[0].text);
       continue;
     }
-    join();
+    if (texts) {
+      joinTexts(out, texts);
+      texts = undefined;
+    }
     if (e.kind === 'artifact' && e.payload.append && e.payload.lastChunk) {
       // The chunk it closes may be followed by the turn's token counts (no surface shows them between the two).
       let i = out.length - 1;
@@ -231,8 +229,16 @@ export function mergeChunks(events: TaskEventBody[]): TaskEventBody[] {
     }
     out.push(e);
   }
-  join();
+  if (texts) joinTexts(out, texts);
   return out;
+}
+
+/** The texts merged into the last event of `out` joined into it (a function: no closure per `mergeChunks`). */
+function joinTexts(out: TaskEventBody[], texts: string[]): void {
+  const last = out[out.length - 1];
+  if (last?.kind !== 'artifact') return;
+  const artifact = { ...last.payload.artifact, parts: [{ text: texts.join('') }] };
+  out[out.length - 1] = { kind: 'artifact', payload: { ...last.payload, artifact } };
 }
 
 /** An artifact event that only closes `prev`'s artifact: its id and name, one empty text part, nothing else. */
