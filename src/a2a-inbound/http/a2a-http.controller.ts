@@ -106,7 +106,7 @@ export class A2aHttpController implements OnApplicationBootstrap {
     const setup = this.setup!;
     const id = requestIdFor(req);
     const route = target.kind === 'jsonrpc' ? JSONRPC_ROUTE : REST_ROUTE;
-    setup.recorder.track(req, res, id, () => route);
+    setup.recorder.track(req, res, id, target.kind === 'jsonrpc' ? jsonRpcRoute : restRoute);
     setHttpRoute(route);
     const x = new HttpExchange(req, res, id, path, search, this.protocolOf(req), this.fixed, expectsContinue);
     const run = (): void => {
@@ -217,6 +217,10 @@ export class A2aHttpController implements OnApplicationBootstrap {
     return proto === 'http' || proto === 'https' ? proto : own;
   }
 }
+
+/** The route templates for the recorder: the same function every request, not a closure each. */
+const jsonRpcRoute = (): string => JSONRPC_ROUTE;
+const restRoute = (): string => REST_ROUTE;
 
 const malformedPath = (): DomainError =>
   new DomainError('validation_failed', 'the request path could not be decoded (malformed percent-encoding)', [

@@ -70,7 +70,8 @@ export class RequestRecorder {
     const started = performance.now();
     // Read now: once the client has gone, its socket no longer says where it was.
     const remote = req.socket?.remoteAddress;
-    res.once('close', () => this.record(req, res, id, route() ?? 'unmatched', started, remote));
+    // `on`, not `once` (which wraps the listener in a new function and its state): a response closes only once.
+    res.on('close', () => this.record(req, res, id, route() ?? 'unmatched', started, remote));
   }
 
   /** The Express middleware form, for the routes Nest serves: the route template from `req.route`. */
