@@ -123,9 +123,10 @@ export class TaskIntake {
       : [];
     const at = now();
     // submitted → working is written with the task itself: one statement instead of two.
+    const taken: TaskEventBody = { kind: 'message', payload: { message } };
     const first: TaskEventBody[] = [
       { kind: 'status', payload: { state: 'TASK_STATE_SUBMITTED', timestamp: at } },
-      { kind: 'message', payload: { message } },
+      taken,
       { kind: 'status', payload: { state: 'TASK_STATE_WORKING', timestamp: at } },
     ];
     const task = {
@@ -147,7 +148,7 @@ export class TaskIntake {
     if (input.subject) ctx.subject = input.subject;
     const run = this.runner.start({
       ctx,
-      first: runInputOf(message, 2), // its seq: the second of the first events
+      first: runInputOf(message, first.indexOf(taken) + 1), // the message's seq among the first events
       cursor: first.length,
       artifacts: [],
       tokens: { input: 0, output: 0 },
