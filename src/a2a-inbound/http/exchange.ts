@@ -67,17 +67,11 @@ export class HttpExchange {
     this.extra.push(name, value);
   }
 
-  /** The response headers so far (fixed, the request id, then added), for `writeHead`. */
-  headers(...more: string[]): string[] {
-    return [...this.fixed, 'X-Request-Id', this.id, ...this.extra, ...more];
-  }
-
-  /** `headers` with a body's type and length, without the arrays the spreads and rest parameter make. */
-  private bodyHeaders(contentType: string, length: number): string[] {
+  /** The response headers so far (fixed, the request id, then added), for `writeHead`; a new array the caller may extend. */
+  headers(): string[] {
     const out = this.fixed.slice();
     out.push('X-Request-Id', this.id);
     for (const h of this.extra) out.push(h);
-    out.push('Content-Type', contentType, 'Content-Length', String(length));
     return out;
   }
 
@@ -88,7 +82,9 @@ export class HttpExchange {
   send(status: number, contentType: string, body: string): void {
     if (!this.open) return;
     const bytes = Buffer.from(body);
-    this.res.writeHead(status, this.bodyHeaders(contentType, bytes.length));
+    const headers = this.headers();
+    headers.push('Content-Type', contentType, 'Content-Length', String(bytes.length));
+    this.res.writeHead(status, headers);
     this.res.end(bytes);
   }
 
