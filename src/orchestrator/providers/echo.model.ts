@@ -2,13 +2,48 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { RunEvent, RunInput } from '../run-event.js';
 import type { CompletionEvent, CompletionRequest, Provider } from './provider.js';
 
-/** Splits text into about `n` chunks on word boundaries (at least one chunk). */
+/** Whether a UTF-16 code unit is one of JavaScript's `\s` (white space or a line terminator). */
+function isSpace(c: number): boolean {
+  if (c <= 0x20) return c === 0x20 || (c >= 0x09 && c <= 0x0d);
+  if (c < 0xa0) return false;
+  return (
+    c === 0xa0 ||
+    c === 0x1680 ||
+    (c >= 0x2000 && c <= 0x200a) ||
+    c === 0x2028 ||
+    c === 0x2029 ||
+    c === 0x202f ||
+    c === 0x205f ||
+    c === 0x3000 ||
+    c === 0xfeff
+  );
+}
+
+/** Whether a word starts at `i`: the first character, or one that is not space after one that is. */
+const startsWord = (text: string, i: number): boolean =>
+  i === 0 || (!isSpace(text.charCodeAt(i)) && isSpace(text.charCodeAt(i - 1)));
+
+/**
+ * Splits text into about `n` chunks on word boundaries (at least one chunk): its words (what
+ * `/\S+\s*|\s+/g` matches: each with the space after it, and the space before the first) taken
+ * `ceil(words / n)` at a time. The chunks are slices of the text, found in two scans of it.
+ */
 export function chunkText(text: string, n: number): string[] {
   if (text.length === 0) return [''];
-  const words = text.match(/\S+\s*|\s+/g) ?? [text];
-  const per = Math.max(1, Math.ceil(words.length / n));
+  let words = 0;
+  for (let i = 0; i < text.length; i++) if (startsWord(text, i)) words++;
+  const per = Math.max(1, Math.ceil(words / n));
   const chunks: string[] = [];
-  for (let i = 0; i < words.length; i += per) chunks.push(words.slice(i, i + per).join(''));
+  let from = 0;
+  for (let i = 1, word = 1; i < text.length; i++) {
+    if (!startsWord(text, i)) continue;
+    if (word % per === 0) {
+      chunks.push(text.slice(from, i));
+      from = i;
+    }
+    word++;
+  }
+  chunks.push(text.slice(from));
   return chunks;
 }
 
