@@ -2,6 +2,7 @@ import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
 import { DomainError } from '../common/errors.js';
 import { AsyncQueue, promised, type Steps } from '../common/async-queue.js';
+import type { RunAbort } from '../common/run-abort.js';
 import { parseHostList, type EgressPolicy } from '../common/net/egress.js';
 import { MemoryService } from './tools/memory.service.js';
 import { RemoteAgents } from '../a2a-outbound/remote-agents.service.js';
@@ -90,7 +91,7 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
     return agent?.constitution.backend ? agent : undefined;
   }
 
-  run(ctx: RunContext, inputs: AsyncIterable<RunInput>, abort: AbortController): AsyncIterable<RunEvent> {
+  run(ctx: RunContext, inputs: AsyncIterable<RunInput>, abort: RunAbort): AsyncIterable<RunEvent> {
     return { [Symbol.asyncIterator]: () => promised(this.steps(ctx, inputs, abort)) };
   }
 
@@ -99,7 +100,7 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
    * step is the chosen turn's own: no generator stands between the turn loop's queue and the consumer, and
    * the events the loop has already queued are handed over at once.
    */
-  steps(ctx: RunContext, inputs: AsyncIterable<RunInput>, abort: AbortController): Steps<RunEvent> {
+  steps(ctx: RunContext, inputs: AsyncIterable<RunInput>, abort: RunAbort): Steps<RunEvent> {
     let turn: Steps<RunEvent> | undefined;
     let opening: Promise<Steps<RunEvent>> | undefined;
     const open = (): Promise<Steps<RunEvent>> => (opening ??= this.open(ctx, inputs, abort).then((t) => (turn = t)));
@@ -112,18 +113,13 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
     };
   }
 
-  private async open(
-    ctx: RunContext,
-    inputs: AsyncIterable<RunInput>,
-    abort: AbortController,
-  ): Promise<Steps<RunEvent>> {
-    const signal = abort.signal;
+  private async open(ctx: RunContext, inputs: AsyncIterable<RunInput>, abort: RunAbort): Promise<Steps<RunEvent>> {
     const it = inputs[Symbol.asyncIterator]();
     const first = await it.next();
     if (first.done) return only({ type: 'error', code: 'no_input', message: 'the run received no input' });
     const c = ctx.agent.constitution;
     // A remote-backed agent: the upstream answers (gateway mode).
-    if (c.backend) return remoteTurn(this.remote, ctx, first.value, signal);
+    if (c.backend) return remoteTurn(this.remote, ctx, first.value, abort.signal);
     let target;
     try {
       target = this.router.resolve(c.model);
@@ -134,14 +130,16 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
     const word = first.value.text.trim();
     if (target.kind === 'echo' && (word === 'hold' || word === 'ask')) {
       // The echo placeholder's two control words (see echo.model.ts).
-      return echoTurn(it, first.value, signal, { chunks: this.config.echoChunks, delayMs: this.config.echoDelayMs });
+      return echoTurn(it, first.value, abort.signal, {
+        chunks: this.config.echoChunks,
+        delayMs: this.config.echoDelayMs,
+      });
     }
     return this.loopTurn(ctx, first.value, abort);
   }
 
   /** The turn loop's turn on `input`, its events read from the queue the loop pushes them to. */
-  private loopTurn(ctx: RunContext, input: RunInput, abort: AbortController): Steps<RunEvent> {
-    const signal = abort.signal;
+  private loopTurn(ctx: RunContext, input: RunInput, abort: RunAbort): Steps<RunEvent> {
     // Earlier turns of this task or context, then the new message.
     const messages: ChatMessage[] = [
       ...(ctx.history ?? []).filter((m) => m.content.length > 0),
@@ -152,7 +150,7 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
     const loop = new TurnLoop(
       this.deps,
       ctx.tenantId,
-      signal,
+      abort,
       (e) => events.push(e),
       ctx.durable,
       ctx.mayAct,
@@ -171,8 +169,8 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
       },
       (err: unknown) => {
         over = true;
-        if (signal.aborted) {
-          events.fail(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+        if (abort.aborted) {
+          events.fail(abort.reason instanceof Error ? abort.reason : new Error('aborted'));
           return;
         }
         if (err instanceof DomainError && err.code === 'budget_exhausted') {
@@ -200,7 +198,7 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
         // The loop is over (its end queued): nothing to stop or wait for.
         if (over) return read.return!();
         // The consumer stopped early (the task ended elsewhere): the run is abandoned, and its loop stops.
-        if (!signal.aborted) abort.abort(ABANDONED);
+        abort.abort(ABANDONED);
         return finished.then(() => read.return!());
       },
     };

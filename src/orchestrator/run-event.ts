@@ -1,3 +1,4 @@
+import type { RunAbort } from '../common/run-abort.js';
 import type { ArtifactJson, MessageJson, PartJson } from '../common/a2a-json.js';
 import type { SubjectToken } from '../common/subject-token.js';
 import type { ResolvedAgent } from '../registry/services/agents.js';
@@ -153,9 +154,9 @@ export type RunEvent =
  * orchestrator aborts it so that the turn stops too.
  */
 export interface Orchestrator {
-  run(ctx: RunContext, inputs: AsyncIterable<RunInput>, abort: AbortController): AsyncIterable<RunEvent>;
+  run(ctx: RunContext, inputs: AsyncIterable<RunInput>, abort: RunAbort): AsyncIterable<RunEvent>;
   /** The same events as `run`: those already at hand come at once, without a promise each (see `Steps`). */
-  steps(ctx: RunContext, inputs: AsyncIterable<RunInput>, abort: AbortController): Steps<RunEvent>;
+  steps(ctx: RunContext, inputs: AsyncIterable<RunInput>, abort: RunAbort): Steps<RunEvent>;
   /** A canceled task of a remote-backed agent that no run holds: the cancel goes to its upstream task (best effort). */
   cancelUpstream?(tenantId: string, agentId: string, metadata: Record<string, unknown>): Promise<void>;
   /** The agent a task taken over runs as: a remote-backed agent of the tenant, or undefined (then it is not resumed). */

@@ -1,5 +1,6 @@
 import type { AppConfig } from '../config/app-config.js';
 import type { Latch } from '../common/latch.js';
+import type { RunAbort } from '../common/run-abort.js';
 import type { SubjectToken } from '../common/subject-token.js';
 import type { EgressPolicy } from '../common/net/egress.js';
 import type { RemoteAgents } from '../a2a-outbound/remote-agents.service.js';
@@ -49,7 +50,8 @@ export class TurnLoop {
   constructor(
     private readonly deps: TurnDeps,
     private readonly tenantId: string,
-    private readonly signal: AbortSignal,
+    /** The run's abort: asked at every step; its signal is read only to hand it to a call out of the process. */
+    private readonly abort: RunAbort,
     private readonly emit: (event: RunEvent) => void,
     /** The task is stored: nothing leaves the process before (see `RunContext.durable`). */
     private readonly durable?: Latch,
@@ -62,7 +64,7 @@ export class TurnLoop {
   ) {}
 
   private get commands(): CommandStep {
-    return (this.commandStep ??= new CommandStep(this.deps, this.tenantId, this.signal, this.emit, (a, m, d) =>
+    return (this.commandStep ??= new CommandStep(this.deps, this.tenantId, this.abort.signal, this.emit, (a, m, d) =>
       this.agentTurn(a, m, d),
     ));
   }
@@ -73,8 +75,8 @@ export class TurnLoop {
    */
   private async stored(): Promise<void> {
     await this.durable?.wait();
-    await this.mayAct?.(this.signal);
-    this.signal.throwIfAborted();
+    await this.mayAct?.(this.abort.signal);
+    this.abort.throwIfAborted();
   }
 
   /**
@@ -88,7 +90,8 @@ export class TurnLoop {
       // A remote-backed agent delegated to: its upstream answers, once the task is stored.
       await this.stored();
       const text = messages[messages.length - 1]?.content ?? '';
-      return (await this.acting(() => this.deps.remotes.callBackend(this.tenantId, backend, text, this.signal))).body;
+      return (await this.acting(() => this.deps.remotes.callBackend(this.tenantId, backend, text, this.abort.signal)))
+        .body;
     }
     const target = this.deps.router.resolve(c.model);
     let echo: EchoProvider | undefined;
@@ -107,7 +110,7 @@ export class TurnLoop {
     let lastShown = '';
     const allVisible: string[] = [];
     for (let call = 1; ; call++) {
-      this.signal.throwIfAborted();
+      this.abort.throwIfAborted();
       const scanner = new WritScanner();
       let raw = '';
       let separated = !shownBefore;
@@ -125,9 +128,9 @@ export class TurnLoop {
       };
       if (target.kind !== 'echo') {
         // Each call outside the process first checks the budgets against the spend committed so far.
-        const allowed = this.beforeModelCall?.(agent.id, this.reported, this.signal);
+        const allowed = this.beforeModelCall?.(agent.id, this.reported, this.abort.signal);
         if (allowed) await allowed;
-        this.signal.throwIfAborted();
+        this.abort.throwIfAborted();
       }
       const req = { model, system, messages: mergeRoles(convo), maxTokens: c.max_tokens, temperature: c.temperature };
       // A provider that reports no usage leaves the call at 0 tokens: it is accounted all the same.
@@ -148,7 +151,9 @@ export class TurnLoop {
         // An answer at hand is taken whole, without a promise per chunk.
         for (const ev of echo.answer(req)) take(ev);
       } else {
-        const stream = echo ? echo.complete(req, this.signal) : this.deps.router.stream(provider, req, this.signal);
+        const stream = echo
+          ? echo.complete(req, this.abort.signal)
+          : this.deps.router.stream(provider, req, this.abort.signal);
         for await (const ev of stream) take(ev);
       }
       const end = scanner.end();
@@ -210,7 +215,7 @@ export class TurnLoop {
     if (agent.id === MASTER_AGENT_ID) {
       const [roster, remote] = await Promise.all([
         this.deps.catalog.roster(this.tenantId),
-        this.deps.remotes.roster(this.tenantId, this.signal),
+        this.deps.remotes.roster(this.tenantId, this.abort.signal),
       ]);
       if (roster) system += `\n\n${roster}`;
       if (remote) system += `\n\n${remote}`;

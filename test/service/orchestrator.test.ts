@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { AsyncQueue } from '../../src/common/async-queue.js';
+import { RunAbort } from '../../src/common/run-abort.js';
 import {
   ORCHESTRATOR,
   type Orchestrator,
@@ -42,7 +43,7 @@ describe(`orchestrator: a run's abort (${REAL_POSTGRES ? 'PostgreSQL server' : '
   };
 
   it('a consumer that reads to the end leaves the run alone: text, usage, then done', async () => {
-    const abort = new AbortController();
+    const abort = new RunAbort();
     const seen: RunEvent['type'][] = [];
     for await (const ev of orchestrator.run(ctx(), inputs('hello there'), abort)) {
       seen.push(ev.type);
@@ -54,7 +55,7 @@ describe(`orchestrator: a run's abort (${REAL_POSTGRES ? 'PostgreSQL server' : '
   });
 
   it('a consumer that stops after the first chunk abandons the run, and its turn stops before it answers', async () => {
-    const abort = new AbortController();
+    const abort = new RunAbort();
     const seen: RunEvent['type'][] = [];
     // The break returns only once the turn has stopped: had it not, the 64 chunks would still be streaming.
     for await (const ev of orchestrator.run(ctx(), inputs(LONG), abort)) {
@@ -67,7 +68,7 @@ describe(`orchestrator: a run's abort (${REAL_POSTGRES ? 'PostgreSQL server' : '
   });
 
   it("a cancel of the run's controller reaches the turn: reading on fails with the cancel's reason", async () => {
-    const abort = new AbortController();
+    const abort = new RunAbort();
     const it = orchestrator.run(ctx(), inputs(LONG), abort)[Symbol.asyncIterator]();
     const first = await it.next();
     assert.equal(first.done, false);
@@ -81,7 +82,7 @@ describe(`orchestrator: a run's abort (${REAL_POSTGRES ? 'PostgreSQL server' : '
     const q = new AsyncQueue<RunInput>();
     q.close();
     const events: RunEvent[] = [];
-    for await (const ev of orchestrator.run(ctx(), q, new AbortController())) events.push(ev);
+    for await (const ev of orchestrator.run(ctx(), q, new RunAbort())) events.push(ev);
     assert.deepEqual(
       events.map((e) => e.type),
       ['error'],

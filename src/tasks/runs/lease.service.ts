@@ -149,7 +149,7 @@ export class LeaseService implements OnApplicationBootstrap, BeforeApplicationSh
       ),
     );
     for (const run of lost) {
-      if (taken.has(run.taskId) && !run.abort.signal.aborted) {
+      if (taken.has(run.taskId) && !run.abort.aborted) {
         run.abort.abort(new RunAbandoned('the task was taken over by another replica'));
       }
     }

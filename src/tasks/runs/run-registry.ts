@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AsyncQueue } from '../../common/async-queue.js';
 import { Latch } from '../../common/latch.js';
+import { RunAbort } from '../../common/run-abort.js';
 import { safeError } from '../../common/safe-error.js';
 import type { RunInput } from '../../orchestrator/run-event.js';
 import { EventBus } from '../event-log/event-bus.js';
@@ -36,7 +37,7 @@ export type QueuedInput = RunInput & { seq: number };
 
 /** A run this process holds. */
 export class HeldRun {
-  readonly abort = new AbortController();
+  readonly abort = new RunAbort();
   /** User messages for the run, in log order; the turn takes them from here. */
   readonly inbox = new AsyncQueue<QueuedInput>();
   private readonly finishing = new Latch();
@@ -218,7 +219,7 @@ export class RunRegistry {
       if (e.kind === 'message' && e.seq > run.delivered) {
         run.delivered = e.seq;
         run.inbox.push(runInputOf(e.payload.message, e.seq));
-      } else if (e.kind === 'status' && isTerminal(e.payload.state) && !run.closing && !run.abort.signal.aborted) {
+      } else if (e.kind === 'status' && isTerminal(e.payload.state) && !run.closing && !run.abort.aborted) {
         run.abort.abort(new CancelReason(e.payload.error || 'the task ended elsewhere'));
       }
     }

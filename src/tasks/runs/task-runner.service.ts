@@ -97,7 +97,7 @@ export class TaskRunner {
     // One reaction for both outcomes (not a catch and then a finally: a promise and a closure fewer per run).
     const over = (): void => {
       this.registry.release(run);
-      if (!(run.abort.signal.reason instanceof RunAbandoned)) {
+      if (!(run.abort.reason instanceof RunAbandoned)) {
         const seconds = (performance.now() - started) / 1000;
         this.metrics.runDuration.observe(seconds);
         this.stats.latency(start.ctx.tenantId, 'duration', seconds);
@@ -148,7 +148,7 @@ export class TaskRunner {
     const artifacts = new ArtifactFold(start.artifacts);
     const known = (): RunState => ({ artifacts: artifacts.list(), tokens: mapper.tokens });
     const inputs = new InboxInputs(run, start.first.seq);
-    const signal = run.abort.signal;
+    const abort = run.abort;
     try {
       for (;;) {
         let end: TurnEnd | undefined;
@@ -224,7 +224,7 @@ export class TaskRunner {
         }
         if (writer.rejected) return;
         if (!end) {
-          signal.throwIfAborted();
+          abort.throwIfAborted();
           end = { type: 'error', code: 'agent_error', message: 'the run ended without an answer' };
         }
         if (end.type === 'error') {
@@ -261,9 +261,9 @@ export class TaskRunner {
       }
     } catch (err) {
       // Given up before its task was stored: there is nothing to end.
-      if (signal.reason instanceof RunAbandoned) return;
-      if (signal.aborted) {
-        const reason = signal.reason instanceof Error ? signal.reason.message : 'canceled';
+      if (abort.reason instanceof RunAbandoned) return;
+      if (abort.aborted) {
+        const reason = abort.reason instanceof Error ? abort.reason.message : 'canceled';
         await this.ends.fromRun(run, writer, { state: 'TASK_STATE_CANCELED', error: reason }, known());
         return;
       }

@@ -1,0 +1,35 @@
+/**
+ * An `AbortController` that answers whether it has aborted, and why, without
+ * its `signal`. Node makes a controller's `AbortSignal` (an `EventTarget`
+ * with its listener map: about a kilobyte and a half) on its first reading;
+ * a run that is never canceled, and that calls nothing outside the process,
+ * then never needs one. Code that only asks (`aborted`, `reason`,
+ * `throwIfAborted`) asks this; code that listens or hands a signal on (a
+ * fetch, a timer, a tool) reads `signal`, made then, already aborted if the
+ * controller is.
+ */
+export class RunAbort extends AbortController {
+  #aborted = false;
+  #reason: unknown;
+
+  get aborted(): boolean {
+    return this.#aborted;
+  }
+
+  /** Why it aborted (`undefined` while it has not): what `signal.reason` is. */
+  get reason(): unknown {
+    return this.#reason;
+  }
+
+  /** The first abort decides, as with a controller; a later one changes nothing. */
+  override abort(reason?: unknown): void {
+    if (this.#aborted) return;
+    this.#aborted = true;
+    super.abort(reason);
+    this.#reason = this.signal.reason;
+  }
+
+  throwIfAborted(): void {
+    if (this.#aborted) throw this.#reason;
+  }
+}
