@@ -30,7 +30,10 @@ describe("a run's abort (RunAbort)", () => {
     assert.equal(early.aborted, true);
     assert.equal(early.reason, why);
     assert.deepEqual(heard, [why], 'a listener hears it once, with the first reason');
-    assert.throws(() => early.throwIfAborted(), (err) => err === why);
+    assert.throws(
+      () => early.throwIfAborted(),
+      (err) => err === why,
+    );
 
     const late = new RunAbort();
     late.abort(why);
@@ -42,7 +45,7 @@ describe("a run's abort (RunAbort)", () => {
     const abort = new RunAbort();
     abort.abort();
     assert.ok(abort.reason instanceof DOMException);
-    assert.equal((abort.reason as DOMException).name, 'AbortError');
+    assert.equal(abort.reason.name, 'AbortError');
     assert.equal(abort.signal.reason, abort.reason);
   });
 });
