@@ -70,7 +70,7 @@ export interface RunContext {
    * creation commits; see `TaskService.create`): the run calls no model
    * outside this process and runs no tool before. It never rejects: a task
    * that could not be stored aborts the run before this settles, so the run
-   * checks its signal after it. Absent: stored already.
+   * checks its abort after it. Absent: stored already.
    */
   durable?: Latch;
   /**
@@ -147,9 +147,10 @@ export type RunEvent =
 /**
  * The boundary every task runs behind (A2A or native): an agent turn as a
  * stream of events. `inputs` yields the first message and then any message
- * that continues the task while it runs; cancellation arrives through
- * `abort`'s signal, and the iterator ends after `done`, `input_required` or
- * `error`. `abort` is the run's own: a consumer that stops reading before the
+ * that continues the task while it runs; a run is canceled with
+ * `abort.abort()` (the turn asks `abort`, and hands its signal to what it
+ * calls), and the iterator ends after `done`, `input_required` or `error`.
+ * `abort` is the run's own: a consumer that stops reading before the
  * turn is over (the task ended elsewhere) has abandoned the run, and the
  * orchestrator aborts it so that the turn stops too.
  */

@@ -50,7 +50,7 @@ export class TurnLoop {
   constructor(
     private readonly deps: TurnDeps,
     private readonly tenantId: string,
-    /** The run's abort: asked at every step; its signal is read only to hand it to a call out of the process. */
+    /** The run's abort: asked at every step; its signal is read only to hand it on (a call out, the echo's timer). */
     private readonly abort: RunAbort,
     private readonly emit: (event: RunEvent) => void,
     /** The task is stored: nothing leaves the process before (see `RunContext.durable`). */

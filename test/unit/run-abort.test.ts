@@ -23,13 +23,21 @@ describe("a run's abort (RunAbort)", () => {
   it('aborts once: the first reason stays, in the flag and in a signal read before or after', () => {
     const early = new RunAbort();
     const heard: unknown[] = [];
-    early.signal.addEventListener('abort', () => heard.push(early.signal.reason));
+    early.signal.addEventListener('abort', () => {
+      heard.push(early.signal.reason);
+      // A listener that asks the controller hears the same.
+      heard.push(early.aborted && early.reason);
+      assert.throws(
+        () => early.throwIfAborted(),
+        (err) => err === why,
+      );
+    });
     const why = new Error('first');
     early.abort(why);
     early.abort(new Error('second'));
     assert.equal(early.aborted, true);
     assert.equal(early.reason, why);
-    assert.deepEqual(heard, [why], 'a listener hears it once, with the first reason');
+    assert.deepEqual(heard, [why, why], 'a listener hears it once, with the first reason');
     assert.throws(
       () => early.throwIfAborted(),
       (err) => err === why,
@@ -37,7 +45,7 @@ describe("a run's abort (RunAbort)", () => {
 
     const late = new RunAbort();
     late.abort(why);
-    assert.equal(late.signal.aborted, true, 'a signal made after the abort is aborted');
+    assert.equal(late.signal.aborted, true, 'the signal read after the abort is aborted');
     assert.equal(late.signal.reason, why);
   });
 
