@@ -9,11 +9,11 @@
  * `signal`, made then, already aborted if the controller is.
  */
 export class RunAbort extends AbortController {
-  #aborted = false;
+  /** Set by the first abort, never to `undefined` (no reason given: an `AbortError`). */
   #reason: unknown;
 
   get aborted(): boolean {
-    return this.#aborted;
+    return this.#reason !== undefined;
   }
 
   /** Why it aborted (`undefined` while it has not): what `signal.reason` is. */
@@ -26,13 +26,12 @@ export class RunAbort extends AbortController {
    * is the `AbortError` a controller gives. Set before the signal's listeners run: they may ask too.
    */
   override abort(reason?: unknown): void {
-    if (this.#aborted) return;
-    this.#aborted = true;
+    if (this.aborted) return;
     this.#reason = reason === undefined ? new DOMException('This operation was aborted', 'AbortError') : reason;
     super.abort(this.#reason);
   }
 
   throwIfAborted(): void {
-    if (this.#aborted) throw this.#reason;
+    if (this.aborted) throw this.#reason;
   }
 }
