@@ -1,5 +1,5 @@
 import { Latch } from '../common/latch.js';
-import { uuid } from '../common/ids.js';
+import { uuid7 } from '../common/ids.js';
 import { Injectable } from '@nestjs/common';
 import type { MessageJson } from '../common/a2a-json.js';
 import type { SubjectToken } from '../common/subject-token.js';
@@ -113,8 +113,8 @@ export class TaskIntake {
     // A tenant or agent whose budget is spent starts no run (no work at all without budgets).
     const spent = this.budgets.guard(input.tenantId, input.agent.id, 'start');
     if (spent) await spent;
-    const taskId = uuid();
-    const contextId = input.message.contextId || uuid();
+    const taskId = uuid7();
+    const contextId = input.message.contextId || uuid7();
     const { message: withRefs, files } = storeFiles(input.message, this.config.maxTextFileBytes);
     const message: MessageJson = { ...withRefs, taskId, contextId };
     // A message in an existing context continues that conversation: the model sees its earlier turns.
