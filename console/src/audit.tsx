@@ -1,10 +1,10 @@
 import { useEffect, useState } from 'preact/hooks';
 import { q, type Api, type AuditEntry, type Page, type Tenant } from './api';
-import { ErrorBox, PageTitle, Pager, useLoad, usePager, When } from './ui';
+import { ErrorBox, PageTitle, Pager, shortId, useLoad, usePager, When } from './ui';
 
 const str = (v: unknown): string =>
   v === null || v === undefined ? '—' : typeof v === 'string' ? v : JSON.stringify(v);
-const short = (v: unknown): string => `${str(v).slice(0, 8)}…`;
+const short = (v: unknown): string => `…${shortId(str(v))}`;
 const fieldName = (k: string): string => k.replace(/_/g, ' ');
 
 /** A quota override as the admin set it: null restores the default, 0 is unlimited. */

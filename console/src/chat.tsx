@@ -1,6 +1,6 @@
 import { useRef, useState } from 'preact/hooks';
 import { ApiError, type Api } from './api';
-import { ErrorBox, Link, PageTitle } from './ui';
+import { ErrorBox, Link, PageTitle, shortId } from './ui';
 
 /** A2A v1.0 ProtoJSON shapes the chat reads (a subset). */
 interface Part {
@@ -206,7 +206,7 @@ export function Chat(props: { api: Api; id: string }) {
         Sent through the agent's A2A endpoint (REST binding, streaming).{' '}
         {contextId.current ? (
           <>
-            Context <code>{contextId.current.slice(0, 8)}</code> —{' '}
+            Context <code>{shortId(contextId.current)}</code> —{' '}
             <button
               type="button"
               class="link"
@@ -238,7 +238,7 @@ export function Chat(props: { api: Api; id: string }) {
                 {t.state ? <span class={`badge state-${t.state}`}>{t.state}</span> : <span>sending…</span>}
                 {t.taskId ? (
                   <Link to={`/tasks/${t.taskId}`}>
-                    timeline of <code>{t.taskId.slice(0, 8)}</code>
+                    timeline of <code>{shortId(t.taskId)}</code>
                   </Link>
                 ) : null}
               </div>

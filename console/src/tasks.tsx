@@ -3,7 +3,7 @@ import { useAccess } from './access';
 import { q, TASK_STATES, TERMINAL, type Agent, type Api, type Page, type RequestView } from './api';
 import { navigate } from './router';
 import { describe, formatDuration, StepClock, type NativeFrame } from './timeline';
-import { ErrorBox, errorText, Link, PageTitle, Pager, StateBadge, useLoad, usePager, When } from './ui';
+import { ErrorBox, errorText, Link, PageTitle, Pager, shortId, StateBadge, useLoad, usePager, When } from './ui';
 
 /** How much of a request's text the task list shows. */
 const REQUEST_PREVIEW = 80;
@@ -133,7 +133,7 @@ export function TaskList(props: { api: Api; search: URLSearchParams }) {
                 <tr key={t.id}>
                   <td>
                     <Link to={`/tasks/${t.id}`}>
-                      <code>{t.id.slice(0, 8)}</code>
+                      <code>{shortId(t.id)}</code>
                     </Link>
                   </td>
                   <td data-testid="request-text">
@@ -145,7 +145,7 @@ export function TaskList(props: { api: Api; search: URLSearchParams }) {
                   </td>
                   <td>
                     <Link to={`/tasks?context_id=${encodeURIComponent(t.context_id)}`}>
-                      <code>{t.context_id.slice(0, 8)}</code>
+                      <code>{shortId(t.context_id)}</code>
                     </Link>
                   </td>
                   <td data-testid="created">
@@ -316,7 +316,7 @@ export function TaskPage(props: { api: Api; id: string }) {
   const start = entries[0]?.at;
   return (
     <section>
-      <PageTitle>Task {id.slice(0, 8)}</PageTitle>
+      <PageTitle>Task {shortId(id)}</PageTitle>
       <ErrorBox error={error} />
       {task ? (
         <dl class="facts">

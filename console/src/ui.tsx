@@ -119,6 +119,13 @@ export function Copyable(props: { label: string; text: string; secret?: boolean 
   );
 }
 
+/**
+ * A task's or context's id in a few characters: its last eight. Arbiter's task and context ids begin with their
+ * creation time (time-ordered UUIDs), so their first characters are the same for every id of the same minute;
+ * their end is random, as it is for a client's own ids.
+ */
+export const shortId = (id: string): string => id.slice(-8);
+
 export function StateBadge(props: { state: string }) {
   return <span class={`badge state-${props.state}`}>{props.state}</span>;
 }

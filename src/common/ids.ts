@@ -13,7 +13,9 @@ import { randomFillSync } from 'node:crypto';
  *   run of them dirties a few pages instead of one page each (fewer pages to
  *   log in full after a checkpoint). Task and context ids are of this kind.
  *   Nothing in the id is guessable but its creation time, which the task
- *   states anyway (its status timestamp).
+ *   states anyway (its first status event, the native API's `created_at`);
+ *   its first characters are the same for every id of the same minute, so a
+ *   short form of it is its end.
  */
 const POOL_BYTES = 16 * 256;
 const pool = Buffer.allocUnsafeSlow(POOL_BYTES);
@@ -55,6 +57,7 @@ export function uuid(): string {
   return format(draw(), 4);
 }
 
+/** `ms`: milliseconds since the Unix epoch, 0 to 2^48 − 1 (until the year 10889); others wrap. */
 export function uuid7(ms: number = Date.now()): string {
   const o = draw();
   const high = Math.floor(ms / 0x100000000); // the top 16 of 48 bits

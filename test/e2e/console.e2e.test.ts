@@ -438,6 +438,17 @@ describe('web console (/console) in Chromium', { skip: SKIP_BROWSER }, () => {
       'hold',
     ]);
     assert.equal(await tenant.locator('[data-testid="created"] time').count(), 4);
+    // Each task's short id tells it apart, though the four were created within the same minute (their ids begin
+    // with their creation time) — and each is the end of the task's id.
+    const codes = await tenant.locator('tbody tr td:first-child code').allTextContents();
+    const hrefs = await tenant
+      .locator('tbody tr td:first-child a')
+      .evaluateAll((as) => as.map((a) => a.getAttribute('href') ?? ''));
+    assert.equal(new Set(codes).size, 4, codes.join(' '));
+    assert.deepEqual(
+      codes,
+      hrefs.map((h) => h.slice(-8)),
+    );
     await shot(tenant, 'tenant-tasks');
   });
 
@@ -604,7 +615,7 @@ describe('web console (/console) in Chromium', { skip: SKIP_BROWSER }, () => {
     const { ctx, page } = await openTab(browser, server.url, offOrigin);
     try {
       for (const [path, heading] of [
-        [`/console/tasks/${heldTask}`, `Task ${heldTask.slice(0, 8)}`],
+        [`/console/tasks/${heldTask}`, `Task ${heldTask.slice(-8)}`],
         ['/console/agents/helper', 'Agent helper'],
         ['/console/tasks?state=canceled', 'Tasks'],
         ['/console/audit', 'Overview'], // an admin page: a tenant starts at its own

@@ -96,6 +96,36 @@ describe(`write coalescing of a new task's run (${REAL_POSTGRES ? 'PostgreSQL se
     assert.deepEqual(read, task);
   });
 
+  it("a new task's id and context id are time-ordered UUIDs of its creation; a client's own contextId is kept", async () => {
+    const ctx = await ctxOf(instant);
+    const handler = instant.app.get(A2aRequestHandler);
+    const V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+    const millisOf = (id: string): number => parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
+    const start = Date.now();
+    const first = await handler.sendMessage(ctx, send('first'));
+    assert.match(first.id, V7);
+    assert.match(first.contextId, V7);
+    assert.ok(millisOf(first.id) >= start && millisOf(first.id) <= Date.now(), first.id);
+    // The next millisecond's task sorts after it, in the primary key's order too.
+    while (Date.now() <= millisOf(first.id)) await new Promise((r) => setTimeout(r, 1));
+    const second = await handler.sendMessage(ctx, send('second'));
+    assert.ok(second.id > first.id, `${second.id} after ${first.id}`);
+    const ordered = await instant.ds.query<{ task_id: string }[]>(
+      `SELECT task_id FROM a2a_tasks WHERE task_id IN ($1, $2) ORDER BY task_id`,
+      [second.id, first.id],
+    );
+    assert.deepEqual(
+      ordered.map((r) => r.task_id),
+      [first.id, second.id],
+    );
+    const mine = await handler.sendMessage(ctx, {
+      ...send('in my context'),
+      message: { ...send('in my context').message, contextId: 'my-own-context' },
+    });
+    assert.match(mine.id, V7);
+    assert.equal(mine.contextId, 'my-own-context');
+  });
+
   it('a turn that outlasts the creation statement appends after it: two transactions, the same log', async () => {
     const slow = await startEngine({ ARBITER_ECHO_DELAY_MS: '5' });
     try {

@@ -1,9 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, Repository } from 'typeorm';
 import { CURSOR_FIELDS, decodeCursor, encodeCursor } from '../../common/cursor.js';
 import { DomainError } from '../../common/errors.js';
+import { uuid7 } from '../../common/ids.js';
 import { DEFAULT_PAGE_SIZE, type Page } from '../../common/pagination.dto.js';
 import { ConversationEntity } from '../entities/conversation.entity.js';
 import { MASTER_AGENT_ID } from '../../registry/constitution.js';
@@ -57,7 +57,7 @@ export class ConversationService {
     if (!(await this.catalog.resolve(tenantId, agentId))) throw DomainError.notFound(`agent '${agentId}'`);
     const now = new Date();
     const row = await this.repo.save(
-      this.repo.create({ id: randomUUID(), tenantId, agentId, title, createdAt: now, updatedAt: now }),
+      this.repo.create({ id: uuid7(), tenantId, agentId, title, createdAt: now, updatedAt: now }),
     );
     return view(row);
   }
