@@ -11,6 +11,7 @@ import type { StreamItem } from '../../src/a2a-wire/dialects/dialect.js';
 import { REAL_POSTGRES } from '../helpers/database.js';
 import { startEngine, type TestEngine, tenantPrincipal } from '../helpers/engine.js';
 import { FakeProvider } from '../helpers/fake-provider.js';
+import { millisOf, V7 } from '../helpers/uuid7.js';
 
 const send = (text: string): SendParams => ({
   message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text }] },
@@ -99,8 +100,6 @@ describe(`write coalescing of a new task's run (${REAL_POSTGRES ? 'PostgreSQL se
   it("a new task's id and context id are time-ordered UUIDs of its creation; a client's own contextId is kept", async () => {
     const ctx = await ctxOf(instant);
     const handler = instant.app.get(A2aRequestHandler);
-    const V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-    const millisOf = (id: string): number => parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
     const start = Date.now();
     const first = await handler.sendMessage(ctx, send('first'));
     assert.match(first.id, V7);
@@ -118,10 +117,9 @@ describe(`write coalescing of a new task's run (${REAL_POSTGRES ? 'PostgreSQL se
       ordered.map((r) => r.task_id),
       [first.id, second.id],
     );
-    const mine = await handler.sendMessage(ctx, {
-      ...send('in my context'),
-      message: { ...send('in my context').message, contextId: 'my-own-context' },
-    });
+    const own = send('in my context');
+    own.message.contextId = 'my-own-context';
+    const mine = await handler.sendMessage(ctx, own);
     assert.match(mine.id, V7);
     assert.equal(mine.contextId, 'my-own-context');
   });

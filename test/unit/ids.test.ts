@@ -1,12 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { uuid, uuid7 } from '../../src/common/ids.js';
+import { millisOf, V7 } from '../helpers/uuid7.js';
 
 const V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-const V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-
-/** The Unix milliseconds in the first 48 bits of a UUID's text. */
-const millisOf = (id: string): number => parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
 
 /** Positions of the text form whose digit is random in every id of the kind. */
 function assertRandomDigits(ids: string[], fixed: Record<number, number>): void {
