@@ -106,4 +106,48 @@ describe('database outage', { skip: !REAL_POSTGRES && 'needs a PostgreSQL server
     const again = await a2a(server.url, t.token).send('back again');
     assert.equal(again.result.task.status.state, 'TASK_STATE_COMPLETED');
   });
+
+  it('a run whose streamed text could not be stored stops and ends failed, though the database is back before its answer', async () => {
+    // The model sends its first words, the rest once the database is away, and its end only when the test says.
+    const away = new Barrier(1);
+    let answer!: () => void;
+    const answered = new Promise<void>((resolve) => (answer = resolve));
+    const words = Array.from({ length: 40 }, (_, i) => `v${i}`).join(' ');
+    fake.scripts.set('gap-model', () => ({ text: words, continueWhen: away.reached, endWhen: answered }));
+    await newAgent(t, { id: 'gapped', model: 'openai/gap-model' });
+    const closedBefore = fake.closedEarly;
+    const started = await a2a(server.url, t.token, 'gapped').send('go', { returnImmediately: true });
+    const taskId = started.result.task.id as string;
+    await waitFor(async () =>
+      (await t.client.get(`/v1/requests/${taskId}`)).body.artifacts.length > 0 ? true : undefined,
+    );
+
+    await proxy.cut();
+    void away.arrive();
+    // The words sent meanwhile cannot be stored: the run stops at once — it does not wait for the model's answer
+    // (which would complete a task whose log lacks part of it) — and hangs up on the model.
+    await waitFor(async () => ((await metric(server.admin, 'arbiter_runs_in_flight')) === 0 ? true : undefined));
+    await waitFor(async () => (fake.closedEarly > closedBefore ? true : undefined));
+    await proxy.restore();
+    await waitFor(async () => ((await server.http.get('/v1/health/ready')).status === 200 ? true : undefined));
+    answer();
+    const after = await waitFor(async () => {
+      const r = await t.client.get(`/v1/requests/${taskId}`);
+      return r.status === 200 && !['working', 'submitted'].includes(r.body.state) ? r.body : undefined;
+    });
+    assert.equal(after.state, 'failed');
+    assert.match(after.error, /^database_unavailable: /);
+    const log = await readSse(
+      await fetch(`${server.url}/v1/requests/${taskId}/events?format=log`, {
+        headers: { authorization: `Bearer ${t.token}` },
+      }),
+    );
+    const seqs = log.events.map((e) => Number(e.id));
+    assert.deepEqual(
+      seqs,
+      seqs.map((_, i) => i + 1),
+    );
+    assert.equal(log.events.at(-1)!.data.state, 'TASK_STATE_FAILED');
+    assert.equal(log.events.filter((e) => e.data.state === 'TASK_STATE_COMPLETED').length, 0);
+  });
 });

@@ -48,6 +48,8 @@ export interface ScriptedReply {
   startWhen?: Promise<unknown>;
   /** Sends the first piece, then waits for this before the rest: e.g. until the client has seen that piece. */
   continueWhen?: Promise<unknown>;
+  /** Sends every piece, then waits for this before the stream's end (or its reset, its cut-off). */
+  endWhen?: Promise<unknown>;
   /**
    * The usage the stream reports (default: 10 input tokens, one output token per piece), as the wire has it —
    * any JSON value, to send garbage — or `none` for a stream that reports no usage. `cached` are part of
@@ -124,6 +126,8 @@ export class FakeProvider {
       }
       await new Promise((resolve) => setTimeout(resolve, r.delayMs ?? 2));
     }
+    if (r.endWhen) await r.endWhen;
+    if (closed) return;
     if (r.failAfter) {
       res.destroy();
       return;

@@ -5,7 +5,14 @@ import type { Appended, TaskRowChange } from '../../src/tasks/repositories/task-
 import type { TaskEventBody } from '../../src/tasks/task-events.js';
 import type { NewTaskFile } from '../../src/tasks/task-files.js';
 import type { MessageJson } from '../../src/common/a2a-json.js';
-import { MAX_QUEUED_EVENTS, mergeChange, mergeChunks, RunWriter } from '../../src/tasks/runs/run-writer.js';
+import {
+  MAX_QUEUED_EVENTS,
+  mergeChange,
+  mergeChunks,
+  RunWriteFailed,
+  RunWriter,
+} from '../../src/tasks/runs/run-writer.js';
+import { RunAbort } from '../../src/common/run-abort.js';
 
 const message = (id: string): MessageJson => ({ messageId: id, role: 'ROLE_AGENT', parts: [{ text: id }] });
 const status = (id: string): TaskEventBody => ({
@@ -129,6 +136,43 @@ describe('the run writer queues events with the row change they make', () => {
     assert.equal(r.calls[0].change?.statusMessage?.messageId, 'end');
     assert.equal(r.calls[0].change?.state, 'TASK_STATE_COMPLETED');
     assert.deepEqual(r.calls[0].change?.metadata, { m: 1 });
+  });
+
+  it('a failed queued write stops the run; then only an end that fails or cancels is written', async () => {
+    const away = new Error('connection terminated');
+    const calls: { events: TaskEventBody[]; change?: TaskRowChange }[] = [];
+    let failing = true;
+    const log = {
+      append: async (_taskId: string, events: TaskEventBody[], change?: TaskRowChange): Promise<Appended> => {
+        calls.push({ events, change });
+        if (failing) throw away;
+        return { events: [] };
+      },
+    } as unknown as EventLog;
+    const abort = new RunAbort();
+    const w = new RunWriter('t1', log, undefined, abort);
+    w.queue([status('s1')]);
+    await w.flush();
+    assert.ok(abort.reason instanceof RunWriteFailed, 'the run is stopped');
+    assert.equal(abort.reason.cause, away, 'for the write’s own error');
+    failing = false;
+    // Nothing more is queued, and nothing but an end that fails or cancels the task is written.
+    w.queue([status('s2')]);
+    await w.flush();
+    await assert.rejects(w.write([status('done')], { state: 'TASK_STATE_COMPLETED' }), (err) => err === away);
+    await assert.rejects(w.write([status('more')], { historyAppend: [message('m')] }), (err) => err === away);
+    assert.equal(calls.length, 1, 'only the failed write reached the log');
+    await w.write([status('failed')], { state: 'TASK_STATE_FAILED' });
+    assert.equal(calls.length, 2);
+    assert.deepEqual(
+      calls[1].events.map((e) => (e.kind === 'status' ? e.payload.message?.messageId : e.kind)),
+      ['failed'],
+    );
+    // A writer without a run to stop only records the failure.
+    const alone = new RunWriter('t2', { append: async () => Promise.reject(away) } as unknown as EventLog);
+    alone.queue([status('s1')]);
+    await alone.flush();
+    await assert.rejects(alone.write([], { state: 'TASK_STATE_INPUT_REQUIRED' }), (err) => err === away);
   });
 
   it('a turn’s last chunk and its closing, written together, are one event: the chunk marked last', async () => {

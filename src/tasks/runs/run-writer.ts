@@ -9,6 +9,18 @@ export type QueuedChange = Pick<TaskRowChange, 'statusMessage' | 'metadata' | 'f
 /** How many events may wait for a write before the run waits for it (an upstream faster than the database). */
 export const MAX_QUEUED_EVENTS = 64;
 
+/**
+ * Why a run was stopped when a write of its queued events failed (the
+ * database was away, or refused the statement): its `cause` is the error.
+ * Those events are lost, so the run cannot complete; it ends failed.
+ */
+export class RunWriteFailed extends Error {
+  constructor(cause: unknown) {
+    super('the run’s events could not be stored', { cause });
+    this.name = 'RunWriteFailed';
+  }
+}
+
 /** No queued events (shared: never written to). */
 const NOTHING: readonly TaskEventBody[] = [];
 
@@ -18,6 +30,12 @@ const NOTHING: readonly TaskEventBody[] = [];
  * together in the next statement (merged where they extend the same
  * artifact), so a fast model costs one write per batch, not per token, and a
  * slow one still reaches subscribers chunk by chunk.
+ *
+ * A queued write that fails loses its events: the run must not then
+ * complete as if its log held its whole answer. The writer aborts the run
+ * (`stop`, with `RunWriteFailed`), takes nothing more into its queue, and from then on writes
+ * only an end that fails or cancels the task; any other write throws the
+ * failure.
  */
 export class RunWriter {
   private pending: TaskEventBody[] = [];
@@ -29,7 +47,7 @@ export class RunWriter {
   /** The background loop that is waiting for its macrotask and has written nothing yet (0: none). */
   private deferred = 0;
   private loops = 0;
-  private failure: unknown;
+  private failure: Error | undefined;
   /** Set once a queued write was refused: the task ended without us (canceled …). */
   rejected = false;
 
@@ -38,6 +56,8 @@ export class RunWriter {
     private readonly taskId: string,
     private readonly log: EventLog,
     private readonly owner?: string,
+    /** The run's abort: aborted with `RunWriteFailed` when a queued write fails (see the class). */
+    private readonly stop?: Pick<AbortController, 'abort'>,
   ) {}
 
   /** Queues an event that changes nothing on the task row (text chunks, usage). */
@@ -81,15 +101,18 @@ export class RunWriter {
   /**
    * Writes queued events, then `events` with `change`, all in order. Null when
    * the append was refused (the task ended, or `change.inputsUpTo` is stale).
+   * After a failed queued write, throws that failure unless `change` fails or
+   * cancels the task (the run's end, with the artifacts it folded in memory).
    */
   async write(events: TaskEventBody[], change: TaskRowChange = {}): Promise<Appended | null> {
-    // If queued chunks could not be written, the final write still records the
-    // outcome (and the folded artifacts on the row carry the full text).
     if (this.deferred) {
       // The loop has not started yet: this write takes its queue over, now rather than a macrotask later.
       this.deferred = 0;
     } else await this.flush();
     if (this.rejected) return null;
+    if (this.failure !== undefined && change.state !== 'TASK_STATE_FAILED' && change.state !== 'TASK_STATE_CANCELED') {
+      throw this.failure;
+    }
     // Whatever is still queued rides along in the same statement (a turn's last chunk and its closing as one event).
     const queued = this.failure || this.pending.length === 0 ? NOTHING : this.pending.splice(0);
     const queuedChange = this.failure ? {} : this.change;
@@ -141,9 +164,10 @@ export class RunWriter {
         }
       }
     } catch (err) {
-      this.failure = err;
+      this.failure = err instanceof Error ? err : new Error(String(err));
       this.pending = [];
       this.change = {};
+      this.stop?.abort(new RunWriteFailed(this.failure));
     } finally {
       this.running = false;
       this.loop = undefined;

@@ -18,7 +18,7 @@ import { isTerminal } from '../task-state.js';
 import { RunEnd, type RunEnding, type RunState } from './run-end.js';
 import { RunEventMapper, turnsIn, upstreamEvent, upstreamFiles, upstreamMetadata } from './run-event-mapper.js';
 import { RunAbandoned, RunRegistry, type HeldRun, type QueuedInput } from './run-registry.js';
-import { RunWriter } from './run-writer.js';
+import { RunWriteFailed, RunWriter } from './run-writer.js';
 import { QueuedCalls } from './queued-calls.js';
 import { InboxInputs } from './inbox-inputs.js';
 import { LeaseFence } from './lease-fence.js';
@@ -122,6 +122,7 @@ export class TaskRunner {
       start.ctx.taskId,
       this.log,
       start.ctx.agent.constitution.backend ? this.identity.id : undefined,
+      run.abort,
     );
     const ctx: RunContext = {
       ...start.ctx,
@@ -262,17 +263,20 @@ export class TaskRunner {
     } catch (err) {
       // Given up before its task was stored: there is nothing to end.
       if (abort.reason instanceof RunAbandoned) return;
-      if (abort.aborted) {
-        const reason = abort.reason instanceof Error ? abort.reason.message : 'canceled';
+      // Stopped because a write of its queued events failed: it fails for that write's error, whatever it threw.
+      const why = abort.reason;
+      const failure = why instanceof RunWriteFailed ? why.cause : err;
+      if (abort.aborted && !(why instanceof RunWriteFailed)) {
+        const reason = why instanceof Error ? why.message : 'canceled';
         await this.ends.fromRun(run, writer, { state: 'TASK_STATE_CANCELED', error: reason }, known());
         return;
       }
-      const outage = isDatabaseUnavailable(err);
+      const outage = isDatabaseUnavailable(failure);
       const error = outage
         ? 'database_unavailable: the run could not be stored while the database was unreachable'
         : 'internal_error: the run failed unexpectedly';
       if (outage) this.logger.warn({ taskId: ctx.taskId }, 'run lost its database');
-      else this.logger.error({ err: safeError(err), taskId: ctx.taskId }, 'run failed');
+      else this.logger.error({ err: safeError(failure), taskId: ctx.taskId }, 'run failed');
       await this.ends.fromRun(
         run,
         writer,
