@@ -7,8 +7,12 @@ import { runMigrations } from './migrate.js';
 import { InstanceIdentity } from './instance-identity.js';
 import { ReplicaChannel } from './replica-channel.service.js';
 import { Sql } from './sql.service.js';
+import { PlannerStatistics } from './planner-statistics.service.js';
 
-/** The database, its migrations, this replica's identity and its notice connection; `entities` are every module's (`src/entities.ts`). */
+/**
+ * The database, its migrations, this replica's identity and its notice connection, and the planner's statistics
+ * kept in step with the tables' growth; `entities` are every module's (`src/entities.ts`).
+ */
 @Global()
 @Module({})
 export class DatabaseModule {
@@ -17,7 +21,7 @@ export class DatabaseModule {
       module: DatabaseModule,
       global: true,
       imports: [databaseConnection(entities)],
-      providers: [InstanceIdentity, ReplicaChannel, Sql],
+      providers: [InstanceIdentity, ReplicaChannel, Sql, PlannerStatistics],
       exports: [InstanceIdentity, ReplicaChannel, Sql],
     };
   }
