@@ -197,7 +197,8 @@ export class LeaseService implements OnApplicationBootstrap, BeforeApplicationSh
       {
         kind: 'orphans',
         owner: this.identity.id,
-        held: this.registry.all().map((r) => r.taskId),
+        // A run that ended here but whose end is still being retried is not a stray: its own end is written.
+        held: [...this.registry.all().map((r) => r.taskId), ...this.ends.unrecordedTaskIds],
         gone,
         resumable: this.takeover.enabled,
       },

@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { isDatabaseUnavailable } from '../../common/db-errors.js';
 import { safeError } from '../../common/safe-error.js';
 import { EventLog } from '../event-log/event-log.service.js';
 import { TaskLogWriter } from '../repositories/task-log.writer.js';
@@ -81,7 +82,10 @@ const BATCH = 500;
 export class RunEnd {
   private readonly logger = new Logger('RunEnd');
   /** Runs whose end could not be written yet (the database was away), by task id. */
-  private readonly unrecorded = new Map<string, { tenantId: string; ending: TerminalEnding }>();
+  private readonly unrecorded = new Map<
+    string,
+    { tenantId: string; ending: TerminalEnding; awaitsDatabase: boolean }
+  >();
   /** This replica: a run's end retried from outside is written only while the task is still leased here. */
   private readonly self: string;
   private retryTimer: NodeJS.Timeout | undefined;
@@ -94,6 +98,14 @@ export class RunEnd {
     identity: InstanceIdentity,
   ) {
     this.self = identity.id;
+  }
+
+  /**
+   * Tasks whose run ended here with an end that waits for the database to be written (it is retried): not strays
+   * for the sweep to end "owner lost". An end that failed for another reason is left to the sweep as well.
+   */
+  get unrecordedTaskIds(): string[] {
+    return [...this.unrecorded].filter(([, u]) => u.awaitsDatabase).map(([taskId]) => taskId);
   }
 
   /**
@@ -119,7 +131,7 @@ export class RunEnd {
       run.closing = false;
       if (!isTerminalEnding(ending)) throw err;
       this.logger.warn({ err: safeError(err), taskId: run.taskId }, 'could not record the end of a run; retrying');
-      this.unrecorded.set(run.taskId, { tenantId: run.tenantId, ending });
+      this.unrecorded.set(run.taskId, { tenantId: run.tenantId, ending, awaitsDatabase: isDatabaseUnavailable(err) });
       this.scheduleRetry();
       return 'ended';
     }
@@ -167,12 +179,13 @@ export class RunEnd {
     if (this.retryTimer) return;
     this.retryTimer = setTimeout(() => {
       void (async () => {
-        for (const [taskId, { tenantId, ending }] of [...this.unrecorded]) {
+        for (const [taskId, u] of [...this.unrecorded]) {
           try {
             // Not if another replica took the task over meanwhile (a remote-backed task's follower): it is its run now.
-            await this.endTasks({ kind: 'task', tenantId, taskId, owner: this.self }, ending);
+            await this.endTasks({ kind: 'task', tenantId: u.tenantId, taskId, owner: this.self }, u.ending);
             this.unrecorded.delete(taskId);
           } catch (err) {
+            u.awaitsDatabase = isDatabaseUnavailable(err);
             this.logger.warn({ err: safeError(err), taskId }, 'could not record the end of a run; retrying');
           }
         }
