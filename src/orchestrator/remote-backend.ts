@@ -165,9 +165,11 @@ class Follower {
    * effort, bounded): nothing goes on working upstream for a task that is over here.
    */
   async close(): Promise<void> {
-    // Not when the run merely stopped writing (its database was away, its task was taken over by another
-    // replica): the upstream task goes on, and the replica that follows it now needs it.
-    const abandoned = (this.signal.reason as Error | undefined)?.name === 'RunAbandoned';
+    // Not when the run merely stopped writing (its database was away — a write of its events failed, or its task's
+    // creation — or its task was taken over by another replica): the upstream task goes on, and a replica that
+    // follows it later needs it.
+    const why = (this.signal.reason as Error | undefined)?.name;
+    const abandoned = why === 'RunAbandoned' || why === 'RunWriteFailed';
     const over = this.failed || (this.signal.aborted && !abandoned);
     const { client, bound } = this;
     if (!this.settled && over && bound && client) {

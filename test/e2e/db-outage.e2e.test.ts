@@ -8,6 +8,7 @@ import { metric } from '../helpers/metrics.js';
 import { Barrier, within } from '../helpers/patience.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
+import { startUpstream, type Upstream } from '../helpers/upstream-agent.js';
 
 /**
  * PostgreSQL goes away under a running server (a proxy the test owns is cut)
@@ -20,11 +21,13 @@ describe('database outage', { skip: !REAL_POSTGRES && 'needs a PostgreSQL server
   let server: TestServer;
   let t: TestTenant;
   let fake: FakeProvider;
+  let upstream: Upstream;
 
   before(async () => {
     db = await freshDatabase();
     fake = new FakeProvider();
     await fake.start();
+    upstream = await startUpstream();
     const target = new URL(db.url!);
     proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
     await proxy.start();
@@ -32,7 +35,11 @@ describe('database outage', { skip: !REAL_POSTGRES && 'needs a PostgreSQL server
     viaProxy.host = `127.0.0.1:${proxy.port}`;
     server = await startTestServer({
       db: { url: viaProxy.toString(), drop: () => Promise.resolve() },
-      env: { OPENAI_BASE_URL: `${fake.url}/v1`, OPENAI_API_KEY: 'sk-test-outage-0001' },
+      env: {
+        OPENAI_BASE_URL: `${fake.url}/v1`,
+        OPENAI_API_KEY: 'sk-test-outage-0001',
+        ARBITER_A2A_ALLOW_PRIVATE: 'true', // the remote agent is on loopback
+      },
     });
     t = await newTenant(server, 'outage');
   });
@@ -40,6 +47,7 @@ describe('database outage', { skip: !REAL_POSTGRES && 'needs a PostgreSQL server
     await server.close();
     await proxy.stop();
     await fake.stop();
+    await upstream.close();
     await db.drop();
   });
 
@@ -149,5 +157,32 @@ describe('database outage', { skip: !REAL_POSTGRES && 'needs a PostgreSQL server
     );
     assert.equal(log.events.at(-1)!.data.state, 'TASK_STATE_FAILED');
     assert.equal(log.events.filter((e) => e.data.state === 'TASK_STATE_COMPLETED').length, 0);
+  });
+
+  it('a remote-backed run stopped by a failed write ends failed and leaves the remote agent’s task alone', async () => {
+    const entry = await t.client.post('/v1/remote-agents', { name: 'paced', url: `${upstream.url}/rpc` });
+    assert.equal(entry.status, 201, entry.text);
+    await newAgent(t, { id: 'relay', backend: { remote: 'paced' } });
+    const started = await a2a(server.url, t.token, 'relay').send('script', { returnImmediately: true });
+    const taskId = started.result.task.id as string;
+    upstream.step(); // "step one" and the artifact's first text
+    await waitFor(async () =>
+      (await t.client.get(`/v1/requests/${taskId}`)).body.artifacts.length > 0 ? true : undefined,
+    );
+
+    await proxy.cut();
+    upstream.step(); // its next chunk and "step two", which cannot be stored
+    await waitFor(async () => ((await metric(server.admin, 'arbiter_runs_in_flight')) === 0 ? true : undefined));
+    await proxy.restore();
+    await waitFor(async () => ((await server.http.get('/v1/health/ready')).status === 200 ? true : undefined));
+    const after = await waitFor(async () => {
+      const r = await t.client.get(`/v1/requests/${taskId}`);
+      return r.status === 200 && !['working', 'submitted'].includes(r.body.state) ? r.body : undefined;
+    });
+    assert.equal(after.state, 'failed');
+    assert.match(after.error, /^database_unavailable: /);
+    // The remote agent's task goes on: a replica following it later would need it.
+    assert.equal(upstream.canceled.size, 0, 'no cancel was sent upstream');
+    upstream.step(); // and it completes
   });
 });
