@@ -7,16 +7,18 @@ import { safeError } from '../common/safe-error.js';
 export const STATISTICS_CHECK_MS = 5_000;
 /** A table whose statistics were never gathered is analyzed once it is larger than this many pages (128 KiB). */
 const FIRST_PAGES = 16;
-/** One replica analyzes at a time (`pg_try_advisory_xact_lock`); the others see the result on their next check. */
+/** One replica analyzes at a time (`pg_try_advisory_lock`); the others see the result on their next check. */
 const ANALYZE_LOCK_KEY = 0x41524253; // "ARBS"
 
 /**
  * The tables of this schema that have grown to more than twice the size their
  * statistics know (`relpages`, set by the last ANALYZE or VACUUM), by the size
- * of their files now, which is always current; quoted, with that size in pages.
+ * of their files now, which is always current; each by its name as a `regclass`
+ * writes it (quoted, qualified when the search path would not find it), with
+ * that size in pages.
  */
 const GROWN = `
-  SELECT quote_ident(c.relname) AS name, (pg_relation_size(c.oid) / current_setting('block_size')::int)::int AS pages
+  SELECT c.oid::regclass::text AS name, (pg_relation_size(c.oid) / current_setting('block_size')::int)::int AS pages
     FROM pg_class c
    WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'
      AND pg_relation_size(c.oid) / current_setting('block_size')::int > greatest(2 * c.relpages, $1::int)`;
@@ -44,8 +46,9 @@ export class PlannerStatistics implements OnApplicationBootstrap, BeforeApplicat
   private timer: NodeJS.Timeout | undefined;
   private checking: Promise<string[]> | undefined;
   /**
-   * The size at which a table was last analyzed here: a table this role may not analyze (PostgreSQL skips it
-   * with a warning, and its statistics stay as they were) is tried again only once it has doubled again.
+   * The size at which a table was skipped here: one this role may not analyze (PostgreSQL skips it with a
+   * warning, and its statistics stay as they were), or held by another, is tried again only once it has doubled
+   * again (or been emptied).
    */
   private readonly tried = new Map<string, number>();
 
@@ -69,22 +72,41 @@ export class PlannerStatistics implements OnApplicationBootstrap, BeforeApplicat
 
   private async analyzeGrown(): Promise<string[]> {
     try {
-      const grown = (await this.ds.query<{ name: string; pages: number }[]>(GROWN, [FIRST_PAGES])).filter(
-        (t) => t.pages > 2 * (this.tried.get(t.name) ?? 0),
-      );
-      if (grown.length === 0) return [];
-      return await this.ds.transaction(async (m) => {
-        const [lock] = await m.query<{ ok: boolean }[]>('SELECT pg_try_advisory_xact_lock($1) AS ok', [
-          ANALYZE_LOCK_KEY,
-        ]);
-        if (!lock?.ok) return [];
-        for (const t of grown) {
-          await m.query(`ANALYZE ${t.name}`);
-          this.tried.set(t.name, t.pages);
-        }
-        this.logger.debug({ tables: grown }, 'analyzed tables that outgrew their statistics');
-        return grown.map((t) => t.name);
+      const grown = (await this.ds.query<{ name: string; pages: number }[]>(GROWN, [FIRST_PAGES])).filter((t) => {
+        const tried = this.tried.get(t.name);
+        // Not yet tried at this size; or tried when it was larger (it was emptied since).
+        return tried === undefined || t.pages > 2 * tried || t.pages < tried;
       });
+      if (grown.length === 0) return [];
+      // One connection for the lock and the ANALYZEs, each its own short transaction: a table that something
+      // else holds (autovacuum, which gathers its statistics anyway; an index being built) is skipped, not waited for.
+      const runner = this.ds.createQueryRunner();
+      await runner.connect();
+      try {
+        const [lock] = (await runner.query('SELECT pg_try_advisory_lock($1) AS ok', [ANALYZE_LOCK_KEY])) as {
+          ok: boolean;
+        }[];
+        if (!lock?.ok) return [];
+        let skipped: Set<string>;
+        try {
+          for (const t of grown) await runner.query(`ANALYZE (SKIP_LOCKED) ${t.name}`);
+          // A table still larger than twice what its statistics know was skipped: held by another, or not this
+          // role's to analyze. It is tried again once it has doubled again.
+          const still = (await runner.query(GROWN, [FIRST_PAGES])) as { name: string }[];
+          skipped = new Set(still.map((t) => t.name));
+        } finally {
+          await runner.query('SELECT pg_advisory_unlock($1)', [ANALYZE_LOCK_KEY]);
+        }
+        for (const t of grown) {
+          if (skipped.has(t.name)) this.tried.set(t.name, t.pages);
+          else this.tried.delete(t.name);
+        }
+        const analyzed = grown.filter((t) => !skipped.has(t.name));
+        if (analyzed.length) this.logger.debug({ tables: analyzed }, 'analyzed tables that outgrew their statistics');
+        return analyzed.map((t) => t.name);
+      } finally {
+        await runner.release();
+      }
     } catch (err) {
       // The database is away, or busy: the next check tries again.
       this.logger.warn({ err: safeError(err) }, 'could not refresh the planner’s statistics');

@@ -66,6 +66,8 @@ describe(`planner statistics (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded 
 
   it('replaces a plan that scans the whole task table once the table has outgrown its statistics', async () => {
     // A fresh database: a few tasks, their statistics gathered; the append prepared and planned for good.
+    // (Autovacuum, where the server runs it, would analyze the table too, on its own time: not for this table here.)
+    await runner.query('ALTER TABLE a2a_tasks SET (autovacuum_enabled = false)');
     await addTasks(1, 10);
     await runner.query('ANALYZE a2a_tasks');
     await runner.query('SET plan_cache_mode = force_generic_plan');
@@ -82,6 +84,6 @@ describe(`planner statistics (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded 
     const plan = await appendPlan();
     assert.doesNotMatch(plan, /Seq Scan on a2a_tasks/, plan);
     assert.match(plan, /Index Scan on "PK_a2a_tasks"|Index Scan using "PK_a2a_tasks"/, plan);
-    assert.deepEqual(await check(), [], 'analyzed once per doubling');
+    assert.ok(!(await check()).includes('a2a_tasks'), 'analyzed once per doubling');
   });
 });
