@@ -51,6 +51,41 @@ describe('database outage', { skip: !REAL_POSTGRES && 'needs a PostgreSQL server
     await db.drop();
   });
 
+  /** Resolves once the task has stored some of its answer. */
+  const someTextStored = (taskId: string) =>
+    waitFor(async () => ((await t.client.get(`/v1/requests/${taskId}`)).body.artifacts.length > 0 ? true : undefined));
+  const noRunInFlight = () =>
+    waitFor(async () => ((await metric(server.admin, 'arbiter_runs_in_flight')) === 0 ? true : undefined));
+  /** Restores the proxy and waits for readiness. */
+  const databaseBack = async () => {
+    await proxy.restore();
+    await waitFor(async () => ((await server.http.get('/v1/health/ready')).status === 200 ? true : undefined));
+  };
+  /**
+   * Waits for the task to end; it ended `failed` for the outage, and its log is intact: gap-free, ending with the
+   * one terminal event. Returns the log's events.
+   */
+  const endedForTheOutage = async (taskId: string) => {
+    const after = await waitFor(async () => {
+      const r = await t.client.get(`/v1/requests/${taskId}`);
+      return r.status === 200 && !['working', 'submitted'].includes(r.body.state) ? r.body : undefined;
+    });
+    assert.equal(after.state, 'failed');
+    assert.match(after.error, /^database_unavailable: /);
+    const log = await readSse(
+      await fetch(`${server.url}/v1/requests/${taskId}/events?format=log`, {
+        headers: { authorization: `Bearer ${t.token}` },
+      }),
+    );
+    const seqs = log.events.map((e) => Number(e.id));
+    assert.deepEqual(
+      seqs,
+      seqs.map((_, i) => i + 1),
+    );
+    assert.equal(log.events.at(-1)!.data.state, 'TASK_STATE_FAILED');
+    return log.events;
+  };
+
   it('fails fast and retryably while the database is away, then recovers; the run in flight ends terminal', async () => {
     // The model sends its first words, and the rest only once the database is away.
     const away = new Barrier(1);
@@ -60,9 +95,7 @@ describe('database outage', { skip: !REAL_POSTGRES && 'needs a PostgreSQL server
     const started = await a2a(server.url, t.token, 'talker').send('go', { returnImmediately: true });
     const taskId = started.result.task.id as string;
     // The run is in flight: its first text is stored.
-    await waitFor(async () =>
-      (await t.client.get(`/v1/requests/${taskId}`)).body.artifacts.length > 0 ? true : undefined,
-    );
+    await someTextStored(taskId);
 
     await proxy.cut();
     void away.arrive();
@@ -89,27 +122,9 @@ describe('database outage', { skip: !REAL_POSTGRES && 'needs a PostgreSQL server
       'the answers while the database is away',
     );
     // The run ends during the outage (its next write fails); its end is recorded once the database is back.
-    await waitFor(async () => ((await metric(server.admin, 'arbiter_runs_in_flight')) === 0 ? true : undefined));
-    await proxy.restore();
-    await waitFor(async () => ((await server.http.get('/v1/health/ready')).status === 200 ? true : undefined));
-    const after = await waitFor(async () => {
-      const r = await t.client.get(`/v1/requests/${taskId}`);
-      return r.status === 200 && !['working', 'submitted'].includes(r.body.state) ? r.body : undefined;
-    });
-    assert.equal(after.state, 'failed');
-    assert.match(after.error, /^database_unavailable: /);
-    // The log is intact: gap-free, ending with the one terminal event.
-    const log = await readSse(
-      await fetch(`${server.url}/v1/requests/${taskId}/events?format=log`, {
-        headers: { authorization: `Bearer ${t.token}` },
-      }),
-    );
-    const seqs = log.events.map((e) => Number(e.id));
-    assert.deepEqual(
-      seqs,
-      seqs.map((_, i) => i + 1),
-    );
-    assert.equal(log.events.at(-1)!.data.state, 'TASK_STATE_FAILED');
+    await noRunInFlight();
+    await databaseBack();
+    await endedForTheOutage(taskId);
     // And the service works again by itself.
     const again = await a2a(server.url, t.token).send('back again');
     assert.equal(again.result.task.status.state, 'TASK_STATE_COMPLETED');
@@ -126,37 +141,18 @@ describe('database outage', { skip: !REAL_POSTGRES && 'needs a PostgreSQL server
     const closedBefore = fake.closedEarly;
     const started = await a2a(server.url, t.token, 'gapped').send('go', { returnImmediately: true });
     const taskId = started.result.task.id as string;
-    await waitFor(async () =>
-      (await t.client.get(`/v1/requests/${taskId}`)).body.artifacts.length > 0 ? true : undefined,
-    );
+    await someTextStored(taskId);
 
     await proxy.cut();
     void away.arrive();
     // The words sent meanwhile cannot be stored: the run stops at once — it does not wait for the model's answer
     // (which would complete a task whose log lacks part of it) — and hangs up on the model.
-    await waitFor(async () => ((await metric(server.admin, 'arbiter_runs_in_flight')) === 0 ? true : undefined));
+    await noRunInFlight();
     await waitFor(async () => (fake.closedEarly > closedBefore ? true : undefined));
-    await proxy.restore();
-    await waitFor(async () => ((await server.http.get('/v1/health/ready')).status === 200 ? true : undefined));
+    await databaseBack();
     answer();
-    const after = await waitFor(async () => {
-      const r = await t.client.get(`/v1/requests/${taskId}`);
-      return r.status === 200 && !['working', 'submitted'].includes(r.body.state) ? r.body : undefined;
-    });
-    assert.equal(after.state, 'failed');
-    assert.match(after.error, /^database_unavailable: /);
-    const log = await readSse(
-      await fetch(`${server.url}/v1/requests/${taskId}/events?format=log`, {
-        headers: { authorization: `Bearer ${t.token}` },
-      }),
-    );
-    const seqs = log.events.map((e) => Number(e.id));
-    assert.deepEqual(
-      seqs,
-      seqs.map((_, i) => i + 1),
-    );
-    assert.equal(log.events.at(-1)!.data.state, 'TASK_STATE_FAILED');
-    assert.equal(log.events.filter((e) => e.data.state === 'TASK_STATE_COMPLETED').length, 0);
+    const events = await endedForTheOutage(taskId);
+    assert.equal(events.filter((e) => e.data.state === 'TASK_STATE_COMPLETED').length, 0);
   });
 
   it('a remote-backed run stopped by a failed write ends failed and leaves the remote agent’s task alone', async () => {
@@ -166,21 +162,13 @@ describe('database outage', { skip: !REAL_POSTGRES && 'needs a PostgreSQL server
     const started = await a2a(server.url, t.token, 'relay').send('script', { returnImmediately: true });
     const taskId = started.result.task.id as string;
     upstream.step(); // "step one" and the artifact's first text
-    await waitFor(async () =>
-      (await t.client.get(`/v1/requests/${taskId}`)).body.artifacts.length > 0 ? true : undefined,
-    );
+    await someTextStored(taskId);
 
     await proxy.cut();
     upstream.step(); // its next chunk and "step two", which cannot be stored
-    await waitFor(async () => ((await metric(server.admin, 'arbiter_runs_in_flight')) === 0 ? true : undefined));
-    await proxy.restore();
-    await waitFor(async () => ((await server.http.get('/v1/health/ready')).status === 200 ? true : undefined));
-    const after = await waitFor(async () => {
-      const r = await t.client.get(`/v1/requests/${taskId}`);
-      return r.status === 200 && !['working', 'submitted'].includes(r.body.state) ? r.body : undefined;
-    });
-    assert.equal(after.state, 'failed');
-    assert.match(after.error, /^database_unavailable: /);
+    await noRunInFlight();
+    await databaseBack();
+    await endedForTheOutage(taskId);
     // The remote agent's task goes on: a replica following it later would need it.
     assert.equal(upstream.canceled.size, 0, 'no cancel was sent upstream');
     upstream.step(); // and it completes

@@ -21,21 +21,29 @@ const status = (id: string): TaskEventBody => ({
 });
 const file = (id: string): NewTaskFile => ({ id, mediaType: 'text/plain', filename: null, size: 2, b64: 'aGk=' });
 
-/** The log's append as the writer sees it: each call recorded; it commits when `release` is called. */
+/**
+ * The log's append as the writer sees it: each call recorded; it commits when `release` is called, and fails
+ * with the error given to `fail` until that is called without one.
+ */
 function recordingLog() {
   const calls: { events: TaskEventBody[]; change?: TaskRowChange }[] = [];
   let release: () => void = () => undefined;
   let gate: Promise<void> | undefined;
+  let failure: Error | undefined;
   const log = {
     append: async (_taskId: string, events: TaskEventBody[], change?: TaskRowChange): Promise<Appended> => {
       calls.push({ events, change });
       if (gate) await gate;
+      if (failure) throw failure;
       return { events: [] };
     },
   } as unknown as EventLog;
   return {
     log,
     calls,
+    fail: (err?: Error) => {
+      failure = err;
+    },
     hold: () => {
       gate = new Promise((r) => (release = r));
     },
@@ -140,22 +148,16 @@ describe('the run writer queues events with the row change they make', () => {
 
   it('a failed queued write stops the run; then only an end that fails or cancels is written', async () => {
     const away = new Error('connection terminated');
-    const calls: { events: TaskEventBody[]; change?: TaskRowChange }[] = [];
-    let failing = true;
-    const log = {
-      append: async (_taskId: string, events: TaskEventBody[], change?: TaskRowChange): Promise<Appended> => {
-        calls.push({ events, change });
-        if (failing) throw away;
-        return { events: [] };
-      },
-    } as unknown as EventLog;
+    const r = recordingLog();
+    const { calls } = r;
+    r.fail(away);
     const abort = new RunAbort();
-    const w = new RunWriter('t1', log, undefined, abort);
+    const w = new RunWriter('t1', r.log, undefined, abort);
     w.queue([status('s1')]);
     await w.flush();
     assert.ok(abort.reason instanceof RunWriteFailed, 'the run is stopped');
     assert.equal(abort.reason.cause, away, 'for the write’s own error');
-    failing = false;
+    r.fail();
     // Nothing more is queued, and nothing but an end that fails or cancels the task is written.
     w.queue([status('s2')]);
     await w.flush();
@@ -169,7 +171,9 @@ describe('the run writer queues events with the row change they make', () => {
       ['failed'],
     );
     // A writer without a run to stop only records the failure.
-    const alone = new RunWriter('t2', { append: async () => Promise.reject(away) } as unknown as EventLog);
+    const failing = recordingLog();
+    failing.fail(away);
+    const alone = new RunWriter('t2', failing.log);
     alone.queue([status('s1')]);
     await alone.flush();
     await assert.rejects(alone.write([], { state: 'TASK_STATE_INPUT_REQUIRED' }), (err) => err === away);

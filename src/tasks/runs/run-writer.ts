@@ -114,8 +114,9 @@ export class RunWriter {
       throw this.failure;
     }
     // Whatever is still queued rides along in the same statement (a turn's last chunk and its closing as one event).
-    const queued = this.failure || this.pending.length === 0 ? NOTHING : this.pending.splice(0);
-    const queuedChange = this.failure ? {} : this.change;
+    // (Nothing is queued after a failed write: its events were dropped, and no more are taken.)
+    const queued = this.pending.length === 0 ? NOTHING : this.pending.splice(0);
+    const queuedChange = this.change;
     this.change = {};
     const stored = await this.log.append(
       this.taskId,
