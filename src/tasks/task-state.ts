@@ -18,6 +18,8 @@ export const TERMINAL_STATES: readonly TaskStateName[] = [
   'TASK_STATE_REJECTED',
 ];
 export const INTERRUPTED_STATES: readonly TaskStateName[] = ['TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_AUTH_REQUIRED'];
+/** States a run holds (its lease is renewed, the sweep judges it); they count against the running-task cap. */
+export const RUNNING_STATES: readonly TaskStateName[] = ['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING'];
 
 export function isTaskState(s: string): s is TaskStateName {
   return (TASK_STATES as readonly string[]).includes(s);

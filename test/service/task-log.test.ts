@@ -422,6 +422,35 @@ describe(`task log writer (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGl
     const resumed = await resume(paused);
     assert.equal(resumed?.started, true, 'with room again, it resumes');
   });
+  it('a task created already answered starts no run: at the cap it is admitted, and the count stays', async () => {
+    const tenant = await newTenant();
+    const cap = 1;
+    await create(task(tenant, cap));
+    const t = task(tenant, cap);
+    const reply: MessageJson = { messageId: randomUUID(), role: 'ROLE_AGENT', parts: [{ text: 'done' }] };
+    const created = create(t);
+    // Asked before the creation's statement is sent, the answer joins it: the task is created completed.
+    const answered = writer.append(t.taskId, [status('TASK_STATE_COMPLETED', { message: reply })], {
+      state: 'TASK_STATE_COMPLETED',
+      lease: null,
+      statusMessage: reply,
+      historyAppend: [reply],
+    });
+    await created;
+    assert.equal((await answered)?.row?.state, 'TASK_STATE_COMPLETED');
+    assert.equal((await reads.find(tenant, t.taskId))?.state, 'TASK_STATE_COMPLETED');
+    const running = async () =>
+      (await ds.query<{ running: number }[]>(`SELECT running FROM tenant_running WHERE tenant_id = $1`, [tenant]))[0]
+        ?.running;
+    assert.equal(await running(), 1, 'only the running task counts');
+    await assert.rejects(
+      create(task(tenant, cap)),
+      (err: unknown) => err instanceof DomainError && err.code === 'rate_limited',
+      'a task that would run is still refused',
+    );
+    assert.equal(await running(), 1);
+  });
+
   it('appends, ends and lookups of many tasks find their tasks by key, not by reading every task', async () => {
     // Enough tasks that a scan of them all is the plan a planner picks when it takes the statement's items for
     // a hundred rows (its guess for a function's rows): with the ids also given as an array, it looks them up.

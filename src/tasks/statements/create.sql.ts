@@ -2,6 +2,7 @@ import type { Statement } from '../../database/sql.service.js';
 import type { Folded } from '../repositories/merged-creation.js';
 import type { Lease, NewTask } from '../repositories/task-log.types.js';
 import type { TaskEventBody } from '../task-events.js';
+import { RUNNING_STATES } from '../task-state.js';
 import { FILE_RECORD, fileRow, RUNNING_SQL, statusTimestamp } from './fragments.sql.js';
 import { callsOf, requestsCte, usageCtes } from './usage.sql.js';
 
@@ -34,19 +35,30 @@ const insertTasks = (source: string): string => `t AS (
 /**
  * New tasks with their first events, many in one statement — and, for a
  * task whose run wrote before the statement was sent, the run's events and
- * the row as they left it (state, status, artifacts, tokens, lease). A task
- * that starts a run is admitted only under its tenant's running-task cap
- * (`cap`), counted by the database over every replica: the counts of the
- * tenants concerned are locked (`tenant_running` FOR UPDATE) and what fits
- * goes in, in submission order; `refused` lists the rest, which wrote
- * nothing. No notice: nobody can watch a task before its creation commits.
- * The model calls of merged usage events are accounted with it, and each task
- * counts as a message taken (`usage.sql.ts`).
+ * the row as they left it (state, status, artifacts, tokens, lease). Built in
+ * four shapes (`createStatement` picks one per batch), each a prepared
+ * statement of its own: a batch pays only for the parts it uses (an unused
+ * part still costs its executor nodes: the full statement for one task that
+ * needs none of them is about 40% more of the database's work).
+ *
+ * `capped`: a task that starts a run is admitted only under its tenant's
+ * running-task cap (`cap`), counted by the database over every replica: the
+ * counts of the tenants concerned are locked (`tenant_running` FOR UPDATE)
+ * and what fits goes in, in submission order; `refused` lists the rest,
+ * which wrote nothing. A task created already settled (its run ended before
+ * the statement was sent) starts no run and is never refused.
+ *
+ * `extras`: the task's files; the model calls of merged usage events,
+ * accounted with it; and each task counted as a message taken (request
+ * budgets, `usage.sql.ts`).
+ *
+ * No notice: nobody can watch a task before its creation commits.
  * $1: the tasks (`createRecord`).
  */
-export const CREATE: Statement = {
-  name: 'arbiter_task_create',
-  text: `WITH ${X}, locked AS (
+function createStatementOf(capped: boolean, extras: boolean): Statement {
+  const rows = capped ? 'ok' : 'x';
+  const cap = capped
+    ? `, locked AS (
     -- The running counts of the tenants this statement starts runs for, locked until commit: FOR UPDATE reads the
     -- latest count, whatever the statement's snapshot. Locked in tenant order, like the triggers that count.
     SELECT r.tenant_id, r.running FROM tenant_running r
@@ -60,33 +72,45 @@ export const CREATE: Statement = {
     -- What fits under each tenant's running-task cap, in submission order; the rest is refused.
     SELECT ranked.* FROM ranked LEFT JOIN locked ON locked.tenant_id = ranked.tenant_id
      WHERE ranked.rank IS NULL OR ranked.rank + COALESCE(locked.running, 0) <= ranked.cap
-  ), ${insertTasks('ok')}, f AS (
+  )`
+    : '';
+  const more = extras
+    ? `, f AS (
     INSERT INTO task_files (id, tenant_id, task_id, media_type, filename, size, bytes)
     SELECT ff.id, x.tenant_id, x.task_id, ff.media_type, ff.filename, ff.size, decode(ff.b64, 'base64')
       FROM t JOIN x ON x.task_id = t.task_id, jsonb_to_recordset(COALESCE(x.files, '[]'::jsonb)) AS ${FILE_RECORD}
   )${requestsCte('SELECT x.tenant_id, x.agent_id FROM t JOIN x ON x.task_id = t.task_id WHERE x.count_request')}${usageCtes(
     'SELECT x.tenant_id, x.task_id, x.calls FROM t JOIN x ON x.task_id = t.task_id WHERE x.calls IS NOT NULL',
-  )}
-  SELECT now() AS at, count(*)::int AS n,
-    (SELECT COALESCE(array_agg(x.i), '{}') FROM x WHERE x.i NOT IN (SELECT i FROM ok)) AS refused
-  FROM t`,
-};
+  )}`
+    : '';
+  const refused = capped
+    ? `(SELECT COALESCE(array_agg(x.i), '{}') FROM x WHERE x.i NOT IN (SELECT i FROM ok))`
+    : `'{}'::int[]`;
+  return {
+    name: `arbiter_task_create${capped ? '_capped' : ''}${extras ? '_extras' : ''}`,
+    text: `WITH ${X}${cap}, ${insertTasks(rows)}${more}
+  SELECT now() AS at, count(*)::int AS n, ${refused} AS refused FROM t`,
+  };
+}
 
-/**
- * CREATE for a batch with nothing to count, store or account — no
- * running-task cap, no files, no model calls, no request budget: the rows and their events
- * only (the common case, and about a third of the database's work of the
- * full statement for one task). Answers like CREATE, with nothing refused.
- */
-export const CREATE_PLAIN: Statement = {
-  name: 'arbiter_task_create_plain',
-  text: `WITH ${X}, ${insertTasks('x')}
-  SELECT now() AS at, count(*)::int AS n, '{}'::int[] AS refused FROM t`,
-};
+const CREATES = [
+  createStatementOf(false, false),
+  createStatementOf(false, true),
+  createStatementOf(true, false),
+  createStatementOf(true, true),
+] as const;
 
-/** The statement for a batch of `createRecord`s: CREATE_PLAIN when none has a cap, files or model calls. */
+const RUNNING: ReadonlySet<unknown> = new Set(RUNNING_STATES);
+
+/** Whether a creation record starts a run under a running-task cap. */
+const capped = (r: ReturnType<typeof createRecord>): boolean => (r.cap as number) > 0 && RUNNING.has(r.state);
+/** Whether a creation record has files, model calls or a request to count. */
+const extras = (r: ReturnType<typeof createRecord>): boolean =>
+  r.files !== null || r.calls !== null || r.count_request === true;
+
+/** The creation statement for a batch of `createRecord`s: the shape with the parts the batch needs. */
 export const createStatement = (records: readonly ReturnType<typeof createRecord>[]): Statement =>
-  records.every((r) => !r.cap && r.files === null && r.calls === null && !r.count_request) ? CREATE_PLAIN : CREATE;
+  CREATES[(records.some(capped) ? 2 : 0) + (records.some(extras) ? 1 : 0)];
 
 /** One creation (with the appends folded into it, `f`) as a row of CREATE's `x`; `i` is its place in the batch. */
 export function createRecord(

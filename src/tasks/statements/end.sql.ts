@@ -1,7 +1,7 @@
 import type { Params } from '../../database/sql-params.js';
 import type { EndScope, StatusPayload } from '../repositories/task-log.types.js';
 import type { ArtifactJson } from '../../common/a2a-json.js';
-import { NON_TERMINAL_STATES, type TaskStateName } from '../task-state.js';
+import { NON_TERMINAL_STATES, RUNNING_STATES } from '../task-state.js';
 import { EVENT_COLUMNS } from './fragments.sql.js';
 import { notifyWrites, TASK_AND_SEQ } from './notify.sql.js';
 
@@ -11,8 +11,6 @@ import { notifyWrites, TASK_AND_SEQ } from './notify.sql.js';
  */
 export const FOLLOWED_SQL = (alias: string): string =>
   `(${alias}.metadata ->> 'x-arbiter.upstream_task_id') IS NOT NULL`;
-
-const RUNNING: TaskStateName[] = ['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING'];
 
 /** The SQL condition of a scope on the task row aliased `a` (the state condition included). */
 export function scopeSql(scope: EndScope, p: Params): string {
@@ -30,7 +28,7 @@ export function scopeSql(scope: EndScope, p: Params): string {
         : `(a.lease_expires_at < now() AND (a.owner_instance IS NULL
              OR (a.owner_instance = ANY(${p.add(scope.gone)}::varchar[])${scope.resumable ? ` AND NOT ${FOLLOWED_SQL('a')}` : ''})
              OR (a.owner_instance = ${owner} AND NOT a.task_id = ANY(${p.add(scope.held)}::varchar[]))))`;
-      return `a.state = ANY(${p.add(RUNNING)}::text[]) AND ${lost}`;
+      return `a.state = ANY(${p.add(RUNNING_STATES)}::text[]) AND ${lost}`;
     }
     default: {
       const unreachable: never = scope;

@@ -1,11 +1,12 @@
 import type { StoredTaskEvent, TaskEventBody } from '../task-events.js';
+import { RUNNING_STATES } from '../task-state.js';
 import type { NewTaskFile } from '../task-files.js';
 
 /** States in which a task is waiting for input (no run holds it). */
 export const INTERRUPTED_SQL = `('TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_AUTH_REQUIRED')`;
 export const TERMINAL_SQL = `('TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED')`;
 /** States a run holds (its lease is renewed, and the sweep judges it). */
-export const RUNNING_SQL = `('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING')`;
+export const RUNNING_SQL = `(${RUNNING_STATES.map((s) => `'${s}'`).join(', ')})`;
 
 /** `now() + ms` in SQL, for lease expiry (database time, so replicas' clocks do not matter). */
 export const leaseExpiry = (ms: string): string => `now() + make_interval(secs => ${ms}::int / 1000.0)`;
