@@ -1,4 +1,4 @@
-import { Readable, Transform } from 'node:stream';
+import type { IncomingMessage } from 'node:http';
 import { egressOpen, type EgressPolicy } from '../common/net/egress.js';
 import { MAX_JSON_DEPTH, tooDeepAt } from '../common/json-guard.js';
 import { currentSubject } from '../outbound-auth/caller-context.js';
@@ -67,29 +67,69 @@ export async function egressStreamFetch(
     if (refused) throw refused;
     return new Response(new Uint8Array(body), { status: res.status, headers: out });
   }
+  return new Response(checkedEvents(res.body, fail), { status: res.status, headers: out });
+}
+
+/**
+ * The event stream's body as the SDK reads it (a web stream), each chunk as it arrives, checked on the way: a
+ * line within 4 MiB, the JSON of a `data:` line within the nesting limit; else the response is cut and the
+ * stream ends with the error. Read straight from the response, paused while the reader has a chunk unread.
+ */
+function checkedEvents(body: IncomingMessage, fail: StreamFailure): ReadableStream<Uint8Array> {
+  // The line being received, decoded as latin1: a byte per character (lengths are bytes), and every byte that
+  // matters to the checks (a line end, brackets, quotes, backslashes) is ASCII, never part of a UTF-8 sequence.
   let line = '';
-  const checked = res.body.pipe(
-    new Transform({
-      transform(chunk: Buffer, _enc, done) {
-        const text = chunk.toString('utf8');
-        const lines = (line + text).split('\n');
-        line = lines.pop() ?? '';
-        if (line.length > MAX_LINE) {
-          res.body.destroy();
-          done(fail.malformed('an event of the stream is larger than 4 MiB'));
+  let over = false;
+  /** The stream's problem with `chunk`, or null. */
+  const check = (chunk: Buffer): Error | null => {
+    const text = chunk.toString('latin1');
+    for (let at = 0; ;) {
+      const end = text.indexOf('\n', at);
+      if (end === -1) {
+        line = line ? line + text.slice(at) : text.slice(at);
+        break;
+      }
+      const l = line ? line + text.slice(at, end) : text.slice(at, end);
+      line = '';
+      at = end + 1;
+      if (l.startsWith('data:') && tooDeepAt(l) !== -1) {
+        return fail.malformed(`an event of the stream is nested deeper than ${MAX_JSON_DEPTH} levels`);
+      }
+    }
+    return line.length > MAX_LINE ? fail.malformed('an event of the stream is larger than 4 MiB') : null;
+  };
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      const stop = (err: Error | null): void => {
+        if (over) return;
+        over = true;
+        body.off('data', onData);
+        if (err) controller.error(err);
+        else controller.close();
+      };
+      const onData = (chunk: Buffer): void => {
+        if (over) return;
+        const problem = check(chunk);
+        if (problem) {
+          body.destroy();
+          stop(problem);
           return;
         }
-        for (const l of lines) {
-          if (l.startsWith('data:') && tooDeepAt(l) !== -1) {
-            res.body.destroy();
-            done(fail.malformed(`an event of the stream is nested deeper than ${MAX_JSON_DEPTH} levels`));
-            return;
-          }
-        }
-        done(null, chunk);
-      },
-    }),
-  );
-  res.body.once('error', (err) => checked.destroy(err));
-  return new Response(Readable.toWeb(checked) as ReadableStream<Uint8Array>, { status: res.status, headers: out });
+        controller.enqueue(chunk);
+        if ((controller.desiredSize ?? 0) <= 0) body.pause();
+      };
+      body.on('data', onData);
+      body.once('end', () => stop(null));
+      body.once('error', (err) => stop(err));
+      // Closed before its end (the connection dropped, the call aborted): an error, not a stream that ended.
+      body.once('close', () => stop(body.readableEnded ? null : new Error('the stream closed before its end')));
+    },
+    pull() {
+      if (!over) body.resume();
+    },
+    cancel() {
+      over = true;
+      body.destroy();
+    },
+  });
 }

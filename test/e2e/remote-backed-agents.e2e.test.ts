@@ -84,6 +84,8 @@ describe('remote-backed agents (gateway mode): any A2A agent behind Arbiter, eve
       ['vendor-poll', 'poll'],
       ['vendor-foreign', 'foreign'],
       ['vendor-garbage', 'garbage'],
+      ['vendor-deep', 'deep'],
+      ['vendor-huge', 'huge'],
     ]) {
       const res = await a.client.post('/v1/remote-agents', { name, url: `${up.url}/${path}` });
       assert.equal(res.status, 201, res.text);
@@ -92,6 +94,8 @@ describe('remote-backed agents (gateway mode): any A2A agent behind Arbiter, eve
     await newAgent(a, { id: 'gw-poll', backend: { remote: 'vendor-poll', registry: 'tenant' } });
     await newAgent(a, { id: 'gw-foreign', backend: { remote: 'vendor-foreign' } });
     await newAgent(a, { id: 'gw-garbage', backend: { remote: 'vendor-garbage' } });
+    await newAgent(a, { id: 'gw-deep', backend: { remote: 'vendor-deep' } });
+    await newAgent(a, { id: 'gw-huge', backend: { remote: 'vendor-huge' } });
     await newAgent(a, { id: 'gw-quiet', backend: { remote: 'vendor', timeouts: { idle_ms: 300 } } });
     jsonrpc = await v1Client(server.url, a.token, 'gw');
   });
@@ -309,10 +313,12 @@ describe('remote-backed agents (gateway mode): any A2A agent behind Arbiter, eve
     return body.result?.status?.state ?? '';
   };
 
-  it('ends the task failed with a reason for an upstream that speaks of another task, sends garbage, or goes silent', async () => {
+  it('ends the task failed with a reason for an upstream that speaks of another task, sends garbage, too deep or too much, or goes silent', async () => {
     for (const [agent, reason] of [
       ['gw-foreign', /upstream_protocol: the upstream sent an event of another task/],
       ['gw-garbage', /upstream_protocol|upstream_error/],
+      ['gw-deep', /an event of the stream is nested deeper than 64 levels/],
+      ['gw-huge', /an event of the stream is larger than 4 MiB/],
       ['gw-quiet', /upstream_timeout: the upstream was silent for 300 ms/],
     ] as const) {
       const c = await v1Client(server.url, a.token, agent);

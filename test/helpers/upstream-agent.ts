@@ -20,6 +20,7 @@ import { jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
  *   anything else         completes with "upstream heard: <input>" as the status message
  * Endpoints: `/rpc` (card says streaming), `/poll` (card says no streaming: followed by GetTask),
  * `/foreign` (a stream whose second event is of another task), `/garbage` (a stream of non-A2A events),
+ * `/deep` (a stream whose second event is nested 300 levels deep), `/huge` (one whose second event is 5 MiB),
  * `/linger` (a stream that completes its task with "lingering answer", then keeps the response open).
  */
 export interface Upstream {
@@ -277,7 +278,7 @@ export async function startUpstream(): Promise<Upstream> {
       app.get(`${path}/agent-card.json`, (_req, res) => res.json(AgentCard.toJSON(cardOf(`${base()}${path}`, stream))));
       app.use(path, jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
     }
-    for (const path of ['/foreign', '/garbage', '/linger']) {
+    for (const path of ['/foreign', '/garbage', '/deep', '/huge', '/linger']) {
       app.get(`${path}/agent-card.json`, (_req, res) => res.json(AgentCard.toJSON(cardOf(`${base()}${path}`, true))));
     }
     const task = (id: string) => ({ task: { id, contextId: 'ctx-1', status: { state: 'TASK_STATE_WORKING' } } });
@@ -296,6 +297,24 @@ export async function startUpstream(): Promise<Upstream> {
         task('up-1'),
         { artifactUpdate: { taskId: 'up-1', contextId: 'ctx-1', artifact: { parts: 7 } } },
       ]),
+    );
+    let deep: unknown = 'bottom';
+    for (let i = 0; i < 300; i++) deep = { deeper: deep };
+    app.post(
+      '/deep',
+      express.json(),
+      rawStream(() => [task('up-1'), { artifactUpdate: { taskId: 'up-1', contextId: 'ctx-1', metadata: deep } }]),
+    );
+    app.post(
+      '/huge',
+      express.json(),
+      rawStream(() => {
+        const message = { messageId: 'up-1-r', role: 'ROLE_AGENT', parts: [{ text: 'x'.repeat(5 * 1024 * 1024) }] };
+        return [
+          task('up-1'),
+          { statusUpdate: { taskId: 'up-1', contextId: 'ctx-1', status: { state: 'TASK_STATE_WORKING', message } } },
+        ];
+      }),
     );
     app.post(
       '/linger',

@@ -142,16 +142,28 @@ export async function egressOpen(
   policy: EgressPolicy,
   req: Omit<EgressRequest, 'maxBytes'>,
 ): Promise<EgressStream> {
-  const timeout = AbortSignal.timeout(req.timeoutMs);
-  const head = new AbortController();
-  const signal = req.signal ? AbortSignal.any([req.signal, head.signal]) : head.signal;
-  const onTimeout = (): void => head.abort(timeout.reason);
-  timeout.addEventListener('abort', onTimeout, { once: true });
+  // One controller ends the request: the head's timeout, or the caller's signal — which ends the body too, so its
+  // listener stays until the body closes. (Not `AbortSignal.timeout` and `AbortSignal.any`: each call would add a
+  // timer's and a combined signal's weak references and finalizers to the garbage collector's work.)
+  const call = new AbortController();
+  const timeout = { aborted: false };
+  const timer = setTimeout(() => {
+    timeout.aborted = true;
+    call.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
+  }, req.timeoutMs);
+  const caller = req.signal;
+  const onCaller = (): void => call.abort(caller?.reason);
+  if (caller?.aborted) onCaller();
+  else caller?.addEventListener('abort', onCaller, { once: true });
   try {
-    const { res, url } = await follow(raw, policy, req, signal, timeout);
+    const { res, url } = await follow(raw, policy, req, call.signal, timeout);
+    if (caller) res.once('close', () => caller.removeEventListener('abort', onCaller));
     return { status: res.statusCode ?? 0, headers: res.headers, body: res, url };
+  } catch (err) {
+    caller?.removeEventListener('abort', onCaller);
+    throw err;
   } finally {
-    timeout.removeEventListener('abort', onTimeout);
+    clearTimeout(timer);
   }
 }
 
@@ -161,7 +173,7 @@ async function follow(
   policy: EgressPolicy,
   req: Omit<EgressRequest, 'maxBytes'>,
   signal: AbortSignal,
-  timeout: AbortSignal,
+  timeout: { readonly aborted: boolean },
 ): Promise<{ res: IncomingMessage; url: URL }> {
   let url = checkUrl(raw, policy);
   let method = req.method ?? 'GET';
