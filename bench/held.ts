@@ -10,7 +10,7 @@
 import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { Client, closedLoop, cpuMicros, sendMessage } from './load.js';
-import { arbiter, createDatabase, type ArbiterTarget } from './targets.js';
+import { arbiter, createDatabase, NO_TENANT_CAPS, type ArbiterTarget } from './targets.js';
 
 const SETTLE_S = Number(process.env.BENCH_SETTLE_SECONDS ?? 35);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -97,8 +97,16 @@ async function rate(t: ArbiterTarget, seconds: number): Promise<{ perSecond: num
 
 export async function heldRuns(n: number, reps: number, seconds: number): Promise<HeldRunsResult> {
   // Node's defaults, not `npm start`'s flags: a settled memory reading needs the memory reducer (bench/memory.ts).
-  const none = await arbiter('held-none', (await createDatabase('held_none')).url, 1, '.', 'opaque', {}, []);
-  const holding = await arbiter('held-n', (await createDatabase('held_n')).url, 1, '.', 'opaque', {}, []);
+  const none = await arbiter(
+    'held-none',
+    (await createDatabase('held_none')).url,
+    1,
+    '.',
+    'opaque',
+    NO_TENANT_CAPS,
+    [],
+  );
+  const holding = await arbiter('held-n', (await createDatabase('held_n')).url, 1, '.', 'opaque', NO_TENANT_CAPS, []);
   try {
     await rate(holding, 1); // warm up as the other one will be
     await rate(none, 1);

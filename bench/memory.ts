@@ -15,7 +15,7 @@ import { readFileSync } from 'node:fs';
 import { request, type ClientRequest } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { Client, closedLoop, sendMessage } from './load.js';
-import { arbiter } from './targets.js';
+import { arbiter, NO_TENANT_CAPS } from './targets.js';
 
 const SETTLE_S = Number(process.env.BENCH_SETTLE_SECONDS ?? 35);
 
@@ -60,7 +60,7 @@ export async function idleSubscriptions(databaseUrl: string, n: number): Promise
 
 async function oneKind(databaseUrl: string, n: number, kind: SubscriptionMemory['kind']): Promise<SubscriptionMemory> {
   // Node's defaults, not `npm start`'s flags: a settled reading needs the memory reducer (see above).
-  const t = await arbiter(`rss-${kind}`, databaseUrl, 1, '.', 'opaque', {}, []);
+  const t = await arbiter(`rss-${kind}`, databaseUrl, 1, '.', 'opaque', NO_TENANT_CAPS, []);
   const pid = t.pids[0];
   const base = new URL(t.urls[0]);
   const client = new Client(4);

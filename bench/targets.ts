@@ -231,9 +231,6 @@ async function startReplica(
       ARBITER_ADMIN_TOKEN: adminToken,
       PORT: String(port),
       LOG_LEVEL: 'warn',
-      // The bench holds thousands of idle subscriptions for one tenant: above the default stream cap.
-      ARBITER_TENANT_MAX_OPEN_STREAMS: '0',
-      ARBITER_TENANT_MAX_RUNNING_TASKS: '0',
       // A shorter lease makes renewals and sweeps (of every held run) more frequent: BENCH_LEASE_MS=3000.
       ...(process.env.BENCH_LEASE_MS ? { ARBITER_LEASE_MS: process.env.BENCH_LEASE_MS } : {}),
       ...(databaseUrl ? { DATABASE_URL: databaseUrl, ARBITER_DB_POOL_SIZE: process.env.BENCH_DB_POOL ?? '20' } : {}),
@@ -254,9 +251,13 @@ async function startReplica(
 /**
  * `replicas` Arbiter processes on one database (PGlite in its own ARBITER_HOME
  * when `databaseUrl` is absent), a tenant created through the admin API.
- * `checkout`: the built checkout to run (`npm run bench:ab` compares several); `extraEnv`: more settings for
- * every replica; `nodeFlags`: Node's flags for them (those of `npm start` unless told).
+ * The replicas run with the product's defaults (the tenant's caps and budgets included) unless `extraEnv` says
+ * otherwise. `checkout`: the built checkout to run (`npm run bench:ab` compares several); `extraEnv`: more settings
+ * for every replica; `nodeFlags`: Node's flags for them (those of `npm start` unless told).
  */
+/** For the steps that hold thousands of runs or streams for one tenant: above the default caps. */
+export const NO_TENANT_CAPS = { ARBITER_TENANT_MAX_OPEN_STREAMS: '0', ARBITER_TENANT_MAX_RUNNING_TASKS: '0' };
+
 export async function arbiter(
   name: string,
   databaseUrl?: string,
