@@ -248,6 +248,9 @@ async function startReplica(
   return { child, url };
 }
 
+/** For the steps that hold thousands of runs or streams for one tenant: above the default caps. */
+export const NO_TENANT_CAPS = { ARBITER_TENANT_MAX_OPEN_STREAMS: '0', ARBITER_TENANT_MAX_RUNNING_TASKS: '0' };
+
 /**
  * `replicas` Arbiter processes on one database (PGlite in its own ARBITER_HOME
  * when `databaseUrl` is absent), a tenant created through the admin API.
@@ -255,9 +258,6 @@ async function startReplica(
  * otherwise. `checkout`: the built checkout to run (`npm run bench:ab` compares several); `extraEnv`: more settings
  * for every replica; `nodeFlags`: Node's flags for them (those of `npm start` unless told).
  */
-/** For the steps that hold thousands of runs or streams for one tenant: above the default caps. */
-export const NO_TENANT_CAPS = { ARBITER_TENANT_MAX_OPEN_STREAMS: '0', ARBITER_TENANT_MAX_RUNNING_TASKS: '0' };
-
 export async function arbiter(
   name: string,
   databaseUrl?: string,

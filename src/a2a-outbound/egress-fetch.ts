@@ -2,7 +2,7 @@ import { MAX_JSON_DEPTH, parseJsonText, tooDeepAt } from '../common/json-guard.j
 import { egressRequest, type EgressPolicy } from '../common/net/egress.js';
 import { currentSubject } from '../outbound-auth/caller-context.js';
 import { sendWithCredential, type Credential } from '../outbound-auth/credentials.js';
-import { egressStreamFetch } from './egress-stream.js';
+import { egressStreamFetch, eventTooDeep, SseEventData } from './egress-stream.js';
 
 /** Why a remote call failed, in the seed's failure vocabulary. */
 export class RemoteCallError extends Error {
@@ -108,14 +108,16 @@ function sameOrigin(url: string, origin: string): boolean {
 }
 
 /**
- * Whether a remote's JSON (a body, or each `data:` line of an event stream)
- * nests deeper than we take: the SDK parses it with `JSON.parse`, whose cost
- * on deep nesting is far from linear, in the thread every tenant shares.
+ * Whether a remote's JSON (a body, or each event's data of an event stream,
+ * its `data:` lines joined as the SDK joins them) nests deeper than we take:
+ * the SDK parses it with `JSON.parse`, whose cost on deep nesting is far from
+ * linear, in the thread every tenant shares.
  */
 function tooDeep(body: Buffer, contentType: string): boolean {
   const text = body.toString('utf8');
   if (!contentType.toLowerCase().startsWith('text/event-stream')) return tooDeepAt(text) !== -1;
-  return text.split('\n').some((line) => line.startsWith('data:') && tooDeepAt(line) !== -1);
+  const events = new SseEventData();
+  return text.split('\n').some((line) => eventTooDeep(events.line(line))) || eventTooDeep(events.end());
 }
 
 function isA2aError(body: Buffer): boolean {

@@ -4,7 +4,7 @@ import { MAX_JSON_DEPTH, tooDeepAt } from '../common/json-guard.js';
 import { currentSubject } from '../outbound-auth/caller-context.js';
 import { sendWithCredential, type Credential } from '../outbound-auth/credentials.js';
 
-/** The longest line of an event stream (one event's data) taken; the whole stream is bounded by its caller's timeouts. */
+/** The longest line, and event data, of an event stream taken; the whole stream is bounded by its caller's timeouts. */
 const MAX_LINE = 4 * 1024 * 1024;
 const MAX_ERROR_BODY = 64 * 1024;
 
@@ -17,7 +17,7 @@ export interface StreamFailure {
 /**
  * A streaming request (`Accept: text/event-stream`: SendStreamingMessage, SubscribeToTask) through the egress
  * guard, its body handed to the SDK as it arrives — each event when the remote sends it, not when the stream
- * ends. The same credential rule as `egressFetch`; each line within 4 MiB and its JSON within the nesting limit,
+ * ends. The same credential rule as `egressFetch`; each line and event within 4 MiB, an event's JSON within the nesting limit,
  * else the stream ends with an error. `timeoutMs` bounds the wait for the response head only.
  */
 export async function egressStreamFetch(
@@ -71,15 +71,54 @@ export async function egressStreamFetch(
 }
 
 /**
+ * The data of each event of an event stream, as a client gathers it before parsing it: its `data:` lines (the
+ * optional space after the colon dropped), one line end between; an event ends at a blank line, or with the
+ * stream. Fed complete lines (a line end is `\n`, an `\r` before it dropped).
+ */
+export class SseEventData {
+  private data: string | undefined;
+
+  /** Takes a line; the data of the event it ends (a blank line ends one), else undefined. */
+  line(text: string): string | undefined {
+    const l = text.endsWith('\r') ? text.slice(0, -1) : text;
+    if (l === '') return this.end();
+    if (l.startsWith('data:')) {
+      const value = l.startsWith(' ', 5) ? l.slice(6) : l.slice(5);
+      this.data = this.data === undefined ? value : `${this.data}\n${value}`;
+    }
+    return undefined;
+  }
+
+  /** The data gathered so far of the event not yet ended. */
+  get pending(): number {
+    return this.data?.length ?? 0;
+  }
+
+  /** Ends the event being gathered (the stream ended); its data, if any. */
+  end(): string | undefined {
+    const d = this.data;
+    this.data = undefined;
+    return d;
+  }
+}
+
+/** Whether an event's data (`SseEventData`) nests deeper than we take: the SDK parses it with `JSON.parse`. */
+export const eventTooDeep = (data: string | undefined): boolean => data !== undefined && tooDeepAt(data) !== -1;
+
+/**
  * The event stream's body as the SDK reads it (a web stream), each chunk as it arrives, checked on the way: a
- * line within 4 MiB, the JSON of a `data:` line within the nesting limit; else the response is cut and the
- * stream ends with the error. Read straight from the response, paused while the reader has a chunk unread.
+ * line and an event's data within 4 MiB, an event's JSON within the nesting limit (checked when the event ends,
+ * before the chunk that ends it is passed on: the SDK parses an event only then); else the response is cut and
+ * the stream ends with the error. Read straight from the response, paused while the reader has a chunk unread.
  */
 function checkedEvents(body: IncomingMessage, fail: StreamFailure): ReadableStream<Uint8Array> {
   // The line being received, decoded as latin1: a byte per character (lengths are bytes), and every byte that
   // matters to the checks (a line end, brackets, quotes, backslashes) is ASCII, never part of a UTF-8 sequence.
   let line = '';
+  const events = new SseEventData();
   let over = false;
+  const tooLarge = (): Error => fail.malformed('an event of the stream is larger than 4 MiB');
+  const tooDeep = (): Error => fail.malformed(`an event of the stream is nested deeper than ${MAX_JSON_DEPTH} levels`);
   /** The stream's problem with `chunk`, or null. */
   const check = (chunk: Buffer): Error | null => {
     const text = chunk.toString('latin1');
@@ -92,11 +131,11 @@ function checkedEvents(body: IncomingMessage, fail: StreamFailure): ReadableStre
       const l = line ? line + text.slice(at, end) : text.slice(at, end);
       line = '';
       at = end + 1;
-      if (l.startsWith('data:') && tooDeepAt(l) !== -1) {
-        return fail.malformed(`an event of the stream is nested deeper than ${MAX_JSON_DEPTH} levels`);
-      }
+      if (l.length > MAX_LINE) return tooLarge();
+      if (eventTooDeep(events.line(l))) return tooDeep();
+      if (events.pending > MAX_LINE) return tooLarge();
     }
-    return line.length > MAX_LINE ? fail.malformed('an event of the stream is larger than 4 MiB') : null;
+    return line.length > MAX_LINE ? tooLarge() : null;
   };
   return new ReadableStream<Uint8Array>({
     start(controller) {
@@ -119,7 +158,8 @@ function checkedEvents(body: IncomingMessage, fail: StreamFailure): ReadableStre
         if ((controller.desiredSize ?? 0) <= 0) body.pause();
       };
       body.on('data', onData);
-      body.once('end', () => stop(null));
+      // The SDK parses an event the stream ends without a blank line, too (a last line without its end it drops).
+      body.once('end', () => stop(eventTooDeep(events.end()) ? tooDeep() : null));
       body.once('error', (err) => stop(err));
       // Closed before its end (the connection dropped, the call aborted): an error, not a stream that ended.
       body.once('close', () => stop(body.readableEnded ? null : new Error('the stream closed before its end')));

@@ -85,6 +85,7 @@ describe('remote-backed agents (gateway mode): any A2A agent behind Arbiter, eve
       ['vendor-foreign', 'foreign'],
       ['vendor-garbage', 'garbage'],
       ['vendor-deep', 'deep'],
+      ['vendor-deep-lines', 'deep-lines'],
       ['vendor-huge', 'huge'],
     ]) {
       const res = await a.client.post('/v1/remote-agents', { name, url: `${up.url}/${path}` });
@@ -95,6 +96,7 @@ describe('remote-backed agents (gateway mode): any A2A agent behind Arbiter, eve
     await newAgent(a, { id: 'gw-foreign', backend: { remote: 'vendor-foreign' } });
     await newAgent(a, { id: 'gw-garbage', backend: { remote: 'vendor-garbage' } });
     await newAgent(a, { id: 'gw-deep', backend: { remote: 'vendor-deep' } });
+    await newAgent(a, { id: 'gw-deep-lines', backend: { remote: 'vendor-deep-lines' } });
     await newAgent(a, { id: 'gw-huge', backend: { remote: 'vendor-huge' } });
     await newAgent(a, { id: 'gw-quiet', backend: { remote: 'vendor', timeouts: { idle_ms: 300 } } });
     jsonrpc = await v1Client(server.url, a.token, 'gw');
@@ -318,6 +320,7 @@ describe('remote-backed agents (gateway mode): any A2A agent behind Arbiter, eve
       ['gw-foreign', /upstream_protocol: the upstream sent an event of another task/],
       ['gw-garbage', /upstream_protocol|upstream_error/],
       ['gw-deep', /an event of the stream is nested deeper than 64 levels/],
+      ['gw-deep-lines', /an event of the stream is nested deeper than 64 levels/],
       ['gw-huge', /an event of the stream is larger than 4 MiB/],
       ['gw-quiet', /upstream_timeout: the upstream was silent for 300 ms/],
     ] as const) {

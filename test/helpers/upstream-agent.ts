@@ -20,7 +20,8 @@ import { jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
  *   anything else         completes with "upstream heard: <input>" as the status message
  * Endpoints: `/rpc` (card says streaming), `/poll` (card says no streaming: followed by GetTask),
  * `/foreign` (a stream whose second event is of another task), `/garbage` (a stream of non-A2A events),
- * `/deep` (a stream whose second event is nested 300 levels deep), `/huge` (one whose second event is 5 MiB),
+ * `/deep` (a stream whose second event is nested 300 levels deep; `/deep-lines` the same event over 300 `data:`
+ * lines, each within the nesting limit), `/huge` (one whose second event is 5 MiB),
  * `/linger` (a stream that completes its task with "lingering answer", then keeps the response open).
  */
 export interface Upstream {
@@ -278,7 +279,7 @@ export async function startUpstream(): Promise<Upstream> {
       app.get(`${path}/agent-card.json`, (_req, res) => res.json(AgentCard.toJSON(cardOf(`${base()}${path}`, stream))));
       app.use(path, jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
     }
-    for (const path of ['/foreign', '/garbage', '/deep', '/huge', '/linger']) {
+    for (const path of ['/foreign', '/garbage', '/deep', '/deep-lines', '/huge', '/linger']) {
       app.get(`${path}/agent-card.json`, (_req, res) => res.json(AgentCard.toJSON(cardOf(`${base()}${path}`, true))));
     }
     const task = (id: string) => ({ task: { id, contextId: 'ctx-1', status: { state: 'TASK_STATE_WORKING' } } });
@@ -305,6 +306,15 @@ export async function startUpstream(): Promise<Upstream> {
       express.json(),
       rawStream(() => [task('up-1'), { artifactUpdate: { taskId: 'up-1', contextId: 'ctx-1', metadata: deep } }]),
     );
+    app.post('/deep-lines', express.json(), (req, res) => {
+      const id = (req.body as { id?: unknown }).id ?? null;
+      const deepEvent = { artifactUpdate: { taskId: 'up-1', contextId: 'ctx-1', metadata: deep } };
+      const frame = (result: unknown) => `data: ${JSON.stringify({ jsonrpc: '2.0', id, result })}\n\n`;
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(frame(task('up-1')));
+      // One event, a line per level: a client joins its data lines (a line end between) before parsing them.
+      res.end(frame(deepEvent).replaceAll(':{', ':\ndata: {'));
+    });
     app.post(
       '/huge',
       express.json(),

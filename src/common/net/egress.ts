@@ -142,26 +142,19 @@ export async function egressOpen(
   policy: EgressPolicy,
   req: Omit<EgressRequest, 'maxBytes'>,
 ): Promise<EgressStream> {
-  // One controller ends the request: the head's timeout, or the caller's signal — which ends the body too, so its
-  // listener stays until the body closes. (Not `AbortSignal.timeout` and `AbortSignal.any`: each call would add a
-  // timer's and a combined signal's weak references and finalizers to the garbage collector's work.)
-  const call = new AbortController();
+  // The head's timeout is a plain timer, not `AbortSignal.timeout` (a weak reference and a finalizer per call for
+  // the garbage collector); the caller's signal ends the body too.
+  const head = new AbortController();
   const timeout = { aborted: false };
   const timer = setTimeout(() => {
     timeout.aborted = true;
-    call.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
+    head.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
   }, req.timeoutMs);
-  const caller = req.signal;
-  const onCaller = (): void => call.abort(caller?.reason);
-  if (caller?.aborted) onCaller();
-  else caller?.addEventListener('abort', onCaller, { once: true });
+  timer.unref();
+  const signal = req.signal ? AbortSignal.any([req.signal, head.signal]) : head.signal;
   try {
-    const { res, url } = await follow(raw, policy, req, call.signal, timeout);
-    if (caller) res.once('close', () => caller.removeEventListener('abort', onCaller));
+    const { res, url } = await follow(raw, policy, req, signal, timeout);
     return { status: res.statusCode ?? 0, headers: res.headers, body: res, url };
-  } catch (err) {
-    caller?.removeEventListener('abort', onCaller);
-    throw err;
   } finally {
     clearTimeout(timer);
   }
