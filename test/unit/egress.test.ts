@@ -2,10 +2,12 @@
 import '../helpers/loopback-only.js';
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { blockedRange } from '../../src/common/net/address-ranges.js';
-import { checkUrl, EgressError, egressRequest } from '../../src/common/net/egress.js';
+import { checkUrl, EgressError, egressOpen, egressRequest } from '../../src/common/net/egress.js';
 import { capBytes } from '../../src/common/text.js';
 import { frame } from '../../src/orchestrator/command-step.js';
 import { sanitizePath } from '../../src/orchestrator/tools/files.js';
@@ -208,6 +210,46 @@ describe('egress over real sockets', () => {
       const other = { allowPrivate: true, allowHosts: new Set<string>() };
       await egressRequest(url, other, { timeoutMs: 2000, maxBytes: 100 });
       assert.equal(connections, 2, 'another policy: a connection of its own');
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+
+  it("a streamed request: no head in time is a timeout, the caller's abort a cancel before the head and the end of the body after it", async () => {
+    // `/silent` never answers; `/stream` sends its head and a first event, then stays open.
+    const server = createServer((req, res) => {
+      if (req.url === '/stream') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('data: 1\n\n');
+      }
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const policy = { allowPrivate: true, allowHosts: new Set<string>() };
+    try {
+      await assert.rejects(
+        egressOpen(`${base}/silent`, policy, { timeoutMs: 200 }),
+        (err: unknown) => err instanceof EgressError && err.code === 'timeout',
+      );
+      const cancel = new AbortController();
+      const waiting = egressOpen(`${base}/silent`, policy, { timeoutMs: 60_000, signal: cancel.signal });
+      cancel.abort();
+      await assert.rejects(waiting, (err: unknown) => err instanceof EgressError && err.code === 'cancelled');
+      // The head's timeout bounds the head only: the body is the caller's to end.
+      const caller = new AbortController();
+      const open = await egressOpen(`${base}/stream`, policy, { timeoutMs: 200, signal: caller.signal });
+      assert.equal(open.status, 200);
+      const first = (await once(open.body, 'data')) as [Buffer];
+      assert.equal(first[0].toString(), 'data: 1\n\n');
+      // Twice the head's timeout later, the body is still open (a timer kept past the head would have cut it).
+      await sleep(400);
+      assert.equal(open.body.destroyed, false);
+      const ended = once(open.body, 'error');
+      caller.abort();
+      const [why] = (await ended) as [Error];
+      assert.match(why.message, /aborted/);
+      assert.equal(open.body.readableEnded, false, 'ended by the caller, not by the server');
     } finally {
       server.closeAllConnections();
       server.close();

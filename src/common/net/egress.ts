@@ -142,18 +142,13 @@ export async function egressOpen(
   policy: EgressPolicy,
   req: Omit<EgressRequest, 'maxBytes'>,
 ): Promise<EgressStream> {
-  // The head's timeout is a plain timer, not `AbortSignal.timeout` (a weak reference and a finalizer per call for
-  // the garbage collector); the caller's signal ends the body too.
+  // The head's timeout: a plain timer, not `AbortSignal.timeout` (a weak reference and a finalizer per call).
   const head = new AbortController();
-  const timeout = { aborted: false };
-  const timer = setTimeout(() => {
-    timeout.aborted = true;
-    head.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
-  }, req.timeoutMs);
-  timer.unref();
+  const timeout = (): void => head.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
+  const timer = setTimeout(timeout, req.timeoutMs).unref();
   const signal = req.signal ? AbortSignal.any([req.signal, head.signal]) : head.signal;
   try {
-    const { res, url } = await follow(raw, policy, req, signal, timeout);
+    const { res, url } = await follow(raw, policy, req, signal, head.signal);
     return { status: res.statusCode ?? 0, headers: res.headers, body: res, url };
   } finally {
     clearTimeout(timer);
@@ -166,7 +161,7 @@ async function follow(
   policy: EgressPolicy,
   req: Omit<EgressRequest, 'maxBytes'>,
   signal: AbortSignal,
-  timeout: { readonly aborted: boolean },
+  timeout: AbortSignal,
 ): Promise<{ res: IncomingMessage; url: URL }> {
   let url = checkUrl(raw, policy);
   let method = req.method ?? 'GET';
