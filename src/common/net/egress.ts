@@ -144,8 +144,7 @@ export async function egressOpen(
 ): Promise<EgressStream> {
   // The head's timeout: a plain timer, not `AbortSignal.timeout` (a weak reference and a finalizer per call).
   const head = new AbortController();
-  const timeout = (): void => head.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
-  const timer = setTimeout(timeout, req.timeoutMs).unref();
+  const timer = setTimeout(() => head.abort(new DOMException('timed out', 'TimeoutError')), req.timeoutMs).unref();
   const signal = req.signal ? AbortSignal.any([req.signal, head.signal]) : head.signal;
   try {
     const { res, url } = await follow(raw, policy, req, signal, head.signal);
