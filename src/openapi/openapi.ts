@@ -179,8 +179,11 @@ export function buildOpenApi(app: INestApplication, version: string): OpenAPIObj
   return doc;
 }
 
-/** `GET /openapi.json` (and `/openapi.yaml`) and the docs page at `/docs`, for anyone (the document holds no secret). */
-export function serveOpenApi(app: INestApplication, doc: OpenAPIObject): void {
+/**
+ * `GET /openapi.json` (and `/openapi.yaml`) and the docs page at `/docs`, for anyone (the document holds no secret).
+ * `doc` builds the document: called once, at the first request for it.
+ */
+export function serveOpenApi(app: INestApplication, doc: () => OpenAPIObject): void {
   SwaggerModule.setup('docs', app, doc, {
     jsonDocumentUrl: 'openapi.json',
     yamlDocumentUrl: 'openapi.yaml',
