@@ -4,9 +4,10 @@
 // first builds one migrated embedded database for the test servers to copy
 // (test/helpers/database.ts). At the end it lists what was skipped, why, and
 // how to run it (test/helpers/skip-summary.ts), and the slowest files
-// (test/helpers/timing-reporter.ts).
+// (test/helpers/timing-reporter.ts). Every temporary file of the run is made under one directory (TMPDIR), removed
+// at the end.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compile } from './compile.mjs';
@@ -34,6 +35,11 @@ if (files.length === 0) {
 }
 
 const work = mkdtempSync(join(tmpdir(), 'arbiter-tests-'));
+// The run's temporary files — test homes, embedded databases, keys, browser profiles, whatever a test or a server
+// it starts makes in the system's temporary directory — go under this run's directory, removed at the end, so a
+// test that does not clean up after itself (or one stopped half-way) leaves nothing in /tmp.
+const runTmp = join(work, 'tmp');
+mkdirSync(runTmp);
 // Ctrl-C reaches the test runner too; this process waits for it to stop, then still cleans up and reports.
 process.on('SIGINT', () => undefined);
 const skipsFile = join(work, 'skipped.jsonl');
@@ -41,6 +47,7 @@ const timingsFile = join(work, 'timings.jsonl');
 const env = {
   ...process.env,
   NODE_ENV: 'test',
+  TMPDIR: runTmp,
   // Node 22 and later keep the modules they compile here, so the test files' processes and the servers they
   // start compile each module once per run, not once each (Node 20 ignores it).
   NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE ?? join(work, 'compile-cache'),

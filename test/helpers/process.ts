@@ -22,10 +22,17 @@ const TRIPWIRE = [
   './dist/test/helpers/wasm-baseline.js',
 ];
 
-/** What a server process takes from the test's environment: the path, and the run's compile cache (`run-tests.mjs`). */
+/**
+ * What a server process takes from the test's environment: the path, and the run's compile cache and temporary
+ * directory (`run-tests.mjs`).
+ */
 function inherited(): Record<string, string> {
-  const cache = process.env.NODE_COMPILE_CACHE;
-  return { PATH: process.env.PATH ?? '', ...(cache ? { NODE_COMPILE_CACHE: cache } : {}) };
+  const { NODE_COMPILE_CACHE: cache, TMPDIR: tmp } = process.env;
+  return {
+    PATH: process.env.PATH ?? '',
+    ...(cache ? { NODE_COMPILE_CACHE: cache } : {}),
+    ...(tmp ? { TMPDIR: tmp } : {}),
+  };
 }
 
 /**
