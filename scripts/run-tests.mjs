@@ -37,7 +37,7 @@ if (files.length === 0) {
 const work = mkdtempSync(join(tmpdir(), 'arbiter-tests-'));
 // The run's temporary files — test homes, embedded databases, keys, browser profiles, whatever a test or a server
 // it starts makes in the system's temporary directory — go under this run's directory, removed at the end, so a
-// test that does not clean up after itself (or one stopped half-way) leaves nothing in /tmp.
+// test that does not clean up after itself, or a run stopped with Ctrl-C, leaves nothing in /tmp.
 const runTmp = join(work, 'tmp');
 mkdirSync(runTmp);
 // Ctrl-C reaches the test runner too; this process waits for it to stop, then still cleans up and reports.
@@ -94,6 +94,11 @@ try {
     if (lines.length) console.log(`\nslowest files:\n${lines.join('\n')}`);
   }
 } finally {
-  rmSync(work, { recursive: true, force: true });
+  // Retried: after a Ctrl-C, a server a test started may still be writing its database here as it stops.
+  try {
+    rmSync(work, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
+  } catch (err) {
+    console.error(`could not remove ${work}: ${err.message}`);
+  }
 }
 process.exit(status);
