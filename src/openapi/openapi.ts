@@ -180,11 +180,31 @@ export function buildOpenApi(app: INestApplication, version: string): OpenAPIObj
 }
 
 /**
- * `GET /openapi.json` (and `/openapi.yaml`) and the docs page at `/docs`, for anyone (the document holds no secret).
- * `doc` builds the document: called once, at the first request for it.
+ * `build`, called once: its result, or the error it threw, is what every later call returns or throws. The
+ * document is built at the first request for it, by anyone, and a build that failed is not tried again on every
+ * request (each try would hold the event loop for as long as a build takes).
  */
-export function serveOpenApi(app: INestApplication, doc: () => OpenAPIObject): void {
-  SwaggerModule.setup('docs', app, doc, {
+export function once<T>(build: () => T): () => T {
+  let outcome: { value: T } | { error: unknown } | undefined;
+  return () => {
+    if (!outcome) {
+      try {
+        outcome = { value: build() };
+      } catch (error) {
+        outcome = { error };
+      }
+    }
+    if ('error' in outcome) throw outcome.error;
+    return outcome.value;
+  };
+}
+
+/**
+ * `GET /openapi.json` (and `/openapi.yaml`) and the docs page at `/docs`, for anyone (the document holds no secret).
+ * `build` makes the document: called once, at the first request for it.
+ */
+export function serveOpenApi(app: INestApplication, build: () => OpenAPIObject): void {
+  SwaggerModule.setup('docs', app, once(build), {
     jsonDocumentUrl: 'openapi.json',
     yamlDocumentUrl: 'openapi.yaml',
     customSiteTitle: 'Arbiter API',
