@@ -34,6 +34,11 @@ export function isInterrupted(s: string): boolean {
   return (INTERRUPTED_STATES as readonly string[]).includes(s);
 }
 
+/** A run holds the task: it counts against the running-task cap. */
+export function isRunning(s: string): boolean {
+  return (RUNNING_STATES as readonly string[]).includes(s);
+}
+
 /** Terminal or interrupted: where a blocking send returns (spec §3.2.2). */
 export function isSettled(s: string): boolean {
   return isTerminal(s) || (INTERRUPTED_STATES as readonly string[]).includes(s);

@@ -2,7 +2,7 @@ import type { Statement } from '../../database/sql.service.js';
 import type { Folded } from '../repositories/merged-creation.js';
 import type { Lease, NewTask } from '../repositories/task-log.types.js';
 import type { TaskEventBody } from '../task-events.js';
-import { RUNNING_STATES } from '../task-state.js';
+import { isRunning } from '../task-state.js';
 import { FILE_RECORD, fileRow, RUNNING_SQL, statusTimestamp } from './fragments.sql.js';
 import { callsOf, requestsCte, usageCtes } from './usage.sql.js';
 
@@ -100,10 +100,8 @@ const CREATES = [
   createStatementOf(true, true),
 ] as const;
 
-const RUNNING: ReadonlySet<unknown> = new Set(RUNNING_STATES);
-
 /** Whether a creation record starts a run under a running-task cap. */
-const capped = (r: ReturnType<typeof createRecord>): boolean => (r.cap as number) > 0 && RUNNING.has(r.state);
+const capped = (r: ReturnType<typeof createRecord>): boolean => (r.cap as number) > 0 && isRunning(r.state as string);
 /** Whether a creation record has files, model calls or a request to count. */
 const extras = (r: ReturnType<typeof createRecord>): boolean =>
   r.files !== null || r.calls !== null || r.count_request === true;

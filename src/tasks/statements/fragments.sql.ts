@@ -1,12 +1,14 @@
 import type { StoredTaskEvent, TaskEventBody } from '../task-events.js';
-import { RUNNING_STATES } from '../task-state.js';
+import { INTERRUPTED_STATES, RUNNING_STATES, TERMINAL_STATES } from '../task-state.js';
 import type { NewTaskFile } from '../task-files.js';
 
+/** A list of states as an SQL literal list, for `state IN …`. */
+const sqlList = (states: readonly string[]): string => `(${states.map((s) => `'${s}'`).join(', ')})`;
 /** States in which a task is waiting for input (no run holds it). */
-export const INTERRUPTED_SQL = `('TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_AUTH_REQUIRED')`;
-export const TERMINAL_SQL = `('TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED')`;
+export const INTERRUPTED_SQL = sqlList(INTERRUPTED_STATES);
+export const TERMINAL_SQL = sqlList(TERMINAL_STATES);
 /** States a run holds (its lease is renewed, and the sweep judges it). */
-export const RUNNING_SQL = `(${RUNNING_STATES.map((s) => `'${s}'`).join(', ')})`;
+export const RUNNING_SQL = sqlList(RUNNING_STATES);
 
 /** `now() + ms` in SQL, for lease expiry (database time, so replicas' clocks do not matter). */
 export const leaseExpiry = (ms: string): string => `now() + make_interval(secs => ${ms}::int / 1000.0)`;
