@@ -243,7 +243,13 @@ describe(`task log writer (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGl
 
   it('a creation with its answer merged in stores the same row as the answer written after it, sizes exact', async () => {
     const tenant = await newTenant();
-    for (const merged of [true, false]) {
+    // `carried`: the status event carries the very reply the row keeps (the creation sends it once, the row's
+    // copies refer to the event); else an equal copy, and the creation sends the row's reply itself.
+    for (const [merged, carried] of [
+      [true, true],
+      [true, false],
+      [false, true],
+    ]) {
       const t = task(tenant);
       const reply: MessageJson = {
         messageId: randomUUID(),
@@ -253,7 +259,7 @@ describe(`task log writer (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGl
         contextId: t.contextId,
       };
       const answer = () =>
-        writer.append(t.taskId, [status('TASK_STATE_COMPLETED', { message: reply })], {
+        writer.append(t.taskId, [status('TASK_STATE_COMPLETED', { message: carried ? reply : { ...reply } })], {
           state: 'TASK_STATE_COMPLETED',
           lease: null,
           statusMessage: reply,
@@ -272,7 +278,7 @@ describe(`task log writer (${REAL_POSTGRES ? 'PostgreSQL server' : 'embedded PGl
            FROM a2a_tasks WHERE task_id = $1`,
         [t.taskId],
       );
-      const how = merged ? 'merged' : 'written after';
+      const how = `${merged ? 'merged' : 'written after'}${carried ? '' : ', reply not carried'}`;
       assert.deepEqual(
         row.history.map((m) => [m.role, m.parts[0]?.text, m.taskId]),
         [

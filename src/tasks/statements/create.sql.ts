@@ -1,3 +1,4 @@
+import type { MessageJson } from '../../common/a2a-json.js';
 import type { Statement } from '../../database/sql.service.js';
 import type { Folded } from '../repositories/merged-creation.js';
 import type { Lease, NewTask } from '../repositories/task-log.types.js';
@@ -6,10 +7,23 @@ import { isRunning } from '../task-state.js';
 import { FILE_RECORD, fileRow, RUNNING_SQL, statusTimestamp } from './fragments.sql.js';
 import { callsOf, requestsCte, usageCtes } from './usage.sql.js';
 
+/**
+ * A message of the row (in its history, or its status message) that one of the record's events carries already
+ * goes as that event's place among them (1-based), not as a second copy (`messageRef`): a reply is in the final
+ * status event, the status message and the history, the user's message in its event and the history. The
+ * statement takes it from the event; anything else is the message itself.
+ */
+const messageAt = (v: string): string =>
+  `CASE WHEN jsonb_typeof(${v}) = 'number' THEN r.events -> ((${v})::int - 1) -> 'payload' -> 'message' ELSE ${v} END`;
+
 const X = `x AS (
-    SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(i int, task_id varchar, tenant_id uuid, agent_id varchar,
-      context_id varchar, state varchar, status_at timestamptz, history jsonb, metadata jsonb, n int, last_input int,
-      owner varchar, lease_ms int, message_id varchar, message_hash varchar, events jsonb, files jsonb, status_message jsonb,
+    SELECT r.*,
+           (SELECT COALESCE(jsonb_agg(${messageAt('h.m')} ORDER BY h.o), '[]'::jsonb)
+              FROM jsonb_array_elements(r.history_refs) WITH ORDINALITY AS h(m, o)) AS history,
+           ${messageAt('r.status_ref')} AS status_message
+      FROM jsonb_to_recordset($1::jsonb) AS r(i int, task_id varchar, tenant_id uuid, agent_id varchar,
+      context_id varchar, state varchar, status_at timestamptz, history_refs jsonb, metadata jsonb, n int, last_input int,
+      owner varchar, lease_ms int, message_id varchar, message_hash varchar, events jsonb, files jsonb, status_ref jsonb,
       error_message text, artifacts jsonb, input_tokens int, output_tokens int, cap int, calls jsonb, count_request boolean)
   )`;
 
@@ -110,6 +124,15 @@ const extras = (r: ReturnType<typeof createRecord>): boolean =>
 export const createStatement = (records: readonly ReturnType<typeof createRecord>[]): Statement =>
   CREATES[(records.some(capped) ? 2 : 0) + (records.some(extras) ? 1 : 0)];
 
+/** `m` as a creation record sends it: the place (1-based) of the event that carries this very object, else `m`. */
+function messageRef(m: MessageJson, events: readonly TaskEventBody[]): MessageJson | number {
+  for (let k = 0; k < events.length; k++) {
+    const e = events[k];
+    if ((e.kind === 'message' || e.kind === 'status') && e.payload.message === m) return k + 1;
+  }
+  return m;
+}
+
 /** One creation (with the appends folded into it, `f`) as a row of CREATE's `x`; `i` is its place in the batch. */
 export function createRecord(
   i: number,
@@ -126,7 +149,7 @@ export function createRecord(
     context_id: task.contextId,
     state: f.state,
     status_at: statusTimestamp(f.events),
-    history: f.history,
+    history_refs: f.history.map((m) => messageRef(m, f.events)),
     metadata: task.metadata,
     n: f.events.length,
     last_input: first.map((e) => e.kind).lastIndexOf('message') + 1,
@@ -136,7 +159,7 @@ export function createRecord(
     message_hash: task.messageHash,
     events: f.events,
     files: f.files.length ? f.files.map(fileRow) : null,
-    status_message: f.statusMessage,
+    status_ref: f.statusMessage && messageRef(f.statusMessage, f.events),
     error_message: f.errorMessage,
     artifacts: f.artifacts,
     input_tokens: f.tokens?.input ?? null,
