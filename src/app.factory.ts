@@ -29,6 +29,25 @@ export interface RunningApp {
 }
 
 /** Builds and starts the HTTP server. Used by `main.ts` and by the end-to-end tests alike. */
+/**
+ * The security headers of every answer that is data (JSON, server-sent events), as for an HTTP API: no sniffing,
+ * no framing (`frame-ancestors 'none'` and `X-Frame-Options: DENY`), a CSP that lets nothing load, no referrer,
+ * no cross-origin embedding, HSTS (browsers act on it over TLS only). helmet's other headers govern what a browser
+ * does with a page it renders (a document's opener, agent cluster, DNS prefetching, the legacy XSS auditor, an old
+ * download dialog, Flash and PDF policy files): a JSON answer is never one, so they would be bytes on every answer
+ * and nothing else. Pages (the console, the docs) keep helmet's defaults, with their own CSPs.
+ */
+const API_HEADERS: Parameters<typeof helmet>[0] = {
+  contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
+  xFrameOptions: { action: 'deny' },
+  crossOriginOpenerPolicy: false,
+  originAgentCluster: false,
+  xDnsPrefetchControl: false,
+  xXssProtection: false,
+  xDownloadOptions: false,
+  xPermittedCrossDomainPolicies: false,
+};
+
 export async function startApp(config: AppConfig): Promise<RunningApp> {
   const logger = rootLogger(config.logLevel, config.logFormat);
   // The gRPC binding (spec §10), with gRPC, protobuf and Nest's microservices, is loaded only when it serves.
@@ -47,10 +66,10 @@ export async function startApp(config: AppConfig): Promise<RunningApp> {
   // No hash of every JSON reply: the routes that revalidate (agent cards) set their own ETag.
   app.set('etag', false);
   app.set('trust proxy', config.trustProxy);
-  // Security headers that apply to an API (nosniff, no framing, no referrer, HSTS for TLS deployments …). The docs
-  // page (Swagger UI, served from this origin) also needs its inline styles and the data: images of its theme.
   // helmet's headers depend on its options only: read once, set on every answer.
-  const api = captureHeaders(helmet());
+  const api = captureHeaders(helmet(API_HEADERS));
+  // The docs page (Swagger UI, served from this origin) is a document: helmet's defaults, with its inline styles and
+  // the data: images of its theme.
   const docs = captureHeaders(
     helmet({
       contentSecurityPolicy: {

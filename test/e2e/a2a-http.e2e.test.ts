@@ -102,9 +102,14 @@ describe('the A2A HTTP controller', () => {
     assert.equal(refused.status, 401);
     for (const res of [ok, refused]) {
       assert.equal(res.headers.get('x-content-type-options'), 'nosniff');
-      assert.equal(res.headers.get('x-frame-options'), 'SAMEORIGIN');
+      assert.equal(res.headers.get('x-frame-options'), 'DENY');
       assert.equal(res.headers.get('referrer-policy'), 'no-referrer');
-      assert.match(res.headers.get('content-security-policy') ?? '', /default-src 'self'/);
+      assert.equal(res.headers.get('cross-origin-resource-policy'), 'same-origin');
+      assert.equal(res.headers.get('content-security-policy'), "default-src 'none';frame-ancestors 'none'");
+      // Only a page a browser renders has a use for these: a JSON answer goes without them.
+      for (const page of ['cross-origin-opener-policy', 'origin-agent-cluster', 'x-xss-protection']) {
+        assert.equal(res.headers.get(page), null, page);
+      }
       assert.equal(res.headers.get('access-control-allow-origin'), 'https://console.example.com');
       assert.match(res.headers.get('access-control-expose-headers') ?? '', /X-Request-Id/);
       assert.ok(res.headers.get('x-request-id'));
@@ -121,7 +126,7 @@ describe('the A2A HTTP controller', () => {
     assert.match(preflight.headers.get('access-control-allow-headers') ?? '', /A2A-Version/i);
     // … with the headers of every answer.
     assert.equal(preflight.headers.get('x-content-type-options'), 'nosniff');
-    assert.match(preflight.headers.get('content-security-policy') ?? '', /default-src 'self'/);
+    assert.match(preflight.headers.get('content-security-policy') ?? '', /default-src 'none'/);
     assert.ok(preflight.headers.get('x-request-id'));
     const stranger = await post('/v1/a2a/agents/index', send('x'), { origin: 'https://evil.example.net' });
     assert.equal(stranger.headers.get('access-control-allow-origin'), null);

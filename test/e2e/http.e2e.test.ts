@@ -202,7 +202,8 @@ describe('HTTP surface', () => {
     assert.equal(res.headers.get('access-control-allow-headers'), null);
     const health = await server.http.get('/v1/health');
     assert.equal(health.headers.get('x-content-type-options'), 'nosniff');
-    assert.equal(health.headers.get('x-frame-options'), 'SAMEORIGIN');
+    assert.equal(health.headers.get('x-frame-options'), 'DENY');
+    assert.equal(health.headers.get('content-security-policy'), "default-src 'none';frame-ancestors 'none'");
     assert.equal(health.headers.get('referrer-policy'), 'no-referrer');
     assert.equal(health.headers.get('x-powered-by'), null);
   });
