@@ -53,6 +53,12 @@ function messagesOf(events: TaskEventBody[]): MessageJson[] {
   return out;
 }
 
+/** The place (1-based) of the last message among a creation's first events: its newest input. */
+export function lastInputOf(first: readonly TaskEventBody[]): number {
+  for (let k = first.length - 1; k >= 0; k--) if (first[k].kind === 'message') return k + 1;
+  return 0;
+}
+
 /**
  * A creation with the appends merged into it, applied in order as the
  * APPEND statement would apply them to the new row: each only from a state
@@ -60,7 +66,7 @@ function messagesOf(events: TaskEventBody[]): MessageJson[] {
  * is refused writes nothing.
  */
 export function fold(item: CreateItem): Folded {
-  const lastInput = item.first.map((e) => e.kind).lastIndexOf('message') + 1;
+  const lastInput = lastInputOf(item.first);
   const f: Folded = {
     state: item.state,
     events: [...item.first],

@@ -127,17 +127,20 @@ export class TaskLogWriter {
     files: NewTaskFile[] = [],
   ): Promise<StoredTaskEvent[]> {
     const item: CreateItem = { task, first, state, lease, files, tail: [], sent: false };
-    // A creation the running-task cap refused comes back as its error: the statement wrote the others.
-    const done = this.creates.submit(item).then((r) => {
-      if (!Array.isArray(r)) throw r;
-      return r;
-    });
-    const committed = done.finally(() => this.pending.delete(task.taskId));
     // Merged appends are answered by `createMany`; if the creation fails, they wrote nothing.
-    committed.catch(() => {
+    const failed = (err: unknown): never => {
+      this.pending.delete(task.taskId);
       for (const m of item.tail.splice(0)) m.resolve(null);
-    });
-    this.pending.set(task.taskId, { item, committed });
+      throw err;
+    };
+    // A creation the running-task cap refused comes back as its error: the statement wrote the others.
+    // (One reaction for both outcomes: the creation is no longer pending once it has settled either way.)
+    const done = this.creates.submit(item).then((r) => {
+      if (!Array.isArray(r)) return failed(r);
+      this.pending.delete(task.taskId);
+      return r;
+    }, failed);
+    this.pending.set(task.taskId, { item, committed: done });
     return done;
   }
 

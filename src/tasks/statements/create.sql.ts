@@ -1,6 +1,6 @@
 import type { MessageJson } from '../../common/a2a-json.js';
 import type { Statement } from '../../database/sql.service.js';
-import type { Folded } from '../repositories/merged-creation.js';
+import { lastInputOf, type Folded } from '../repositories/merged-creation.js';
 import type { Lease, NewTask } from '../repositories/task-log.types.js';
 import type { TaskEventBody } from '../task-events.js';
 import { isRunning } from '../task-state.js';
@@ -118,7 +118,7 @@ const CREATES = [
 const capped = (r: ReturnType<typeof createRecord>): boolean => (r.cap as number) > 0 && isRunning(r.state as string);
 /** Whether a creation record has files, model calls or a request to count. */
 const extras = (r: ReturnType<typeof createRecord>): boolean =>
-  r.files !== null || r.calls !== null || r.count_request === true;
+  r.files !== undefined || r.calls !== undefined || r.count_request === true;
 
 /** The creation statement for a batch of `createRecord`s: the shape with the parts the batch needs. */
 export const createStatement = (records: readonly ReturnType<typeof createRecord>[]): Statement =>
@@ -133,7 +133,11 @@ function messageRef(m: MessageJson, events: readonly TaskEventBody[]): MessageJs
   return m;
 }
 
-/** One creation (with the appends folded into it, `f`) as a row of CREATE's `x`; `i` is its place in the batch. */
+/**
+ * One creation (with the appends folded into it, `f`) as a row of CREATE's `x`; `i` is its place in the batch.
+ * A field the statement would read as NULL or as its default (no owner, no files, no error, no cap …) is left
+ * out: `jsonb_to_recordset` reads a missing field as NULL.
+ */
 export function createRecord(
   i: number,
   task: NewTask,
@@ -141,7 +145,7 @@ export function createRecord(
   lease: Lease,
   f: Folded,
 ): Record<string, unknown> {
-  return {
+  const r: Record<string, unknown> = {
     i,
     task_id: task.taskId,
     tenant_id: task.tenantId,
@@ -152,20 +156,24 @@ export function createRecord(
     history_refs: f.history.map((m) => messageRef(m, f.events)),
     metadata: task.metadata,
     n: f.events.length,
-    last_input: first.map((e) => e.kind).lastIndexOf('message') + 1,
-    owner: f.lease?.owner ?? null,
+    last_input: lastInputOf(first),
     lease_ms: f.lease?.ms ?? lease.ms,
     message_id: task.messageId,
     message_hash: task.messageHash,
     events: f.events,
-    files: f.files.length ? f.files.map(fileRow) : null,
-    status_ref: f.statusMessage && messageRef(f.statusMessage, f.events),
-    error_message: f.errorMessage,
-    artifacts: f.artifacts,
-    input_tokens: f.tokens?.input ?? null,
-    output_tokens: f.tokens?.output ?? null,
-    cap: task.runningCap ?? 0,
-    calls: callsOf(f.events),
-    count_request: task.countRequest === true,
   };
+  if (f.lease?.owner) r.owner = f.lease.owner;
+  if (f.files.length) r.files = f.files.map(fileRow);
+  if (f.statusMessage) r.status_ref = messageRef(f.statusMessage, f.events);
+  if (f.errorMessage !== null) r.error_message = f.errorMessage;
+  if (f.artifacts) r.artifacts = f.artifacts;
+  if (f.tokens) {
+    r.input_tokens = f.tokens.input;
+    r.output_tokens = f.tokens.output;
+  }
+  if (task.runningCap) r.cap = task.runningCap;
+  const calls = callsOf(f.events);
+  if (calls) r.calls = calls;
+  if (task.countRequest) r.count_request = true;
+  return r;
 }
