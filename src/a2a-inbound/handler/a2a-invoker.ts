@@ -50,53 +50,55 @@ export interface A2aStreamOutcome {
 export class A2aInvoker {
   constructor(private readonly handler: A2aRequestHandler) {}
 
-  async invoke(dialect: WireDialect, call: ParsedParams, ctx: CallContext): Promise<A2aOutcome> {
+  /**
+   * The operation's answer, rendered once it is there: a reaction on the operation's promise per call rather than
+   * an async function of its own (a frame and an await each, on every call).
+   */
+  invoke(dialect: WireDialect, call: ParsedParams, ctx: CallContext): Promise<A2aOutcome> {
     const h = this.handler;
     switch (call.op) {
-      case 'send': {
-        const task = await h.sendMessage(ctx, call.params);
-        return {
+      case 'send':
+        return h.sendMessage(ctx, call.params).then((task) => ({
           kind: 'task',
           taskId: task.id,
           result: dialect.sendResult(task, { historyLength: call.params.historyLength }),
-        };
-      }
+        }));
       case 'stream':
-        return streamed(dialect, await h.sendStreamingMessage(ctx, call.params));
-      case 'get': {
-        const task = await h.getTask(ctx, call.params);
-        return {
+        return h.sendStreamingMessage(ctx, call.params).then((stream) => streamed(dialect, stream));
+      case 'get':
+        return h.getTask(ctx, call.params).then((task) => ({
           kind: 'task',
           taskId: task.id,
           result: dialect.task(task, { historyLength: call.params.historyLength }),
-        };
-      }
+        }));
       case 'list':
-        return { kind: 'tasks', result: dialect.list(await h.listTasks(ctx, call.params)) };
-      case 'cancel': {
-        const task = await h.cancelTask(ctx, call.params);
-        return { kind: 'task', taskId: task.id, result: dialect.task(task, {}) };
-      }
+        return h.listTasks(ctx, call.params).then((page) => ({ kind: 'tasks', result: dialect.list(page) }));
+      case 'cancel':
+        return h
+          .cancelTask(ctx, call.params)
+          .then((task) => ({ kind: 'task', taskId: task.id, result: dialect.task(task, {}) }));
       case 'subscribe':
-        return streamed(dialect, await h.subscribeToTask(ctx, call.params, dialect.replaysOnSubscribe));
-      case 'push_set': {
-        const config = await h.createTaskPushNotificationConfig(ctx, call.params);
-        return { kind: 'push_config', taskId: config.taskId, result: dialect.pushConfig(config) };
-      }
-      case 'push_get': {
-        const config = await h.getTaskPushNotificationConfig(ctx, call.params);
-        return { kind: 'push_config', taskId: config.taskId, result: dialect.pushConfig(config) };
-      }
+        return h
+          .subscribeToTask(ctx, call.params, dialect.replaysOnSubscribe)
+          .then((stream) => streamed(dialect, stream));
+      case 'push_set':
+        return h
+          .createTaskPushNotificationConfig(ctx, call.params)
+          .then((config) => ({ kind: 'push_config', taskId: config.taskId, result: dialect.pushConfig(config) }));
+      case 'push_get':
+        return h
+          .getTaskPushNotificationConfig(ctx, call.params)
+          .then((config) => ({ kind: 'push_config', taskId: config.taskId, result: dialect.pushConfig(config) }));
       case 'push_list':
-        return {
-          kind: 'push_configs',
-          result: dialect.pushConfigList(await h.listTaskPushNotificationConfigs(ctx, call.params)),
-        };
+        return h
+          .listTaskPushNotificationConfigs(ctx, call.params)
+          .then((configs) => ({ kind: 'push_configs', result: dialect.pushConfigList(configs) }));
       case 'push_delete':
-        await h.deleteTaskPushNotificationConfig(ctx, call.params);
-        return { kind: 'deleted', result: dialect.pushDeleted };
+        return h
+          .deleteTaskPushNotificationConfig(ctx, call.params)
+          .then(() => ({ kind: 'deleted', result: dialect.pushDeleted }));
       case 'extended_card':
-        return { kind: 'card', result: await h.getExtendedAgentCard(ctx, dialect.version) };
+        return h.getExtendedAgentCard(ctx, dialect.version).then((card) => ({ kind: 'card', result: card }));
       default: {
         const unreachable: never = call;
         return unreachable;

@@ -60,10 +60,11 @@ export class EventLog {
   ) {}
 
   /** Appends events with `change` (see `TaskLogWriter.append`) and publishes what was committed. */
-  async append(taskId: string, events: TaskEventBody[], change?: TaskRowChange): Promise<Appended | null> {
-    const stored = await this.writer.append(taskId, events, change);
-    if (stored) this.bus.publish(taskId, stored.events);
-    return stored;
+  append(taskId: string, events: TaskEventBody[], change?: TaskRowChange): Promise<Appended | null> {
+    return this.writer.append(taskId, events, change).then((stored) => {
+      if (stored) this.bus.publish(taskId, stored.events);
+      return stored;
+    });
   }
 
   /** Hands events committed by another write path (creation, continuation, ends) to this process's watchers. */
