@@ -94,10 +94,10 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
           this.waiter = serve;
         });
       },
-      return: (): Promise<IteratorResult<T>> => {
+      return: (): IteratorResult<T> => {
         finished = true;
         serve();
-        return Promise.resolve({ value: undefined, done: true });
+        return { value: undefined, done: true };
       },
     };
   }
@@ -121,7 +121,8 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
  */
 export interface Steps<T> {
   next(): IteratorResult<T> | Promise<IteratorResult<T>>;
-  return?(value?: undefined): Promise<IteratorResult<T>>;
+  /** A consumer's `break`: at once when there is nothing to wait for, else a promise. */
+  return?(value?: undefined): IteratorResult<T> | Promise<IteratorResult<T>>;
 }
 
 /** `steps` as an async iterator (each `next` a promise), for `for await`. */
@@ -131,7 +132,14 @@ export function promised<T>(steps: Steps<T>): AsyncIterator<T> {
       const r = steps.next();
       return r instanceof Promise ? r : Promise.resolve(r);
     },
-    ...(steps.return ? { return: () => steps.return!() } : {}),
+    ...(steps.return
+      ? {
+          return: () => {
+            const r = steps.return!();
+            return r instanceof Promise ? r : Promise.resolve(r);
+          },
+        }
+      : {}),
   };
 }
 

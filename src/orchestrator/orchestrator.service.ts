@@ -10,7 +10,14 @@ import { TurnLoop, type TurnDeps } from './turn-loop.js';
 import { ModelRouter } from './providers/model-router.service.js';
 import { echoTurn } from './providers/echo.model.js';
 import { ProviderError, type ChatMessage } from './providers/provider.js';
-import { UPSTREAM_TASK_ID, type Orchestrator, type RunContext, type RunEvent, type RunInput } from './run-event.js';
+import {
+  UPSTREAM_TASK_ID,
+  type Orchestrator,
+  type RunContext,
+  type RunEvent,
+  type RunInput,
+  type RunInputs,
+} from './run-event.js';
 import { AgentCatalog } from '../registry/services/agent-catalog.service.js';
 import type { ResolvedAgent } from '../registry/services/agents.js';
 import { McpTool } from '../mcp/mcp-tool.service.js';
@@ -91,7 +98,7 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
     return agent?.constitution.backend ? agent : undefined;
   }
 
-  run(ctx: RunContext, inputs: AsyncIterable<RunInput>, abort: RunAbort): AsyncIterable<RunEvent> {
+  run(ctx: RunContext, inputs: RunInputs, abort: RunAbort): AsyncIterable<RunEvent> {
     return { [Symbol.asyncIterator]: () => promised(this.steps(ctx, inputs, abort)) };
   }
 
@@ -100,22 +107,51 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
    * step is the chosen turn's own: no generator stands between the turn loop's queue and the consumer, and
    * the events the loop has already queued are handed over at once.
    */
-  steps(ctx: RunContext, inputs: AsyncIterable<RunInput>, abort: RunAbort): Steps<RunEvent> {
+  steps(ctx: RunContext, inputs: RunInputs, abort: RunAbort): Steps<RunEvent> {
     let turn: Steps<RunEvent> | undefined;
     let opening: Promise<Steps<RunEvent>> | undefined;
-    const open = (): Promise<Steps<RunEvent>> => (opening ??= this.open(ctx, inputs, abort).then((t) => (turn = t)));
+    // The turn, chosen at once when the first input is at hand; else once it comes.
+    const open = (): Steps<RunEvent> | Promise<Steps<RunEvent>> => {
+      if (opening) return opening;
+      const t = this.open(ctx, inputs, abort);
+      if (t instanceof Promise) return (opening = t.then((x) => (turn = x)));
+      return (turn = t);
+    };
     return {
-      next: () => (turn ? turn.next() : open().then((t) => t.next())),
+      next: () => {
+        if (turn) return turn.next();
+        const t = open();
+        return t instanceof Promise ? t.then((x) => x.next()) : t.next();
+      },
       return: () => {
-        if (turn) return turn.return?.() ?? Promise.resolve(DONE);
+        if (turn) return turn.return?.() ?? DONE;
         return opening ? opening.then((t) => t.return?.() ?? DONE) : Promise.resolve(DONE);
       },
     };
   }
 
-  private async open(ctx: RunContext, inputs: AsyncIterable<RunInput>, abort: RunAbort): Promise<Steps<RunEvent>> {
-    const it = inputs[Symbol.asyncIterator]();
-    const first = await it.next();
+  /**
+   * The turn that answers the first input: at once when the inputs hand it over at once, else once it comes.
+   * A failure to choose one is a rejection, never a throw (as from an async function).
+   */
+  private open(ctx: RunContext, inputs: RunInputs, abort: RunAbort): Steps<RunEvent> | Promise<Steps<RunEvent>> {
+    try {
+      const it: Steps<RunInput> = inputs.steps ? inputs.steps() : inputs[Symbol.asyncIterator]();
+      const first = it.next();
+      return first instanceof Promise
+        ? first.then((r) => this.turnFor(ctx, it, r, abort))
+        : this.turnFor(ctx, it, first, abort);
+    } catch (err) {
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    }
+  }
+
+  private turnFor(
+    ctx: RunContext,
+    it: Steps<RunInput>,
+    first: IteratorResult<RunInput>,
+    abort: RunAbort,
+  ): Steps<RunEvent> {
     if (first.done) return only({ type: 'error', code: 'no_input', message: 'the run received no input' });
     const c = ctx.agent.constitution;
     // A remote-backed agent: the upstream answers (gateway mode).
@@ -130,7 +166,7 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
     const word = first.value.text.trim();
     if (target.kind === 'echo' && (word === 'hold' || word === 'ask')) {
       // The echo placeholder's two control words (see echo.model.ts).
-      return echoTurn(it, first.value, abort.signal, {
+      return echoTurn(promised(it), first.value, abort.signal, {
         chunks: this.config.echoChunks,
         delayMs: this.config.echoDelayMs,
       });

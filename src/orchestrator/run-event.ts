@@ -145,6 +145,12 @@ export type RunEvent =
   | { type: 'error'; code: string; message: string; refusal?: UpstreamRefusal };
 
 /**
+ * A run's inputs. Inputs that can hand over one already queued without a promise offer `steps` (see `Steps`):
+ * a run whose first message is at hand then starts its turn at once, in the same tick.
+ */
+export type RunInputs = AsyncIterable<RunInput> & { steps?(): Steps<RunInput> };
+
+/**
  * The boundary every task runs behind (A2A or native): an agent turn as a
  * stream of events. `inputs` yields the first message and then any message
  * that continues the task while it runs; a run is canceled with
@@ -155,9 +161,9 @@ export type RunEvent =
  * orchestrator aborts it so that the turn stops too.
  */
 export interface Orchestrator {
-  run(ctx: RunContext, inputs: AsyncIterable<RunInput>, abort: RunAbort): AsyncIterable<RunEvent>;
+  run(ctx: RunContext, inputs: RunInputs, abort: RunAbort): AsyncIterable<RunEvent>;
   /** The same events as `run`: those already at hand come at once, without a promise each (see `Steps`). */
-  steps(ctx: RunContext, inputs: AsyncIterable<RunInput>, abort: RunAbort): Steps<RunEvent>;
+  steps(ctx: RunContext, inputs: RunInputs, abort: RunAbort): Steps<RunEvent>;
   /** A canceled task of a remote-backed agent that no run holds: the cancel goes to its upstream task (best effort). */
   cancelUpstream?(tenantId: string, agentId: string, metadata: Record<string, unknown>): Promise<void>;
   /** The agent a task taken over runs as: a remote-backed agent of the tenant, or undefined (then it is not resumed). */

@@ -221,7 +221,11 @@ export class TaskRunner {
             if (ev.type === 'usage' && ev.call) calls.add();
           }
         } finally {
-          if (reading) await events.return?.();
+          if (reading) {
+            // A turn that is over closes at once: nothing to wait for.
+            const closed = events.return?.();
+            if (closed instanceof Promise) await closed;
+          }
         }
         if (writer.rejected) return;
         if (!end) {
