@@ -114,7 +114,7 @@ export class RunEnd {
    * meanwhile; its errors propagate. A terminal ending never throws: if it
    * cannot be stored now, it is retried from outside until it is.
    */
-  async fromRun(run: HeldRun, writer: RunWriter, ending: RunEnding, known: RunState): Promise<'ended' | 'refused'> {
+  fromRun(run: HeldRun, writer: RunWriter, ending: RunEnding, known: RunState): Promise<'ended' | 'refused'> {
     const closing = known.closing ?? [];
     const change = endingChange(ending);
     change.artifacts = foldArtifacts(known.artifacts, closing);
@@ -122,19 +122,26 @@ export class RunEnd {
     if (known.inputsUpTo !== undefined) change.inputsUpTo = known.inputsUpTo;
     const events: TaskEventBody[] = [...closing, { kind: 'status', payload: endingStatus(ending) }];
     run.closing = true;
-    try {
-      const stored = await writer.write(events, change);
-      if (!stored) run.closing = false;
-      else if (stored.row) run.settle(toSnapshot(stored.row));
-      return stored ? 'ended' : 'refused';
-    } catch (err) {
-      run.closing = false;
-      if (!isTerminalEnding(ending)) throw err;
-      this.logger.warn({ err: safeError(err), taskId: run.taskId }, 'could not record the end of a run; retrying');
-      this.unrecorded.set(run.taskId, { tenantId: run.tenantId, ending, awaitsDatabase: isDatabaseUnavailable(err) });
-      this.scheduleRetry();
-      return 'ended';
-    }
+    // A reaction on the write (not an async function awaiting it): a frame and an await fewer per run.
+    return writer.write(events, change).then(
+      (stored) => {
+        if (!stored) run.closing = false;
+        else if (stored.row) run.settle(toSnapshot(stored.row));
+        return stored ? 'ended' : 'refused';
+      },
+      (err: unknown) => {
+        run.closing = false;
+        if (!isTerminalEnding(ending)) throw err;
+        this.logger.warn({ err: safeError(err), taskId: run.taskId }, 'could not record the end of a run; retrying');
+        this.unrecorded.set(run.taskId, {
+          tenantId: run.tenantId,
+          ending,
+          awaitsDatabase: isDatabaseUnavailable(err),
+        });
+        this.scheduleRetry();
+        return 'ended' as const;
+      },
+    );
   }
 
   /**

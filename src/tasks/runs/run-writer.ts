@@ -104,31 +104,50 @@ export class RunWriter {
    * After a failed queued write, throws that failure unless `change` fails or
    * cancels the task (the run's end, with the artifacts it folded in memory).
    */
-  async write(events: TaskEventBody[], change: TaskRowChange = {}): Promise<Appended | null> {
+  write(events: TaskEventBody[], change: TaskRowChange = {}): Promise<Appended | null> {
     if (this.deferred) {
       // The loop has not started yet: this write takes its queue over, now rather than a macrotask later.
       this.deferred = 0;
-    } else await this.flush();
-    if (this.rejected) return null;
+      return this.writeNow(events, change);
+    }
+    // Nothing in flight (a run's last write, mostly): no wait, and no frame of an async function to wait in.
+    if (!this.loop) return this.writeNow(events, change);
+    return this.flush().then(() => this.writeNow(events, change));
+  }
+
+  /** `write` once nothing queued before it is in flight; a failure is a rejection, as from an async function. */
+  private writeNow(events: TaskEventBody[], change: TaskRowChange): Promise<Appended | null> {
+    try {
+      return this.append(events, change);
+    } catch (err) {
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    }
+  }
+
+  private append(events: TaskEventBody[], change: TaskRowChange): Promise<Appended | null> {
+    if (this.rejected) return Promise.resolve(null);
     if (this.failure !== undefined && change.state !== 'TASK_STATE_FAILED' && change.state !== 'TASK_STATE_CANCELED') {
-      throw this.failure;
+      return Promise.reject(this.failure);
     }
     // Whatever is still queued rides along in the same statement (a turn's last chunk and its closing as one event).
     // (Nothing is queued after a failed write: its events were dropped, and no more are taken.)
     const queued = this.pending.length === 0 ? NOTHING : this.pending.splice(0);
     const queuedChange = this.change;
     this.change = {};
-    const stored = await this.log.append(
-      this.taskId,
-      mergeChunks(queued.length ? [...queued, ...events] : events),
-      this.owned(mergeChange(queuedChange, change)),
-    );
-    if (!stored) {
-      // Refused: the queued events go with the next write (or nowhere, if the task ended).
-      this.pending.unshift(...queued);
-      this.change = mergeChange(queuedChange, this.change);
-    }
-    return stored;
+    return this.log
+      .append(
+        this.taskId,
+        mergeChunks(queued.length ? [...queued, ...events] : events),
+        this.owned(mergeChange(queuedChange, change)),
+      )
+      .then((stored) => {
+        if (!stored) {
+          // Refused: the queued events go with the next write (or nowhere, if the task ended).
+          this.pending.unshift(...queued);
+          this.change = mergeChange(queuedChange, this.change);
+        }
+        return stored;
+      });
   }
 
   /** Resolves once fewer than `MAX_QUEUED_EVENTS` events wait (at once when they do already). */
