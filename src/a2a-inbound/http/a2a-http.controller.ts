@@ -127,32 +127,42 @@ export class A2aHttpController implements OnApplicationBootstrap {
     setup.cors(req, res, (err) => (err ? x.refuse(err) : run()));
   }
 
-  private async jsonRpcCall(x: HttpExchange, encodedAgent: string): Promise<void> {
+  /**
+   * A JSON-RPC call: its bearer, then its body, then the call. Reactions on the two waits rather than an async
+   * function (every call comes this way: a frame and two awaits each); a failure is a rejection, never a throw.
+   */
+  private jsonRpcCall(x: HttpExchange, encodedAgent: string): Promise<void> {
+    try {
+      const known = this.authenticate(x, (err) => this.jsonRpc.refuse(x, err));
+      return known instanceof Promise
+        ? known.then((principal) => this.jsonRpcAs(x, encodedAgent, principal))
+        : this.jsonRpcAs(x, encodedAgent, known);
+    } catch (err) {
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    }
+  }
+
+  /** The call once its bearer is known (undefined: refused, and answered so). */
+  private jsonRpcAs(x: HttpExchange, encodedAgent: string, principal: TenantPrincipal | undefined): Promise<void> {
+    if (!principal) return ANSWERED;
     if (x.req.method !== 'POST') {
       // Any other method: authenticated like every tenant route first, then 405.
-      const known = this.authenticate(x, (err) => this.jsonRpc.refuse(x, err));
-      const principal = known instanceof Promise ? await known : known;
-      if (!principal) return;
       x.header('Allow', 'POST');
       x.closeIfUnread();
       x.json(405, { error: 'use POST for JSON-RPC requests', code: 'method_not_allowed' });
-      return;
+      return ANSWERED;
     }
-    const known = this.authenticate(x, (err) => this.jsonRpc.refuse(x, err));
-    const principal = known instanceof Promise ? await known : known;
-    if (!principal) return;
     const agent = decodeSegment(encodedAgent);
-    let body: string;
-    try {
-      if (agent === null) throw malformedPath();
-      body = await readRpcBody(x, this.config);
-    } catch (err) {
+    const unread = (err: unknown): void => {
       if (err instanceof BodyAborted) return;
       this.bodyRefused(x, err);
       this.jsonRpc.refuse(x, err);
-      return;
+    };
+    if (agent === null) {
+      unread(malformedPath());
+      return ANSWERED;
     }
-    await this.jsonRpc.serve(x, principal, agent, body);
+    return readRpcBody(x, this.config).then((body) => this.jsonRpc.serve(x, principal, agent, body), unread);
   }
 
   private async restCall(x: HttpExchange, target: Extract<Target, { kind: 'rest' }>): Promise<void> {
@@ -220,6 +230,8 @@ export class A2aHttpController implements OnApplicationBootstrap {
 
 /** The route templates for the recorder: the same function every request, not a closure each. */
 const jsonRpcRoute = (): string => JSONRPC_ROUTE;
+/** What a call that has been answered without waiting returns. */
+const ANSWERED: Promise<void> = Promise.resolve();
 const restRoute = (): string => REST_ROUTE;
 
 const malformedPath = (): DomainError =>

@@ -10,7 +10,7 @@ import type { HttpExchange } from './exchange.js';
  * an HTTP 400): `application/json`, `application/a2a+json` or no media
  * type, UTF-8.
  */
-export async function readRpcBody(x: HttpExchange, config: AppConfig): Promise<string> {
+export function readRpcBody(x: HttpExchange, config: AppConfig): Promise<string> {
   const header = x.req.headers['content-type'];
   if (header !== undefined) {
     const media = mediaTypeOf(header);
@@ -19,18 +19,22 @@ export async function readRpcBody(x: HttpExchange, config: AppConfig): Promise<s
       (media.type !== 'application/json' && media.type !== 'application/a2a+json') ||
       !isUtf8(media.charset)
     ) {
-      throw new DomainError(
-        'unsupported_media_type',
-        `JSON-RPC requests must be sent as Content-Type: application/json (or application/a2a+json), UTF-8; got '${header.slice(0, 100)}'`,
+      return Promise.reject(
+        new DomainError(
+          'unsupported_media_type',
+          `JSON-RPC requests must be sent as Content-Type: application/json (or application/a2a+json), UTF-8; got '${header.slice(0, 100)}'`,
+        ),
       );
     }
   }
   x.continue();
-  const { text, bytes } = await readBody(x.req, config.a2aBodyBytes);
-  x.bodyBytes = bytes;
-  x.bodyScan = scanJson(text);
-  checkScanBesidesFiles(bytes, x.bodyScan, config);
-  return text;
+  // A reaction on the read (every JSON-RPC call comes this way): no async frame and await of its own.
+  return readBody(x.req, config.a2aBodyBytes).then(({ text, bytes }) => {
+    x.bodyBytes = bytes;
+    x.bodyScan = scanJson(text);
+    checkScanBesidesFiles(bytes, x.bodyScan, config);
+    return text;
+  });
 }
 
 /** HTTP+JSON's body, parsed: a JSON object or array (UTF-8), when the request has one. */
