@@ -4,23 +4,31 @@ import type { MessageJson } from '../common/a2a-json.js';
 /** Text gathered before it goes to the hash: one native call for a small message instead of one per token. */
 const CHUNK = 16 * 1024;
 
-/** The hash's input, gathered into text and handed on in chunks (a string of any size goes as it is). */
+/**
+ * The hash's input, gathered as pieces and handed on joined, in chunks (a string of any size goes as it is).
+ * Pieces, not a string grown by `+=`: that makes a string object per piece, and a flat copy of them all at the end.
+ */
 class Feed {
-  private text = '';
+  private readonly pieces: string[] = [];
+  private size = 0;
   private hash: Hash | null = null;
 
   add(s: string): void {
-    if (this.text.length + s.length <= CHUNK) {
-      this.text += s;
+    if (this.size + s.length <= CHUNK) {
+      this.pieces.push(s);
+      this.size += s.length;
       return;
     }
     this.flush();
     if (s.length > CHUNK) this.open().update(s);
-    else this.text = s;
+    else {
+      this.pieces.push(s);
+      this.size = s.length;
+    }
   }
 
   digest(): string {
-    if (!this.hash) return sha('sha256', this.text, 'base64url');
+    if (!this.hash) return sha('sha256', this.pieces.join(''), 'base64url');
     this.flush();
     return this.hash.digest('base64url');
   }
@@ -30,8 +38,9 @@ class Feed {
   }
 
   private flush(): void {
-    if (this.text) this.open().update(this.text);
-    this.text = '';
+    if (this.size > 0) this.open().update(this.pieces.join(''));
+    this.pieces.length = 0;
+    this.size = 0;
   }
 }
 
@@ -57,21 +66,30 @@ function walk(feed: Feed, v: unknown): void {
   if (v === undefined || v === null) {
     feed.add('n');
   } else if (typeof v === 'string') {
-    feed.add(`s${v.length}:`);
+    sized(feed, 's', v.length);
     feed.add(v);
   } else if (typeof v === 'number' || typeof v === 'boolean') {
-    feed.add(`${typeof v === 'number' ? 'd' : 'b'}${String(v)};`);
+    feed.add(typeof v === 'number' ? 'd' : 'b');
+    feed.add(String(v));
+    feed.add(';');
   } else if (Array.isArray(v)) {
-    feed.add(`a${v.length}:`);
+    sized(feed, 'a', v.length);
     for (const item of v) walk(feed, item);
   } else if (typeof v === 'object') {
     const keys = sortedKeys(v as Record<string, unknown>);
-    feed.add(`o${keys.length}:`);
+    sized(feed, 'o', keys.length);
     for (const k of keys) {
       walk(feed, k);
       walk(feed, (v as Record<string, unknown>)[k]);
     }
   }
+}
+
+/** A tag and a length: `s12:` (three pieces; a small number's text is V8's cached one, no new string). */
+function sized(feed: Feed, tag: string, n: number): void {
+  feed.add(tag);
+  feed.add(String(n));
+  feed.add(':');
 }
 
 /** Up to this many keys are sorted by insertion, in place: the built-in sort makes work arrays even for two. */

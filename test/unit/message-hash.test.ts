@@ -61,6 +61,19 @@ describe('message hash', () => {
     assert.equal(referenceHash(SORTED as unknown as Record<string, unknown>), STORED_HASH);
   });
 
+  it('is the reference hash for messages longer than the pieces it hashes at once (16 KiB)', () => {
+    const text = (n: number, c: string) => c.repeat(n);
+    for (const parts of [
+      [{ text: text(40_000, 'a') }],
+      Array.from({ length: 12 }, (_, i) => ({ text: text(5_000 + i, 'b') })),
+      [{ text: text(16 * 1024 - 20, 'c') }, { text: 'd' }, { text: text(16 * 1024, 'e') }],
+      Array.from({ length: 3_000 }, (_, i) => ({ text: `p${i}`, metadata: { i } })),
+    ]) {
+      const m = { messageId: 'm', role: 'ROLE_USER', parts };
+      assert.equal(messageHash(m as unknown as MessageJson), referenceHash(m));
+    }
+  });
+
   it('is the hash stored tasks hold, whatever the key order, the ids and undefined members', () => {
     assert.equal(messageHash(SORTED), STORED_HASH);
     const shuffled = {
