@@ -51,6 +51,11 @@ const runAttributes = (ctx: RunContext) => ({
 
 type TurnEnd = Extract<RunEvent, { type: 'done' | 'input_required' | 'error' }>;
 
+/** How a turn ends that settles its task (or records its reply, when a message waits for another turn). */
+type TurnEnding = Extract<RunEnding, { state: 'TASK_STATE_COMPLETED' | 'TASK_STATE_INPUT_REQUIRED' }>;
+/** What the run knows when such a turn ends: its closing events, artifacts, tokens and inputs taken. */
+type TurnState = RunState & { closing: TaskEventBody[] };
+
 /**
  * Drives a run: the orchestrator's events go through the mapper to the log
  * as they come; a turn that answers or asks settles the task unless another
@@ -296,20 +301,25 @@ export class TaskRunner {
    * reply is recorded and the run answers the message in another turn.
    * Returns true when the run is over.
    */
-  private async settle(
-    run: HeldRun,
-    writer: RunWriter,
-    ending: Extract<RunEnding, { state: 'TASK_STATE_COMPLETED' | 'TASK_STATE_INPUT_REQUIRED' }>,
-    known: RunState & { closing: TaskEventBody[] },
-  ): Promise<boolean> {
-    if (run.inbox.size === 0) {
-      if ((await this.ends.fromRun(run, writer, ending, known)) === 'ended') return true;
-      // Refused: the task ended meanwhile, or has a message this turn did not take.
-      const now = await this.tasks.stateOf(run.tenantId, run.taskId);
-      if (!now || isTerminal(now.state)) return true;
-      await this.registry.catchUp(run);
-      if (run.inbox.size === 0) throw new Error('a message for the run could not be read from the log');
-    }
+  private settle(run: HeldRun, writer: RunWriter, ending: TurnEnding, known: TurnState): Promise<boolean> {
+    if (run.inbox.size > 0) return this.recordTurn(run, writer, ending, known);
+    // The usual case, written by a reaction on the end (no async frame of its own).
+    return this.ends
+      .fromRun(run, writer, ending, known)
+      .then((r) => (r === 'ended' ? true : this.settleRefused(run, writer, ending, known)));
+  }
+
+  /** The end was refused: the task ended meanwhile (the run is over), or has a message this turn did not take. */
+  private async settleRefused(run: HeldRun, writer: RunWriter, ending: TurnEnding, known: TurnState): Promise<boolean> {
+    const now = await this.tasks.stateOf(run.tenantId, run.taskId);
+    if (!now || isTerminal(now.state)) return true;
+    await this.registry.catchUp(run);
+    if (run.inbox.size === 0) throw new Error('a message for the run could not be read from the log');
+    return this.recordTurn(run, writer, ending, known);
+  }
+
+  /** The turn's reply recorded without settling the task: a message is waiting for the next turn. Returns true when the task ended meanwhile. */
+  private async recordTurn(run: HeldRun, writer: RunWriter, ending: TurnEnding, known: TurnState): Promise<boolean> {
     const recorded = await writer.write(known.closing, {
       ...(ending.message ? { historyAppend: [ending.message] } : {}),
       artifacts: foldArtifacts(known.artifacts, known.closing),
