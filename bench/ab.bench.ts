@@ -16,14 +16,18 @@
  * the runs apart do not (the throughput is then each one's share). A checkout may carry
  * Node flags after `@` (`../wt@--max-semi-space-size=64`). Each replica's
  * pool is 20 connections, fewer when many checkouts would pass PostgreSQL's
- * 100 (`BENCH_DB_POOL` sets it).
+ * 100 (`BENCH_DB_POOL` sets it). `BENCH_AB_ALLOC=<n>` also counts each
+ * checkout's allocation over n blocking sends at c=16, every rep,
+ * interleaved the same way (`BENCH_SCENARIOS=` alone: only that).
  */
 import { resolve } from 'node:path';
+import { allocationPerSend } from './alloc.js';
 import { Client, closedLoop, cpuMicros, getTask, sendMessage, streamMessage, type LoadResult } from './load.js';
 import {
   arbiter,
   backendPids,
   cleanup,
+  countAllocations,
   createDatabase,
   pgReachable,
   vacuumAnalyze,
@@ -34,6 +38,8 @@ const REPS = Number(process.env.BENCH_REPS ?? 5);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const ON_PGLITE = process.env.BENCH_DB === 'pglite';
 const PAIRED = process.env.BENCH_AB_PAIRED === '1';
+/** Blocking sends (c=16) over which each checkout's allocation is counted, each rep, after the scenarios (0: none). */
+const ALLOC = Number(process.env.BENCH_AB_ALLOC ?? 0);
 const SCENARIOS: Record<string, { c: number; op: 'send' | 'stream' | 'get' }> = {
   'send-1': { c: 1, op: 'send' },
   'send-16': { c: 16, op: 'send' },
@@ -118,10 +124,15 @@ async function main(): Promise<void> {
   if (checkouts.length === 0) throw new Error('usage: npm run bench:ab -- <checkout> [<checkout> …] (each built)');
   if (!ON_PGLITE && !(await pgReachable()))
     throw new Error('PostgreSQL is unreachable (BENCH_DB=pglite to use PGlite)');
-  const scenarios = (process.env.BENCH_SCENARIOS ?? 'send-16').split(',').map((s) => s.trim());
+  const scenarios = (process.env.BENCH_SCENARIOS ?? 'send-16')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   for (const s of scenarios) if (!SCENARIOS[s]) throw new Error(`unknown scenario ${s}`);
   // Every checkout's pool within PostgreSQL's connections (100 by default), unless set.
   process.env.BENCH_DB_POOL ??= String(Math.min(20, Math.floor(80 / checkouts.length) - 2));
+  // Before the servers start: they are started with the allocation counter (inert until signalled).
+  const allocDir = ALLOC > 0 ? countAllocations() : undefined;
   const running: Running[] = [];
   for (const spec of checkouts) running.push(await start(spec));
   out(
@@ -143,6 +154,22 @@ async function main(): Promise<void> {
             `p99 ${w.p99.toFixed(1).padStart(6)} ms  cpu ${w.serverUs.toFixed(0).padStart(4)} µs/req` +
             (w.pgUs === undefined ? '' : `  pg ${w.pgUs.toFixed(0).padStart(4)}`) +
             (w.errors ? `  errors ${w.errors} (${w.firstError ?? ''})` : ''),
+        );
+      }
+    }
+  }
+  const allocated = new Map<Running, number[]>();
+  if (allocDir) {
+    for (let rep = 0; rep < REPS; rep++) {
+      for (const r of rep % 2 ? [...running].reverse() : running) {
+        const [part] = await allocationPerSend(allocDir, r.target, ALLOC, (client) =>
+          sendMessage(client, r.url, r.target.headers),
+        );
+        const kib = part.bytesPerRequest / 1024;
+        (allocated.get(r) ?? allocated.set(r, []).get(r)!).push(kib);
+        out(
+          `rep ${rep + 1} alloc     ${r.label.padEnd(24)} ${kib.toFixed(2).padStart(6)} KiB per blocking send ` +
+            `(${part.gcs} GCs${part.errors ? `, ${part.errors} errors` : ''})`,
         );
       }
     }
@@ -173,6 +200,15 @@ async function main(): Promise<void> {
           1,
         )} | ` + `${f(ws.map((w) => w.serverUs))} | ${pg.length ? f(pg) : '–'} |${ratio}`,
       );
+    }
+  }
+  if (allocDir) {
+    out(`\nallocation: KiB per blocking send (c=16, ${ALLOC} sends after a warm-up), medians (min–max) of ${REPS}\n`);
+    out('| checkout | KiB / send |');
+    out('|---|--:|');
+    for (const r of running) {
+      const xs = allocated.get(r) ?? [];
+      out(`| ${r.label} | ${median(xs).toFixed(1)} (${Math.min(...xs).toFixed(1)}–${Math.max(...xs).toFixed(1)}) |`);
     }
   }
 }
