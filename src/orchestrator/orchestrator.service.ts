@@ -146,6 +146,7 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
     }
   }
 
+  /** The turn for the run's first input (`it` gives the inputs after it, to a turn that reads more). */
   private turnFor(
     ctx: RunContext,
     it: Steps<RunInput>,
