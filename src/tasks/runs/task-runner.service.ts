@@ -296,10 +296,8 @@ export class TaskRunner {
   }
 
   /**
-   * A turn answered or asked. Settles the task, unless a message is waiting
-   * that the turn has not seen (sent here or to another replica): then the
-   * reply is recorded and the run answers the message in another turn.
-   * Returns true when the run is over.
+   * A turn answered or asked. Settles the task, unless a message is waiting that the turn has not seen (sent here
+   * or to another replica): then the reply is recorded and the run answers it in another turn. True: the run is over.
    */
   private settle(run: HeldRun, writer: RunWriter, ending: TurnEnding, known: TurnState): Promise<boolean> {
     if (run.inbox.size > 0) return this.recordTurn(run, writer, ending, known);
@@ -318,7 +316,7 @@ export class TaskRunner {
     return this.recordTurn(run, writer, ending, known);
   }
 
-  /** The turn's reply recorded without settling the task: a message is waiting for the next turn. Returns true when the task ended meanwhile. */
+  /** The turn's reply, recorded without settling the task (a message waits for the next turn). True: it ended. */
   private async recordTurn(run: HeldRun, writer: RunWriter, ending: TurnEnding, known: TurnState): Promise<boolean> {
     const recorded = await writer.write(known.closing, {
       ...(ending.message ? { historyAppend: [ending.message] } : {}),
