@@ -1,3 +1,4 @@
+import { asError } from './errors.js';
 /** `work`, or the signal's reason once it aborts. */
 export function abortable<T>(work: Promise<T>, signal?: AbortSignal): Promise<T> {
   if (!signal) return work;
@@ -12,7 +13,7 @@ export function abortable<T>(work: Promise<T>, signal?: AbortSignal): Promise<T>
       },
       (err: unknown) => {
         signal.removeEventListener('abort', onAbort);
-        reject(err instanceof Error ? err : new Error(String(err)));
+        reject(asError(err));
       },
     );
   });

@@ -1,3 +1,4 @@
+import { asError } from './errors.js';
 /**
  * An unbounded-by-default async queue: producers `push`, one consumer
  * iterates. `close()` ends the iteration after the queued items;
@@ -142,9 +143,6 @@ export function promised<T>(steps: Steps<T>): AsyncIterator<T> {
       : {}),
   };
 }
-
-/** The queue's error as readers get it (`fail` takes an Error: anything else is a bug, still an Error to them). */
-const asError = (err: unknown): Error => (err instanceof Error ? err : new Error(String(err)));
 
 export class QueueOverflowError extends Error {
   constructor(readonly limit: number) {

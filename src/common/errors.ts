@@ -146,3 +146,6 @@ export function requestIdOf(req: object): string {
   const id = (req as { id?: unknown }).id;
   return typeof id === 'string' || typeof id === 'number' ? String(id) : '';
 }
+
+/** A thrown value as an `Error` (anything else is a bug, still an `Error` to whoever handles it). */
+export const asError = (err: unknown): Error => (err instanceof Error ? err : new Error(String(err)));

@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { parse, PGlite, protocol, types } from '@electric-sql/pglite';
 import { StartupError } from './preflight.js';
+import { asError } from '../common/errors.js';
 
 type Callback<T> = (err: Error | null, value?: T) => void;
 
@@ -215,7 +216,7 @@ export class PGlitePool extends EventEmitter {
     try {
       this.db = acquireInstance(this.dataDir);
     } catch (err) {
-      this.db = Promise.reject(err instanceof Error ? err : new Error(String(err)));
+      this.db = Promise.reject(asError(err));
     }
     // Surface a failed start through connect() rather than an unhandled rejection.
     this.db.catch(() => undefined);

@@ -1,6 +1,6 @@
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
-import { DomainError } from '../common/errors.js';
+import { DomainError, asError } from '../common/errors.js';
 import { AsyncQueue, promised, type Steps } from '../common/async-queue.js';
 import type { RunAbort } from '../common/run-abort.js';
 import { parseHostList, type EgressPolicy } from '../common/net/egress.js';
@@ -142,7 +142,7 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
         ? first.then((r) => this.turnFor(ctx, it, r, abort))
         : this.turnFor(ctx, it, first, abort);
     } catch (err) {
-      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+      return Promise.reject(asError(err));
     }
   }
 
@@ -224,7 +224,7 @@ export class OrchestratorService implements Orchestrator, OnModuleInit {
           events.close();
           return;
         }
-        events.fail(err instanceof Error ? err : new Error(String(err)));
+        events.fail(asError(err));
       },
     );
     // The queue ends only from `finished`'s handlers: once it has, the loop is over.

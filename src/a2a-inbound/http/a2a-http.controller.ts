@@ -3,7 +3,7 @@ import type { TLSSocket } from 'node:tls';
 import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { TenantPrincipal } from '../../common/auth.decorators.js';
-import { DomainError } from '../../common/errors.js';
+import { DomainError, asError } from '../../common/errors.js';
 import { BodyAborted } from '../../common/http/read-body.js';
 import { requestIdFor, JSONRPC_ROUTE, type RequestRecorder } from '../../common/http/request-record.js';
 import { setHeaders, type HeaderList } from '../../common/http/security-headers.js';
@@ -138,7 +138,7 @@ export class A2aHttpController implements OnApplicationBootstrap {
         ? known.then((principal) => this.jsonRpcAs(x, encodedAgent, principal))
         : this.jsonRpcAs(x, encodedAgent, known);
     } catch (err) {
-      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+      return Promise.reject(asError(err));
     }
   }
 

@@ -2,6 +2,7 @@ import type { EventLog } from '../event-log/event-log.service.js';
 import type { Appended, TaskRowChange } from '../repositories/task-log.types.js';
 import type { ArtifactJson } from '../../common/a2a-json.js';
 import type { TaskEventBody } from '../task-events.js';
+import { asError } from '../../common/errors.js';
 
 /** What queued events may change on the task row: later status messages win, metadata merges, files add up. */
 export type QueuedChange = Pick<TaskRowChange, 'statusMessage' | 'metadata' | 'files'>;
@@ -120,7 +121,7 @@ export class RunWriter {
     try {
       return this.append(events, change);
     } catch (err) {
-      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+      return Promise.reject(asError(err));
     }
   }
 
@@ -184,7 +185,7 @@ export class RunWriter {
         }
       }
     } catch (err) {
-      this.failure = err instanceof Error ? err : new Error(String(err));
+      this.failure = asError(err);
       this.pending = [];
       this.change = {};
       this.stop?.abort(new RunWriteFailed(this.failure));
