@@ -4,6 +4,7 @@
  * running, on loopback:
  *
  *   bare            plain node:http answering the same JSON with the minimum of work
+ *   bare-pg         the same, each task committed to PostgreSQL (one INSERT) before the answer
  *   sdk-memory      the SDK server, InMemoryTaskStore
  *   sdk-db          the same server, the SDK's DatabaseTaskStore on PostgreSQL
  *   arbiter-pg      one Arbiter replica on PostgreSQL
@@ -36,7 +37,7 @@ import { ALLOC_CONCURRENCY, allocationPerSend, allocationTable, type AllocPart }
 import { gatewayTable } from './gateway.js';
 import { heldRuns, type HeldRunsResult } from './held.js';
 import { idleSubscriptions, type MemoryResult } from './memory.js';
-import { markdown, summarize, writeJson, type Measurement } from './report.js';
+import { markdown, sendCpuRatios, sendCpuRatioTable, summarize, writeJson, type Measurement } from './report.js';
 import {
   backendPids,
   cleanup,
@@ -310,6 +311,14 @@ async function main(): Promise<void> {
       `(medians over reps; ratios are medians of per-rep ratios)\n`,
   );
   out(markdown(rows, new Map(scenarios.map((s) => [s.key, s.label]))));
+  const cpuRatios = sendCpuRatios(
+    measurements,
+    targets.map((t) => t.name),
+  );
+  if (cpuRatios.length) {
+    out('\n## A send at c=1 against one at c=16: CPU per request, median (min–max) of the per-rep ratios\n');
+    out(sendCpuRatioTable(cpuRatios));
+  }
   const gateway = gatewayTable(measurements, scenarios);
   if (gateway) {
     out(
@@ -390,6 +399,7 @@ async function main(): Promise<void> {
       vacuumAnalyze: postgres ? 'before each (rep, scenario) round, outside the measured windows' : null,
     },
     rows,
+    sendCpuRatios: cpuRatios,
     measurements,
     allocation: alloc,
     memory: memory ?? null,

@@ -1,19 +1,31 @@
 /**
- * The `bare` reference of `npm run bench`: a plain `node:http` server answering
+ * The `bare` references of `npm run bench`: a plain `node:http` server answering
  * the three A2A JSON-RPC calls the bench makes — SendMessage (blocking),
  * SendStreamingMessage (the echo's chunks as SSE) and GetTask — with the JSON
  * the binding returns, doing the minimum: read the body, `JSON.parse` it,
- * build the response object, `JSON.stringify` it. Tasks are kept in a Map.
- * No framework, no validation beyond what building the answer needs, no
- * store: what the runtime itself costs per request, the floor any A2A server
- * on Node stands on.
+ * build the response object, `JSON.stringify` it. No framework, no validation
+ * beyond what building the answer needs.
+ *
+ * `bare`: tasks are kept in a Map — what the runtime itself costs per
+ * request, the floor any A2A server on Node stands on.
+ *
+ * `bare-pg` (`BARE_DATABASE_URL` set): each task is one row of PostgreSQL,
+ * inserted (one prepared statement, committed on its own) before the send is
+ * answered or the stream's last event written; GetTask reads the row. The
+ * floor of a server that commits a task before it answers: one round trip to
+ * PostgreSQL per request, nothing gathered.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type ServerResponse } from 'node:http';
+import pg from 'pg';
 import { chunkText } from '../src/orchestrator/providers/echo.model.js';
 
 const chunks = Number(process.env.ARBITER_ECHO_CHUNKS ?? 4);
 const port = Number(process.env.PORT ?? 0);
+const databaseUrl = process.env.BARE_DATABASE_URL;
+const pool = databaseUrl
+  ? new pg.Pool({ connectionString: databaseUrl, max: Number(process.env.BARE_DB_POOL ?? 4) })
+  : undefined;
 
 interface TextPart {
   text: string;
@@ -32,6 +44,30 @@ interface RpcRequest {
 }
 
 const tasks = new Map<string, unknown>();
+
+/** Keeps the task: in the Map, or committed as one row. */
+function store(id: string, task: unknown): Promise<unknown> | undefined {
+  if (!pool) {
+    tasks.set(id, task);
+    return undefined;
+  }
+  return pool.query({
+    name: 'bare-insert',
+    text: 'INSERT INTO bare_tasks (id, task) VALUES ($1, $2)',
+    values: [id, JSON.stringify(task)],
+  });
+}
+
+/** The task by id, or undefined: from the Map, or its row. */
+async function load(id: string): Promise<unknown> {
+  if (!pool) return tasks.get(id);
+  const { rows } = await pool.query<{ task: unknown }>({
+    name: 'bare-select',
+    text: 'SELECT task FROM bare_tasks WHERE id = $1',
+    values: [id],
+  });
+  return rows[0]?.task;
+}
 
 const rpcError = (id: unknown, code: number, message: string) => ({ jsonrpc: '2.0', id, error: { code, message } });
 
@@ -67,8 +103,10 @@ function send(rpc: RpcRequest, res: ServerResponse): void {
       { messageId: `${taskId}-r0`, contextId, taskId, role: 'ROLE_AGENT', parts: [{ text: input.text }] },
     ],
   };
-  tasks.set(taskId, task);
-  reply(res, { jsonrpc: '2.0', id: rpc.id ?? null, result: { task } });
+  const answer = () => reply(res, { jsonrpc: '2.0', id: rpc.id ?? null, result: { task } });
+  const stored = store(taskId, task);
+  if (!stored) return answer();
+  stored.then(answer, () => reply(res, rpcError(rpc.id ?? null, -32603, 'could not store the task')));
 }
 
 function stream(rpc: RpcRequest, res: ServerResponse): void {
@@ -106,14 +144,17 @@ function stream(rpc: RpcRequest, res: ServerResponse): void {
     ),
   );
   const done = new Date().toISOString();
-  res.end(frame({ statusUpdate: { taskId, contextId, status: { state: 'TASK_STATE_COMPLETED', timestamp: done } } }));
-  tasks.set(taskId, {
+  const end = () =>
+    res.end(frame({ statusUpdate: { taskId, contextId, status: { state: 'TASK_STATE_COMPLETED', timestamp: done } } }));
+  const stored = store(taskId, {
     id: taskId,
     contextId,
     status: { state: 'TASK_STATE_COMPLETED', timestamp: done },
     artifacts: [{ artifactId, name: 'response', parts: [{ text: input.text }] }],
     history: [input.message, agent],
   });
+  if (!stored) return void end();
+  stored.then(end, () => res.destroy());
 }
 
 function handle(res: ServerResponse, body: string): void {
@@ -129,11 +170,15 @@ function handle(res: ServerResponse, body: string): void {
     case 'SendStreamingMessage':
       return stream(rpc, res);
     case 'GetTask': {
-      const task = typeof rpc.params?.id === 'string' ? tasks.get(rpc.params.id) : undefined;
-      return reply(
-        res,
-        task ? { jsonrpc: '2.0', id: rpc.id ?? null, result: task } : rpcError(rpc.id, -32001, 'Task not found'),
-      );
+      const found = (task: unknown) =>
+        reply(
+          res,
+          task ? { jsonrpc: '2.0', id: rpc.id ?? null, result: task } : rpcError(rpc.id, -32001, 'Task not found'),
+        );
+      const id = rpc.params?.id;
+      if (typeof id !== 'string') return found(undefined);
+      if (!pool) return found(tasks.get(id));
+      return void load(id).then(found, () => reply(res, rpcError(rpc.id ?? null, -32603, 'could not read the task')));
     }
     default:
       return reply(res, rpcError(rpc.id ?? null, -32601, 'method not found'));
@@ -154,13 +199,18 @@ const server = createServer((req, res) => {
   req.on('end', () => handle(res, body));
 });
 server.keepAliveTimeout = 60_000;
-server.listen(port, '127.0.0.1', () => {
-  const addr = server.address() as { port: number };
-  process.stdout.write(`listening on http://127.0.0.1:${addr.port} (bare node:http)\n`);
-});
+const ready = pool
+  ? pool.query('CREATE TABLE IF NOT EXISTS bare_tasks (id uuid PRIMARY KEY, task jsonb NOT NULL)')
+  : Promise.resolve();
+void ready.then(() =>
+  server.listen(port, '127.0.0.1', () => {
+    const addr = server.address() as { port: number };
+    process.stdout.write(`listening on http://127.0.0.1:${addr.port} (bare node:http${pool ? ', PostgreSQL' : ''})\n`);
+  }),
+);
 const stop = () => {
   server.closeAllConnections();
-  server.close(() => process.exit(0));
+  server.close(() => void (pool?.end() ?? Promise.resolve()).finally(() => process.exit(0)));
 };
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);

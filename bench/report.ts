@@ -126,6 +126,40 @@ export function markdown(rows: Row[], labels: Map<string, string>): string {
   return out.join('\n');
 }
 
+/** Per target, the median over reps of `of(c=1) / of(c=16)` for blocking sends, both measured in the same rep. */
+export interface SendCpuRatio {
+  target: string;
+  server: Spread;
+  /** Server and PostgreSQL backends together, for a target with a database. */
+  withDb?: Spread;
+}
+
+export function sendCpuRatios(all: Measurement[], targets: string[]): SendCpuRatio[] {
+  const out: SendCpuRatio[] = [];
+  for (const target of targets) {
+    const server: number[] = [];
+    const withDb: number[] = [];
+    for (const one of all.filter((m) => m.target === target && m.scenario === 'send-1')) {
+      const sixteen = all.find((m) => m.target === target && m.scenario === 'send-16' && m.rep === one.rep);
+      if (!sixteen || !(sixteen.serverCpuUsPerReq > 0)) continue;
+      server.push(one.serverCpuUsPerReq / sixteen.serverCpuUsPerReq);
+      if (one.dbCpuUsPerReq !== undefined && sixteen.dbCpuUsPerReq !== undefined)
+        withDb.push((one.serverCpuUsPerReq + one.dbCpuUsPerReq) / (sixteen.serverCpuUsPerReq + sixteen.dbCpuUsPerReq));
+    }
+    if (server.length)
+      out.push({ target, server: spread(server), ...(withDb.length ? { withDb: spread(withDb) } : {}) });
+  }
+  return out;
+}
+
+export function sendCpuRatioTable(ratios: SendCpuRatio[]): string {
+  return [
+    '| target | server CPU per send, c=1 / c=16 | with its PostgreSQL backends |',
+    '|---|--:|--:|',
+    ...ratios.map((r) => `| ${r.target} | ${sp(r.server, 2)} | ${sp(r.withDb, 2)} |`),
+  ].join('\n');
+}
+
 export function writeJson(path: string, data: unknown): void {
   mkdirSync(dirname(path), { recursive: true });
   writeFileSync(path, `${JSON.stringify(data, null, 2)}\n`);

@@ -172,15 +172,21 @@ function listening(name: string, child: ChildProcess): Promise<string> {
   });
 }
 
-/** The bare `node:http` reference (bench/bare-server.ts): the runtime's floor. */
-export async function bareServer(name: string): Promise<Target> {
-  const child = launch(['dist/bench/bare-server.js'], { ...ECHO_ENV }, 'pipe');
+/**
+ * The bare `node:http` reference (bench/bare-server.ts): the runtime's floor; `durable`, the floor of a server that
+ * commits each task to PostgreSQL (one statement per request) before it answers.
+ */
+export async function bareServer(name: string, durable = false): Promise<Target> {
+  const database = durable ? await createDatabase(name) : undefined;
+  const env: Record<string, string> = { ...ECHO_ENV, ...(database ? { BARE_DATABASE_URL: database.url } : {}) };
+  const child = launch(['dist/bench/bare-server.js'], env, 'pipe');
   const url = await listening(name, child);
   return {
     name,
     endpoints: [`${url}/rpc`],
     headers: { 'a2a-version': '1.0' },
     pids: [child.pid!],
+    database: database?.name,
     stop: () => stopChild(child),
   };
 }
@@ -367,6 +373,8 @@ export async function arbiterProxy(name: string): Promise<Target> {
  */
 export const TARGETS: { name: string; postgres: boolean; pgReplicas?: number; start: () => Promise<Target> }[] = [
   { name: 'bare', postgres: false, start: () => bareServer('bare') },
+  // A pool of 4 (bench/bare-server.ts), beside the replicas' pools within PostgreSQL's 100 connections.
+  { name: 'bare-pg', postgres: true, start: () => bareServer('bare-pg', true) },
   { name: 'sdk-memory', postgres: false, start: () => sdkServer('sdk-memory', 'memory') },
   { name: 'sdk-db', postgres: true, start: () => sdkServer('sdk-db', 'database') },
   {

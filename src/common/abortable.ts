@@ -1,4 +1,5 @@
 import { asError } from './errors.js';
+
 /** `work`, or the signal's reason once it aborts. */
 export function abortable<T>(work: Promise<T>, signal?: AbortSignal): Promise<T> {
   if (!signal) return work;

@@ -1,4 +1,5 @@
 import { asError } from './errors.js';
+
 /**
  * An unbounded-by-default async queue: producers `push`, one consumer
  * iterates. `close()` ends the iteration after the queued items;
