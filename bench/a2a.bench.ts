@@ -232,10 +232,11 @@ async function main(): Promise<void> {
     targets = targets.filter((t) => !t.postgres);
   }
   if (targets.length === 0) throw new Error('no target to run');
-  // The replicas' pools within PostgreSQL's connections (100 by default; the SDK's durable store holds 10 and the
-  // bench a few), unless set: at c=64 on a slow machine every replica fills its pool.
+  // The replicas' pools within PostgreSQL's 100 connections, unless set: at c=64 on a slow machine every replica fills
+  // its pool. Beside them the SDK's durable store holds 10, `bare-pg` 4, the bench up to 3, and each replica one
+  // more for its notifications.
   const replicas = targets.reduce((n, t) => n + (t.pgReplicas ?? 0), 0);
-  if (replicas > 0) process.env.BENCH_DB_POOL ??= String(Math.min(20, Math.floor(80 / replicas)));
+  if (replicas > 0) process.env.BENCH_DB_POOL ??= String(Math.min(20, Math.floor((100 - 10 - 4 - 3) / replicas) - 1));
   const autovacuum = postgres ? await autovacuumSetting() : undefined;
   out(
     `${cpus().length} CPUs, node ${process.version}; ${REPS} reps × ${scenarios.length} scenarios × ` +
@@ -392,8 +393,9 @@ async function main(): Promise<void> {
       targets: targets.map((t) => t.name),
       scenarios: scenarios.map((s) => ({ key: s.key, label: s.label, concurrency: s.concurrency })),
       echoEnv: ECHO_ENV,
-      arbiterDbPoolSize: 20,
+      arbiterDbPoolSize: Number(process.env.BENCH_DB_POOL ?? 20),
       sdkDbPoolSize: 10,
+      barePgPoolSize: 4,
       postgres: postgres ? withoutPassword(PG_URL) : null,
       autovacuum: autovacuum ?? null,
       vacuumAnalyze: postgres ? 'before each (rep, scenario) round, outside the measured windows' : null,

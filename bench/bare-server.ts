@@ -13,7 +13,9 @@
  * inserted (one prepared statement, committed on its own) before the send is
  * answered or the stream's last event written; GetTask reads the row. The
  * floor of a server that commits a task before it answers: one round trip to
- * PostgreSQL per request, nothing gathered.
+ * PostgreSQL per request, no batching, on a pool of 4 connections (with the
+ * driver's timeouts Arbiter uses, so a silent database fails requests instead
+ * of holding them).
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type ServerResponse } from 'node:http';
@@ -24,8 +26,11 @@ const chunks = Number(process.env.ARBITER_ECHO_CHUNKS ?? 4);
 const port = Number(process.env.PORT ?? 0);
 const databaseUrl = process.env.BARE_DATABASE_URL;
 const pool = databaseUrl
-  ? new pg.Pool({ connectionString: databaseUrl, max: Number(process.env.BARE_DB_POOL ?? 4) })
+  ? new pg.Pool({ connectionString: databaseUrl, max: 4, connectionTimeoutMillis: 3000, query_timeout: 15_000 })
   : undefined;
+// An idle connection that breaks (the database restarted) is dropped by the pool; without a listener it would end
+// the process.
+pool?.on('error', (err) => process.stderr.write(`bare-pg: idle connection lost: ${err.message}\n`));
 
 interface TextPart {
   text: string;
@@ -154,7 +159,7 @@ function stream(rpc: RpcRequest, res: ServerResponse): void {
     history: [input.message, agent],
   });
   if (!stored) return void end();
-  stored.then(end, () => res.destroy());
+  stored.then(end, () => res.end(`data: ${JSON.stringify(rpcError(id, -32603, 'could not store the task'))}\n\n`));
 }
 
 function handle(res: ServerResponse, body: string): void {
@@ -199,14 +204,22 @@ const server = createServer((req, res) => {
   req.on('end', () => handle(res, body));
 });
 server.keepAliveTimeout = 60_000;
+// A text key: an id that is not a UUID is a task not found, as in the Map.
 const ready = pool
-  ? pool.query('CREATE TABLE IF NOT EXISTS bare_tasks (id uuid PRIMARY KEY, task jsonb NOT NULL)')
+  ? pool.query('CREATE TABLE IF NOT EXISTS bare_tasks (id text PRIMARY KEY, task jsonb NOT NULL)')
   : Promise.resolve();
-void ready.then(() =>
-  server.listen(port, '127.0.0.1', () => {
-    const addr = server.address() as { port: number };
-    process.stdout.write(`listening on http://127.0.0.1:${addr.port} (bare node:http${pool ? ', PostgreSQL' : ''})\n`);
-  }),
+ready.then(
+  () =>
+    server.listen(port, '127.0.0.1', () => {
+      const addr = server.address() as { port: number };
+      process.stdout.write(
+        `listening on http://127.0.0.1:${addr.port} (bare node:http${pool ? ', PostgreSQL' : ''})\n`,
+      );
+    }),
+  (err: unknown) => {
+    process.stderr.write(`bare-pg: could not create its table: ${String(err)}\n`);
+    process.exit(1);
+  },
 );
 const stop = () => {
   server.closeAllConnections();

@@ -126,7 +126,10 @@ export function markdown(rows: Row[], labels: Map<string, string>): string {
   return out.join('\n');
 }
 
-/** Per target, the median over reps of `of(c=1) / of(c=16)` for blocking sends, both measured in the same rep. */
+/**
+ * Per target, the CPU per blocking send at c=1 over that at c=16, both measured in the same rep: median, min and max
+ * over the reps.
+ */
 export interface SendCpuRatio {
   target: string;
   server: Spread;
@@ -141,7 +144,7 @@ export function sendCpuRatios(all: Measurement[], targets: string[]): SendCpuRat
     const withDb: number[] = [];
     for (const one of all.filter((m) => m.target === target && m.scenario === 'send-1')) {
       const sixteen = all.find((m) => m.target === target && m.scenario === 'send-16' && m.rep === one.rep);
-      if (!sixteen || !(sixteen.serverCpuUsPerReq > 0)) continue;
+      if (!sixteen || !(sixteen.serverCpuUsPerReq > 0) || !Number.isFinite(one.serverCpuUsPerReq)) continue;
       server.push(one.serverCpuUsPerReq / sixteen.serverCpuUsPerReq);
       if (one.dbCpuUsPerReq !== undefined && sixteen.dbCpuUsPerReq !== undefined)
         withDb.push((one.serverCpuUsPerReq + one.dbCpuUsPerReq) / (sixteen.serverCpuUsPerReq + sixteen.dbCpuUsPerReq));

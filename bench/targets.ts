@@ -373,7 +373,7 @@ export async function arbiterProxy(name: string): Promise<Target> {
  */
 export const TARGETS: { name: string; postgres: boolean; pgReplicas?: number; start: () => Promise<Target> }[] = [
   { name: 'bare', postgres: false, start: () => bareServer('bare') },
-  // A pool of 4 (bench/bare-server.ts), beside the replicas' pools within PostgreSQL's 100 connections.
+  // A pool of 4 (bench/bare-server.ts), counted in the connection budget of bench/a2a.bench.ts.
   { name: 'bare-pg', postgres: true, start: () => bareServer('bare-pg', true) },
   { name: 'sdk-memory', postgres: false, start: () => sdkServer('sdk-memory', 'memory') },
   { name: 'sdk-db', postgres: true, start: () => sdkServer('sdk-db', 'database') },
