@@ -198,12 +198,22 @@ function progress(m: Measurement): string {
   );
 }
 
+/**
+ * Each target's warm-up before rep 1, unmeasured: every operation the scenarios make, long enough for the runtime's
+ * optimizing compiler to be done with the request path, so that rep 1 measures the server as later reps do (a
+ * fresh process compiles for its first seconds under load, on its own threads and at the cost of the requests).
+ */
+const WARM_UP = { sendSeconds: 3, streamSeconds: 1, getSeconds: 1, concurrency: 4 };
+
 async function prepare(t: Target): Promise<Running> {
   const r: Running = { target: t, urls: t.endpoints.map((e) => new URL(e)), turn: 0, taskIds: [] };
   const client = new Client(8);
+  const warm = async (seconds: number, op: () => Promise<unknown>) => {
+    const res = await closedLoop(WARM_UP.concurrency, seconds, op);
+    if (res.errors) throw new Error(`${t.name}: warm-up failed: ${res.firstError}`);
+  };
   try {
-    const warm = await closedLoop(4, 1, () => sendMessage(client, next(r), t.headers));
-    if (warm.errors) throw new Error(`${t.name}: warm-up failed: ${warm.firstError}`);
+    await warm(WARM_UP.sendSeconds, () => sendMessage(client, next(r), t.headers));
     const ids = await Promise.all(
       Array.from({ length: 8 }, async () => {
         const mine: string[] = [];
@@ -212,6 +222,8 @@ async function prepare(t: Target): Promise<Running> {
       }),
     );
     r.taskIds = ids.flat();
+    await warm(WARM_UP.streamSeconds, () => streamMessage(client, next(r), t.headers));
+    await warm(WARM_UP.getSeconds, () => getTask(client, next(r), t.headers, r.taskIds[randomInt(r.taskIds.length)]));
   } finally {
     client.close();
   }
@@ -384,7 +396,7 @@ async function main(): Promise<void> {
       seconds: SECONDS,
       reps: REPS,
       primeSeconds: PRIME_SECONDS,
-      warmUp: 'SendMessage c=4 for 1 s per target before rep 1',
+      warmUp: `per target before rep 1, at c=${WARM_UP.concurrency}: SendMessage ${WARM_UP.sendSeconds} s, SendStreamingMessage ${WARM_UP.streamSeconds} s, GetTask ${WARM_UP.getSeconds} s`,
       getTaskPool: GET_TASKS,
       subscriptions: SUBSCRIPTIONS,
       heldRuns: HELD,
