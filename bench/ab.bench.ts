@@ -64,6 +64,9 @@ interface Window extends LoadResult {
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+/** `median (min–max)` of the reps, `d` decimals. */
+const medianRange = (xs: number[], d = 0): string =>
+  `${median(xs).toFixed(d)} (${Math.min(...xs).toFixed(d)}–${Math.max(...xs).toFixed(d)})`;
 
 async function start(spec: string): Promise<Running> {
   const [dir = '.', ...flags] = spec.split('@');
@@ -182,8 +185,7 @@ async function main(): Promise<void> {
       `| checkout | req/s | p99 ms | server CPU µs/req | PostgreSQL CPU µs/req |${PAIRED ? ' CPU ÷ first, per rep |' : ''}`,
     );
     out(`|---|--:|--:|--:|--:|${PAIRED ? '--:|' : ''}`);
-    const f = (xs: number[], d = 0) =>
-      `${median(xs).toFixed(d)} (${Math.min(...xs).toFixed(d)}–${Math.max(...xs).toFixed(d)})`;
+    const f = medianRange;
     const base = running[0].results.get(scenario) ?? [];
     for (const r of running) {
       const ws = r.results.get(scenario) ?? [];
@@ -208,7 +210,7 @@ async function main(): Promise<void> {
     out('|---|--:|');
     for (const r of running) {
       const xs = allocated.get(r) ?? [];
-      out(`| ${r.label} | ${median(xs).toFixed(1)} (${Math.min(...xs).toFixed(1)}–${Math.max(...xs).toFixed(1)}) |`);
+      out(`| ${r.label} | ${medianRange(xs, 1)} |`);
     }
   }
 }

@@ -60,8 +60,8 @@ export class A2aRequestHandler {
     }
     // A run that settled by now (an in-process model's turn is written with its creation) says how the task
     // stands: no wait to set up.
-    const now = run?.settledTask;
-    const task = now ? now : await this.tasks.settled(ctx.principal.tenantId, taskId, afterSeq, () => ctx.signal, run);
+    const task =
+      run?.settledTask ?? (await this.tasks.settled(ctx.principal.tenantId, taskId, afterSeq, () => ctx.signal, run));
     const refused = upstreamRefusal(task);
     if (refused) throw refused;
     return this.streams.withFiles(ctx, task, { historyLength: p.historyLength });
