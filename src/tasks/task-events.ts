@@ -1,3 +1,4 @@
+import { extend } from '../common/extend.js';
 import type { ArtifactJson, MessageJson } from '../common/a2a-json.js';
 import type { AccountedCall } from '../usage/usage-call.js';
 import type { TaskStateName } from './task-state.js';
@@ -69,7 +70,7 @@ export class ArtifactFold {
       const last = existing.parts[existing.parts.length - 1];
       // Consecutive text chunks merge into one text part (a new part object: listed copies keep theirs).
       if (last && typeof last.text === 'string' && typeof part.text === 'string' && !part.metadata) {
-        existing.parts[existing.parts.length - 1] = { ...last, text: last.text + part.text };
+        existing.parts[existing.parts.length - 1] = extend(last, { text: last.text + part.text });
       } else if (!(typeof part.text === 'string' && part.text === '')) {
         existing.parts.push(part);
       }

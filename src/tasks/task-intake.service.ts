@@ -1,3 +1,4 @@
+import { extend } from '../common/extend.js';
 import { Latch } from '../common/latch.js';
 import { uuid7 } from '../common/ids.js';
 import { Injectable } from '@nestjs/common';
@@ -116,7 +117,7 @@ export class TaskIntake {
     const taskId = uuid7();
     const contextId = input.message.contextId || uuid7();
     const { message: withRefs, files } = storeFiles(input.message, this.config.maxTextFileBytes);
-    const message: MessageJson = { ...withRefs, taskId, contextId };
+    const message: MessageJson = extend(withRefs, { taskId, contextId });
     // A message in an existing context continues that conversation: the model sees its earlier turns.
     const history = input.message.contextId
       ? await this.contextHistory(input.tenantId, input.agent.id, contextId, taskId).catch(() => [])
@@ -212,7 +213,7 @@ export class TaskIntake {
     const spent = this.budgets.guard(input.tenantId, input.agent.id, 'start');
     if (spent) await spent;
     const { message: withRefs, files } = storeFiles(input.message, this.config.maxTextFileBytes);
-    const message: MessageJson = { ...withRefs, taskId: row.taskId, contextId: row.contextId };
+    const message: MessageJson = extend(withRefs, { taskId: row.taskId, contextId: row.contextId });
     const working: TaskEventBody = { kind: 'status', payload: { state: 'TASK_STATE_WORKING', timestamp: now() } };
     const cap = opts.runningCap ?? 0;
     const counted = this.budgets.countsRequests(input.tenantId, input.agent.id);

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Injectable } from '@nestjs/common';
+import { extend } from '../../common/extend.js';
 import type { TenantPrincipal, TenantScope } from '../../common/auth.decorators.js';
 import { DomainError } from '../../common/errors.js';
 import { findJsonProblem, MAX_JSON_DEPTH } from '../../common/json-guard.js';
@@ -130,7 +131,7 @@ export class A2aCall {
         outcome.release();
         held();
       };
-      return { ...outcome, release };
+      return extend(outcome, { release });
     } catch (err) {
       held();
       throw err;

@@ -5,6 +5,7 @@ import {
   type RunEvent,
   type RunInput,
 } from '../../orchestrator/run-event.js';
+import { extend } from '../../common/extend.js';
 import { ARBITER_ARTIFACT_META, type ArtifactJson, type MessageJson, type PartJson } from '../../common/a2a-json.js';
 import type { TaskEventBody } from '../task-events.js';
 import { describeStoredFile, fileRefOf, newFile, storeFileParts, type NewTaskFile } from '../task-files.js';
@@ -49,7 +50,7 @@ export function upstreamEvent(ev: Extract<RunEvent, { type: 'upstream_status' | 
 /** Upstream content with its file bytes stored (every file, however small), and no reference of the upstream's own. */
 export function upstreamFiles<T extends { parts: PartJson[] }>(content: T): { value: T; files: NewTaskFile[] } {
   const { parts, files } = storeFileParts(content.parts, 0);
-  return { value: parts === content.parts ? content : { ...content, parts }, files };
+  return { value: parts === content.parts ? content : extend(content, { parts } as Partial<T>), files };
 }
 
 /** The id of a turn's `response` artifact (its text chunks append to it). */

@@ -1,3 +1,4 @@
+import { extend } from '../../common/extend.js';
 import type { EventLog } from '../event-log/event-log.service.js';
 import type { Appended, TaskRowChange } from '../repositories/task-log.types.js';
 import type { ArtifactJson } from '../../common/a2a-json.js';
@@ -253,7 +254,7 @@ export function mergeChunks(events: TaskEventBody[]): TaskEventBody[] {
         !chunk.payload.lastChunk &&
         isBareClosing(e.payload.artifact, chunk.payload.artifact)
       ) {
-        out[i] = { kind: 'artifact', payload: { ...chunk.payload, lastChunk: true } };
+        out[i] = { kind: 'artifact', payload: extend(chunk.payload, { lastChunk: true }) };
         continue;
       }
     }
@@ -263,7 +264,10 @@ export function mergeChunks(events: TaskEventBody[]): TaskEventBody[] {
       prev.payload.depth === e.payload.depth &&
       prev.payload.agent === e.payload.agent
     ) {
-      out[out.length - 1] = { kind: 'text', payload: { ...prev.payload, delta: prev.payload.delta + e.payload.delta } };
+      out[out.length - 1] = {
+        kind: 'text',
+        payload: extend(prev.payload, { delta: prev.payload.delta + e.payload.delta }),
+      };
       continue;
     }
     if (prev?.kind === 'usage' && e.kind === 'usage') {
@@ -282,8 +286,8 @@ export function mergeChunks(events: TaskEventBody[]): TaskEventBody[] {
 function joinTexts(out: TaskEventBody[], texts: string[]): void {
   const last = out[out.length - 1];
   if (last?.kind !== 'artifact') return;
-  const artifact = { ...last.payload.artifact, parts: [{ text: texts.join('') }] };
-  out[out.length - 1] = { kind: 'artifact', payload: { ...last.payload, artifact } };
+  const artifact = extend(last.payload.artifact, { parts: [{ text: texts.join('') }] });
+  out[out.length - 1] = { kind: 'artifact', payload: extend(last.payload, { artifact }) };
 }
 
 /** An artifact event that only closes `prev`'s artifact: its id and name, one empty text part, nothing else. */

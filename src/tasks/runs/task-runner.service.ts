@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { extend } from '../../common/extend.js';
 import { isDatabaseUnavailable } from '../../common/db-errors.js';
 import { safeError } from '../../common/safe-error.js';
 import {
@@ -129,8 +130,7 @@ export class TaskRunner {
       start.ctx.agent.constitution.backend ? this.identity.id : undefined,
       run.abort,
     );
-    const ctx: RunContext = {
-      ...start.ctx,
+    const ctx: RunContext = extend(start.ctx, {
       artifacts: start.artifacts,
       withFileBytes: async (parts) => {
         const ids = fileIdsIn(parts);
@@ -147,7 +147,7 @@ export class TaskRunner {
           await this.budgets.guard(start.ctx.tenantId, agentId, 'run');
         })();
       },
-    };
+    });
     const mapper = new RunEventMapper(ctx, turnsIn(ctx.taskId, start.artifacts), start.tokens, (provider, model) =>
       this.prices.of(provider, model),
     );
@@ -247,7 +247,7 @@ export class TaskRunner {
             run,
             writer,
             { state: 'TASK_STATE_FAILED', error, message: mapper.failure(error), ...refused },
-            { ...known(), ...(budget ? { closing: mapper.closing() } : {}) },
+            budget ? extend(known(), { closing: mapper.closing() }) : known(),
           );
           return;
         }
@@ -255,7 +255,7 @@ export class TaskRunner {
           // An upstream's answer: its files stored first, the answer refers to them.
           const { value, files } = upstreamFiles(end.message);
           if (files.length && (await writer.write([], { files })) === null) return;
-          end = { ...end, message: value };
+          end = extend(end, { message: value });
         }
         const ending: RunEnding =
           end.type !== 'done'
