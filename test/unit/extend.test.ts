@@ -3,9 +3,12 @@ import { describe, it } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { extend } from '../../src/common/extend.js';
 
-// V8's own view of an object's shape: whether two objects share a map (what an inline cache keys on).
+// V8's own view of an object's shape: whether two objects share a map (what an inline cache keys on). Its
+// natives syntax only compiles from source, hence the Function constructor.
 setFlagsFromString('--allow-natives-syntax');
+// eslint-disable-next-line @typescript-eslint/no-implied-eval
 const sameMap = new Function('a', 'b', 'return %HaveSameMap(a, b)') as (a: object, b: object) => boolean;
+// eslint-disable-next-line @typescript-eslint/no-implied-eval
 const fast = new Function('a', 'return %HasFastProperties(a)') as (a: object) => boolean;
 
 interface Ctx {
