@@ -1,3 +1,4 @@
+import { isoTime } from '../common/iso-time.js';
 import { extend } from '../common/extend.js';
 import { Latch } from '../common/latch.js';
 import { uuid7 } from '../common/ids.js';
@@ -66,7 +67,6 @@ export interface ContinueOptions {
 const CONTEXT_TASKS = 20;
 const CONTEXT_CHARS = 64 * 1024;
 
-const now = (): string => new Date().toISOString();
 const asChat = (m: MessageJson): ChatMessage => ({
   role: m.role === 'ROLE_AGENT' ? 'assistant' : 'user',
   content: messageText(m),
@@ -122,7 +122,7 @@ export class TaskIntake {
     const history = input.message.contextId
       ? await this.contextHistory(input.tenantId, input.agent.id, contextId, taskId).catch(() => [])
       : [];
-    const at = now();
+    const at = isoTime();
     // submitted → working is written with the task itself: one statement instead of two.
     const taken: TaskEventBody = { kind: 'message', payload: { message } };
     const first: TaskEventBody[] = [
@@ -214,7 +214,7 @@ export class TaskIntake {
     if (spent) await spent;
     const { message: withRefs, files } = storeFiles(input.message, this.config.maxTextFileBytes);
     const message: MessageJson = extend(withRefs, { taskId: row.taskId, contextId: row.contextId });
-    const working: TaskEventBody = { kind: 'status', payload: { state: 'TASK_STATE_WORKING', timestamp: now() } };
+    const working: TaskEventBody = { kind: 'status', payload: { state: 'TASK_STATE_WORKING', timestamp: isoTime() } };
     const cap = opts.runningCap ?? 0;
     const counted = this.budgets.countsRequests(input.tenantId, input.agent.id);
     const r = await this.writer.continueWith(

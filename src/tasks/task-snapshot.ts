@@ -1,3 +1,4 @@
+import { isoOf } from '../common/iso-time.js';
 import type { ArtifactJson, MessageJson } from '../common/a2a-json.js';
 import type { TaskStateName } from './task-state.js';
 
@@ -46,8 +47,8 @@ export function toSnapshot(row: TaskRow, artifacts: ArtifactJson[] = row.artifac
     outputTokens: row.outputTokens,
     lastSeq: row.lastSeq,
     id: row.taskId,
-    timestamp: row.updatedAt.toISOString(),
+    timestamp: isoOf(row.updatedAt),
     artifacts,
-    createdAt: row.createdAt.toISOString(),
+    createdAt: isoOf(row.createdAt),
   };
 }

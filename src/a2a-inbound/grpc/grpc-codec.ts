@@ -1,5 +1,6 @@
 import * as protoLoader from '@grpc/proto-loader';
 import protobuf from 'protobufjs';
+import { isoTime } from '../../common/iso-time.js';
 import { MAX_JSON_DEPTH } from '../../common/json-guard.js';
 import { A2aError } from '../../a2a-wire/a2a-errors.js';
 import type { Json } from '../../a2a-wire/dialects/params.js';
@@ -164,7 +165,7 @@ function timestampToJson(t: unknown, path: string): string {
   ) {
     throw A2aError.invalidParams(path, 'is not a valid timestamp');
   }
-  return new Date(ms).toISOString();
+  return isoTime(ms);
 }
 
 function fieldToJson(field: protobuf.Field, v: unknown, path: string, depth: number): unknown {

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
+import { isoOf } from '../../common/iso-time.js';
 import type { ArtifactJson, MessageJson } from '../../common/a2a-json.js';
 import { isStatementRefused } from '../../common/db-errors.js';
 import type { DomainError } from '../../common/errors.js';
@@ -274,7 +275,7 @@ export class TaskLogWriter {
       if (!item) continue;
       const { i: _i, at, ...row } = r;
       const first = r.lastSeq - item.events.length;
-      const createdAt = at.toISOString();
+      const createdAt = isoOf(at);
       const events = item.events.map((e, k) => stored(e, item.taskId, first + k + 1, createdAt));
       out[r.i] = item.change.state ? { events: events, row } : { events: events };
       this.meter.record(r.tenantId, callsOf(item.events));
@@ -297,7 +298,7 @@ export class TaskLogWriter {
     ]);
     const refused = new Set(r?.refused ?? []);
     if (!r || r.n + refused.size !== items.length) throw new Error(`created ${r?.n ?? 0} of ${items.length} tasks`);
-    const createdAt = r.at.toISOString();
+    const createdAt = isoOf(r.at);
     return items.map((item, i) => {
       if (refused.has(i)) return runningCapReached(item.task.runningCap ?? 0);
       const f = folded[i];

@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { isoTime } from '../../common/iso-time.js';
 import { isDatabaseUnavailable } from '../../common/db-errors.js';
 import { safeError } from '../../common/safe-error.js';
 import { EventLog } from '../event-log/event-log.service.js';
@@ -26,7 +27,7 @@ const isTerminalEnding = (e: RunEnding): e is TerminalEnding =>
   e.state === 'TASK_STATE_FAILED' || e.state === 'TASK_STATE_CANCELED';
 
 /** The status event an ending writes. */
-export function endingStatus(e: RunEnding, timestamp = new Date().toISOString()): StatusPayload {
+export function endingStatus(e: RunEnding, timestamp = isoTime()): StatusPayload {
   switch (e.state) {
     case 'TASK_STATE_COMPLETED':
     case 'TASK_STATE_INPUT_REQUIRED':

@@ -5,6 +5,7 @@ import {
   type RunEvent,
   type RunInput,
 } from '../../orchestrator/run-event.js';
+import { isoTime } from '../../common/iso-time.js';
 import { extend } from '../../common/extend.js';
 import { ARBITER_ARTIFACT_META, type ArtifactJson, type MessageJson, type PartJson } from '../../common/a2a-json.js';
 import type { TaskEventBody } from '../task-events.js';
@@ -39,7 +40,7 @@ export function upstreamEvent(ev: Extract<RunEvent, { type: 'upstream_status' | 
   if (ev.type === 'upstream_status') {
     const { value: message, files } = upstreamFiles(ev.message);
     return {
-      event: { kind: 'status', payload: { state: 'TASK_STATE_WORKING', message, timestamp: new Date().toISOString() } },
+      event: { kind: 'status', payload: { state: 'TASK_STATE_WORKING', message, timestamp: isoTime() } },
       files,
     };
   }

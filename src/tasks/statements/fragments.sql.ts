@@ -1,3 +1,4 @@
+import { isoOf } from '../../common/iso-time.js';
 import type { StoredTaskEvent, TaskEventBody } from '../task-events.js';
 import { INTERRUPTED_STATES, RUNNING_STATES, TERMINAL_STATES } from '../task-state.js';
 import type { NewTaskFile } from '../task-files.js';
@@ -30,7 +31,7 @@ export function toStoredEvent(r: EventRow): StoredTaskEvent {
     seq: r.seq,
     kind: r.kind,
     payload: r.payload,
-    createdAt: r.created_at.toISOString(),
+    createdAt: isoOf(r.created_at),
   } as StoredTaskEvent;
 }
 
