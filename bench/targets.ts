@@ -52,6 +52,16 @@ async function freePort(): Promise<number> {
 }
 
 let allocDir: string | undefined;
+/** A program every server runs under from now on (`npm run bench:instructions`: callgrind), with its arguments. */
+let wrapper: string[] = [];
+
+/** From now on every server started runs under `command` (its process id stays the server's: valgrind execs it). */
+export function runUnder(command: string[]): void {
+  wrapper = command;
+}
+
+/** How much longer than normal a server may take to start: much longer under a wrapper such as valgrind. */
+const startFactor = (): number => (wrapper.length ? 10 : 1);
 
 /**
  * From now on every server started gets the allocation counter (bench/alloc-preload.ts), which
@@ -78,7 +88,8 @@ function launch(
     alloc.BENCH_ALLOC_DIR = allocDir;
     if (process.env.BENCH_ALLOC_SAMPLING) alloc.BENCH_ALLOC_SAMPLING = process.env.BENCH_ALLOC_SAMPLING;
   }
-  const child = spawn(process.execPath, [...flags, ...nodeArgs, ...args], {
+  const argv = [...wrapper, process.execPath, ...flags, ...nodeArgs, ...args];
+  const child = spawn(argv[0], argv.slice(1), {
     env: { PATH: process.env.PATH ?? '', ...alloc, ...env },
     stdio: ['ignore', stdout, 'inherit'],
   });
@@ -97,7 +108,7 @@ async function stopChild(child: ChildProcess): Promise<void> {
 }
 
 async function waitHealthy(url: string, child: ChildProcess): Promise<void> {
-  for (let i = 0; i < 600; i++) {
+  for (let i = 0; i < 600 * startFactor(); i++) {
     if (child.exitCode !== null) throw new Error(`${url}: exited ${child.exitCode} before becoming ready`);
     try {
       if ((await fetch(`${url}/v1/health/ready`)).ok) return;
@@ -157,7 +168,7 @@ async function migrateSdkStore(url: string): Promise<void> {
 function listening(name: string, child: ChildProcess): Promise<string> {
   return new Promise<string>((resolve, reject) => {
     let out = '';
-    const timer = setTimeout(() => reject(new Error(`${name} did not start: ${out}`)), 60_000);
+    const timer = setTimeout(() => reject(new Error(`${name} did not start: ${out}`)), 60_000 * startFactor());
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /listening on (http:\/\/[^\s]+)/.exec(out);
