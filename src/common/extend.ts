@@ -9,9 +9,9 @@
  * either way.
  *
  * The one difference from a spread: `Object.assign` sets, so an own `__proto__` key (JSON.parse makes one)
- * would set the copy's prototype. Such a base is copied with the spread.
+ * would set the copy's prototype. Objects with one are copied with the spread.
  */
 export function extend<T extends object>(base: T, more: Partial<T>): T {
-  if (Object.hasOwn(base, '__proto__')) return { ...base, ...more };
+  if (Object.hasOwn(base, '__proto__') || Object.hasOwn(more, '__proto__')) return { ...base, ...more };
   return Object.assign({}, base, more);
 }

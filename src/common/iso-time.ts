@@ -3,11 +3,11 @@
  *
  * On Node 20 V8 formats an ISO string with a printf per field (about 7,500 instructions, four times per blocking
  * send). Here the day's part (`2026-12-07T`) is formatted once per day and the time of day from a table of
- * two-digit strings. A time before 1970 or after 9999 (and an invalid one, which throws the same RangeError) is
- * left to V8.
+ * two-digit strings. A time before 1970 or after 9999, a fraction of a millisecond (which a Date drops), and an
+ * invalid time (which throws the same RangeError) are left to V8.
  */
 export function isoTime(ms: number = Date.now()): string {
-  if (!(ms >= 0 && ms < MAX_FAST)) return new Date(ms).toISOString();
+  if (!(ms >= 0 && ms < MAX_FAST && ms % 1 === 0)) return new Date(ms).toISOString();
   const day = Math.floor(ms / DAY);
   if (day !== cachedDay) {
     cachedDay = day;

@@ -37,6 +37,10 @@ describe('extend', () => {
     assert.deepEqual(Object.keys(copy), ['__proto__', 'text']);
     assert.equal((copy as { polluted?: boolean }).polluted, undefined);
     assert.equal(copy.text, 'ab');
+    const more = JSON.parse('{"__proto__": {"polluted": true}, "text": "b"}') as { text: string };
+    const other = extend({ text: 'a' }, more);
+    assert.equal(Object.getPrototypeOf(other), Object.prototype);
+    assert.deepEqual(Object.keys(other), ['text', '__proto__']);
   });
 
   it('gives copies of objects of one shape one map with fast properties, however many are made', () => {
