@@ -4,8 +4,9 @@
  * its caches are after the processor idles.
  *
  * Each target (`arbiter-pg` and the `bare-pg` floor by default) runs under callgrind with its instrumentation
- * off; it is warmed up with sends at c=4 at nearly native speed, then counted over a fixed number of sends at
- * c=16, at c=1, and both again. The main thread (the request's work) is reported apart from V8's helper threads
+ * off (still several times slower than without valgrind, but far faster than counting); it is warmed up with sends
+ * at c=4, then counted over a fixed number of sends at c=16, at c=1, and both again. A target of one server
+ * process only (not the gateway with its upstream, not two replicas). The main thread (the request's work) is reported apart from V8's helper threads
  * (the optimizing compiler, the garbage collector's helpers), whose share depends on how far compilation has got.
  *
  *   BENCH_INSTR_TARGETS  targets of `npm run bench` to count (default arbiter-pg,bare-pg)
@@ -23,6 +24,8 @@ const SENDS = Number(process.env.BENCH_INSTR_SENDS ?? 600);
 const WARM = Number(process.env.BENCH_INSTR_WARM ?? 8000);
 const NAMES = (process.env.BENCH_INSTR_TARGETS ?? 'arbiter-pg,bare-pg').split(',').filter(Boolean);
 const WINDOWS = [16, 1, 16, 1];
+/** Where callgrind writes its dumps; removed at the end, or on ^C. */
+let dir = '';
 
 /** Instructions counted in one window: the main thread's, and every thread's. */
 export interface Counted {
@@ -37,14 +40,15 @@ export interface Counted {
  */
 export function readPart(dir: string, pid: number, part: number): { main: number; all: number } {
   const prefix = `cg.${pid}.${part}-`;
-  let main = 0;
+  let main: number | undefined;
   let all = 0;
   for (const f of readdirSync(dir).filter((n) => n.startsWith(prefix))) {
     const m = /^totals:\s+(\d+)/m.exec(readFileSync(join(dir, f), 'utf8'));
-    const n = m ? Number(m[1]) : 0;
-    all += n;
-    if (f === `${prefix}01`) main = n;
+    if (!m) throw new Error(`${f}: no totals line`);
+    all += Number(m[1]);
+    if (f === `${prefix}01`) main = Number(m[1]);
   }
+  if (main === undefined) throw new Error(`no dump of the main thread (${prefix}01) in ${dir}`);
   return { main, all };
 }
 
@@ -60,15 +64,16 @@ async function sends(target: Target, concurrency: number, n: number): Promise<vo
 }
 
 const control = (pid: number, ...args: string[]): void => {
-  execFileSync('callgrind_control', [...args, String(pid)], { stdio: 'ignore' });
+  execFileSync('callgrind_control', [...args, String(pid)], { stdio: 'ignore', timeout: 120_000 });
 };
 
-async function count(name: string, dir: string): Promise<Counted[]> {
+async function count(name: string): Promise<Counted[]> {
   const spec = TARGETS.find((t) => t.name === name);
   if (!spec) throw new Error(`unknown target ${name} (one of ${TARGETS.map((t) => t.name).join(', ')})`);
   const started = performance.now();
   const target = await spec.start();
   try {
+    if (target.pids.length !== 1) throw new Error(`${name}: ${target.pids.length} server processes; one is counted`);
     const pid = target.pids[0];
     console.error(`started ${name} under callgrind (pid ${pid}) in ${Math.round(performance.now() - started)} ms`);
     await sends(target, 4, WARM);
@@ -114,8 +119,10 @@ async function main(): Promise<void> {
   } catch {
     throw new Error('valgrind is not installed (Debian: apt-get install valgrind)');
   }
-  if (!(await pgReachable())) throw new Error('PostgreSQL is not reachable (BENCH_DATABASE_URL)');
-  const dir = mkdtempSync(join(tmpdir(), 'arbiter-bench-callgrind-'));
+  if (TARGETS.some((t) => NAMES.includes(t.name) && t.postgres) && !(await pgReachable())) {
+    throw new Error('PostgreSQL is not reachable (BENCH_DATABASE_URL)');
+  }
+  dir = mkdtempSync(join(tmpdir(), 'arbiter-bench-callgrind-'));
   runUnder([
     'valgrind',
     '-q',
@@ -127,7 +134,7 @@ async function main(): Promise<void> {
   ]);
   const results: { name: string; windows: Counted[] }[] = [];
   try {
-    for (const name of NAMES) results.push({ name, windows: await count(name, dir) });
+    for (const name of NAMES) results.push({ name, windows: await count(name) });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -140,6 +147,7 @@ async function main(): Promise<void> {
 
 if (process.argv[1]?.endsWith('instructions.bench.js')) {
   process.once('SIGINT', () => {
+    if (dir) rmSync(dir, { recursive: true, force: true });
     void cleanup().finally(() => process.exit(130));
   });
   main()

@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import { instructionTable, readPart } from '../../bench/instructions.bench.js';
 
 describe('bench: instructions per send', () => {
-  it("reads a dump's totals per thread: the main thread's apart, every thread's summed, other parts ignored", () => {
+  it("reads a dump's totals per thread: the main thread's apart, every thread's summed, other parts ignored; a missing or cut dump is an error", () => {
     const dir = mkdtempSync(join(tmpdir(), 'bench-instr-'));
     try {
       const dump = (name: string, totals: number) =>
@@ -17,7 +17,9 @@ describe('bench: instructions per send', () => {
       dump('cg.42.1-01', 999_999); // another window
       dump('cg.4.2-01', 777); // another process
       assert.deepEqual(readPart(dir, 42, 2), { main: 600_000, all: 720_005 });
-      assert.deepEqual(readPart(dir, 42, 3), { main: 0, all: 0 });
+      assert.throws(() => readPart(dir, 42, 3), /no dump of the main thread/);
+      writeFileSync(join(dir, 'cg.42.3-01'), 'version: 1\n'); // cut short
+      assert.throws(() => readPart(dir, 42, 3), /no totals line/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
