@@ -185,22 +185,21 @@ async function main(): Promise<void> {
       `| checkout | req/s | p99 ms | server CPU µs/req | PostgreSQL CPU µs/req |${PAIRED ? ' CPU ÷ first, per rep |' : ''}`,
     );
     out(`|---|--:|--:|--:|--:|${PAIRED ? '--:|' : ''}`);
-    const f = medianRange;
     const base = running[0].results.get(scenario) ?? [];
     for (const r of running) {
       const ws = r.results.get(scenario) ?? [];
       const pg = ws.map((w) => w.pgUs).filter((x): x is number => x !== undefined);
       const ratio = PAIRED
-        ? ` ${f(
+        ? ` ${medianRange(
             ws.map((w, i) => w.serverUs / base[i].serverUs),
             3,
           )} |`
         : '';
       out(
-        `| ${r.label} | ${f(ws.map((w) => w.perSecond))} | ${f(
+        `| ${r.label} | ${medianRange(ws.map((w) => w.perSecond))} | ${medianRange(
           ws.map((w) => w.p99),
           1,
-        )} | ` + `${f(ws.map((w) => w.serverUs))} | ${pg.length ? f(pg) : '–'} |${ratio}`,
+        )} | ` + `${medianRange(ws.map((w) => w.serverUs))} | ${pg.length ? medianRange(pg) : '–'} |${ratio}`,
       );
     }
   }

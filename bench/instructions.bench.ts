@@ -6,8 +6,9 @@
  * Each target (`arbiter-pg` and the `bare-pg` floor by default) runs under callgrind with its instrumentation
  * off (still several times slower than without valgrind, but far faster than counting); it is warmed up with sends
  * at c=4, then counted over a fixed number of sends at c=16, at c=1, and both again. A target of one server
- * process only (not the gateway with its upstream, not two replicas). The main thread (the request's work) is reported apart from V8's helper threads
- * (the optimizing compiler, the garbage collector's helpers), whose share depends on how far compilation has got.
+ * process only (not the gateway with its upstream, not two replicas). The main thread (the request's work) is
+ * reported apart from V8's helper threads (the optimizing compiler, the garbage collector's helpers), whose share
+ * depends on how far compilation has got.
  *
  *   BENCH_INSTR_TARGETS  targets of `npm run bench` to count (default arbiter-pg,bare-pg)
  *   BENCH_INSTR_SENDS    sends per counted window (default 600)
@@ -56,11 +57,15 @@ async function sends(target: Target, concurrency: number, n: number): Promise<vo
   const client = new Client(concurrency);
   const url = new URL(target.endpoints[0]);
   let left = n;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (left-- > 0) await sendMessage(client, url, target.headers);
-    }),
-  );
+  try {
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (left-- > 0) await sendMessage(client, url, target.headers);
+      }),
+    );
+  } finally {
+    client.close();
+  }
 }
 
 const control = (pid: number, ...args: string[]): void => {
