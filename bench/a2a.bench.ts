@@ -37,7 +37,15 @@ import { ALLOC_CONCURRENCY, allocationPerSend, allocationTable, type AllocPart }
 import { gatewayTable } from './gateway.js';
 import { heldRuns, type HeldRunsResult } from './held.js';
 import { idleSubscriptions, type MemoryResult } from './memory.js';
-import { markdown, sendCpuRatios, sendCpuRatioTable, summarize, writeJson, type Measurement } from './report.js';
+import {
+  markdown,
+  median,
+  sendCpuRatios,
+  sendCpuRatioTable,
+  summarize,
+  writeJson,
+  type Measurement,
+} from './report.js';
 import {
   backendPids,
   cleanup,
@@ -364,7 +372,6 @@ async function main(): Promise<void> {
     }
   }
   if (held) {
-    const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
     const range = (xs: number[]) => `${Math.min(...xs).toFixed(0)}–${Math.max(...xs).toFixed(0)}`;
     out(
       `\n## Held runs: one arbiter-pg replica holding ${held.held} runs (\`hold\`) against one holding none, ` +
@@ -373,12 +380,12 @@ async function main(): Promise<void> {
     out('| | holding none | holding ' + held.held + ' | ratio |');
     out('|---|--:|--:|--:|');
     out(
-      `| tasks created /s, median (min–max) | ${med(held.none).toFixed(0)} (${range(held.none)}) | ` +
-        `${med(held.holding).toFixed(0)} (${range(held.holding)}) | ×${(med(held.holding) / med(held.none)).toFixed(2)} |`,
+      `| tasks created /s, median (min–max) | ${median(held.none).toFixed(0)} (${range(held.none)}) | ` +
+        `${median(held.holding).toFixed(0)} (${range(held.holding)}) | ×${(median(held.holding) / median(held.none)).toFixed(2)} |`,
     );
     out(
-      `| server CPU µs per task | ${med(held.cpuNone).toFixed(0)} | ${med(held.cpuHolding).toFixed(0)} | ` +
-        `×${(med(held.cpuHolding) / med(held.cpuNone)).toFixed(2)} |`,
+      `| server CPU µs per task | ${median(held.cpuNone).toFixed(0)} | ${median(held.cpuHolding).toFixed(0)} | ` +
+        `×${(median(held.cpuHolding) / median(held.cpuNone)).toFixed(2)} |`,
     );
     out(
       `\nResident memory: ${held.beforeMiB.toFixed(1)} MiB before, ${held.afterMiB.toFixed(1)} MiB with ${held.held} held ` +

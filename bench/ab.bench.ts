@@ -23,6 +23,7 @@
 import { resolve } from 'node:path';
 import { allocationPerSend } from './alloc.js';
 import { Client, closedLoop, cpuMicros, getTask, sendMessage, streamMessage, type LoadResult } from './load.js';
+import { median } from './report.js';
 import {
   arbiter,
   backendPids,
@@ -63,7 +64,6 @@ interface Window extends LoadResult {
 }
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 /** `median (min–max)` of the reps, `d` decimals. */
 const medianRange = (xs: number[], d = 0): string =>
   `${median(xs).toFixed(d)} (${Math.min(...xs).toFixed(d)}–${Math.max(...xs).toFixed(d)})`;
