@@ -28,18 +28,27 @@ export async function startEngine(env: Record<string, string> = {}): Promise<Tes
   const home = tempHome();
   const db: TestDatabase = await freshDatabase();
   if (!db.url) seedEmbeddedDatabase(home);
-  const config = loadConfig(
-    withLoopbackProviders({
-      ARBITER_HOME: home,
-      ARBITER_ADMIN_TOKEN: `adm_${randomBytes(24).toString('hex')}`,
-      LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
-      // Runs left in flight end at close at once (a test of the grace period sets its own).
-      ARBITER_SHUTDOWN_GRACE_MS: '0',
-      ...(db.url ? { DATABASE_URL: db.url } : {}),
-      ...env,
-    }),
-  );
-  const app = await NestFactory.createApplicationContext(AppModule.forRoot(config), { bufferLogs: true });
+  let config: AppConfig;
+  let app: INestApplicationContext;
+  try {
+    config = loadConfig(
+      withLoopbackProviders({
+        ARBITER_HOME: home,
+        ARBITER_ADMIN_TOKEN: `adm_${randomBytes(24).toString('hex')}`,
+        LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+        // Runs left in flight end at close at once (a test of the grace period sets its own).
+        ARBITER_SHUTDOWN_GRACE_MS: '0',
+        ...(db.url ? { DATABASE_URL: db.url } : {}),
+        ...env,
+      }),
+    );
+    app = await NestFactory.createApplicationContext(AppModule.forRoot(config), { bufferLogs: true });
+  } catch (err) {
+    // An engine that fails to start leaves neither its database nor its home behind.
+    await db.drop();
+    rmSync(home, { recursive: true, force: true });
+    throw err;
+  }
   app.useLogger(new NestPino(rootLogger(config.logLevel)));
   const ds = app.get<DataSource>(getDataSourceToken());
   return {

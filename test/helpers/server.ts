@@ -76,8 +76,17 @@ export async function startTestServer(
     ...(db.url ? { DATABASE_URL: db.url } : {}),
     ...opts.env,
   };
-  const config = loadConfig(withLoopbackProviders(env));
-  const running = await startApp(config);
+  let config: AppConfig;
+  let running: RunningApp;
+  try {
+    config = loadConfig(withLoopbackProviders(env));
+    running = await startApp(config);
+  } catch (err) {
+    // A start that fails (some tests expect it to) leaves nothing behind that this helper made.
+    if (!opts.db) await db.drop();
+    if (!opts.home) rmSync(home, { recursive: true, force: true });
+    throw err;
+  }
   const httpServer = running.app.getHttpServer() as Server;
   const unused = unusedConnections(httpServer);
   const http = new HttpClient(running.url);
