@@ -83,7 +83,8 @@ export async function startTestServer(
     running = await startApp(config);
   } catch (err) {
     // A start that fails (some tests expect it to) leaves nothing behind that this helper made.
-    if (!opts.db) await db.drop();
+    // (The start's error is the one the caller sees, even if the drop fails too.)
+    if (!opts.db) await db.drop().catch(() => undefined);
     if (!opts.home) rmSync(home, { recursive: true, force: true });
     throw err;
   }
