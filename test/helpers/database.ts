@@ -16,12 +16,15 @@ export interface TestDatabase {
 
 export const REAL_POSTGRES = Boolean(process.env.DATABASE_URL);
 
+/** How the databases this process makes begin: `arbiter_t_<pid>_` (CI sets a per-run prefix, so its clean-up never touches another run's). */
+export function ownDatabasePrefix(): string {
+  return `${process.env.TEST_DB_PREFIX ?? 'arbiter_t'}_${process.pid}_`;
+}
+
 export async function freshDatabase(): Promise<TestDatabase> {
   const base = process.env.DATABASE_URL;
   if (!base) return { url: undefined, drop: () => Promise.resolve() };
-  // CI sets a per-run prefix so its clean-up never touches another run's databases.
-  const prefix = process.env.TEST_DB_PREFIX ?? 'arbiter_t';
-  const name = `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const name = `${ownDatabasePrefix()}${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: base });
   await admin.connect();
   try {

@@ -6,18 +6,17 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { startEngine } from '../helpers/engine.js';
-import { REAL_POSTGRES } from '../helpers/database.js';
+import { ownDatabasePrefix, REAL_POSTGRES } from '../helpers/database.js';
 import { startTestServer } from '../helpers/server.js';
 
-/** The databases this test process has made (`freshDatabase` names them with the process id). */
+/** The databases this test process has made (`freshDatabase` names them with `ownDatabasePrefix`). */
 async function ownDatabases(): Promise<string[]> {
   const c = new pg.Client({ connectionString: process.env.DATABASE_URL });
   await c.connect();
   try {
-    const prefix = `${process.env.TEST_DB_PREFIX ?? 'arbiter_t'}_${process.pid}_`;
     const { rows } = await c.query<{ datname: string }>(
       'SELECT datname FROM pg_database WHERE starts_with(datname, $1) ORDER BY 1',
-      [prefix],
+      [ownDatabasePrefix()],
     );
     return rows.map((r) => r.datname);
   } finally {

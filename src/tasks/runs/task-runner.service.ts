@@ -243,11 +243,13 @@ export class TaskRunner {
           const error = budget ? end.message : `${end.code}: ${end.message}`;
           // An upstream's refusal of the send is kept with the task: a blocking caller is answered it as an error.
           const refused = end.refusal ? { metadata: { [UPSTREAM_ERROR]: end.refusal } } : {};
+          const state = known();
+          if (budget) state.closing = mapper.closing();
           await this.ends.fromRun(
             run,
             writer,
             { state: 'TASK_STATE_FAILED', error, message: mapper.failure(error), ...refused },
-            budget ? extend(known(), { closing: mapper.closing() }) : known(),
+            state,
           );
           return;
         }
