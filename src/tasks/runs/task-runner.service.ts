@@ -245,12 +245,8 @@ export class TaskRunner {
           const refused = end.refusal ? { metadata: { [UPSTREAM_ERROR]: end.refusal } } : {};
           const state = known();
           if (budget) state.closing = mapper.closing();
-          await this.ends.fromRun(
-            run,
-            writer,
-            { state: 'TASK_STATE_FAILED', error, message: mapper.failure(error), ...refused },
-            state,
-          );
+          const failed: RunEnding = { state: 'TASK_STATE_FAILED', error, message: mapper.failure(error), ...refused };
+          await this.ends.fromRun(run, writer, failed, state);
           return;
         }
         if (end.message) {
