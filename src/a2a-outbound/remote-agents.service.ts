@@ -35,6 +35,11 @@ const TERMINAL = new Set(['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STA
 const INTERRUPTED = new Set(['TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_AUTH_REQUIRED']);
 
 const capText = (text: string): string => capBytes(text, REPLY_CAP);
+/**
+ * A failure's text as the calling agent (and so its task) sees it: the remote's own words can echo what Arbiter sent
+ * it, so the entry's secrets, and anything shaped like a bearer token or a JWT, are taken out.
+ */
+const shown = (remote: RemoteAgent, text: string): string => stripSecrets(text, secretsOf(remote.auth));
 
 /**
  * Remote A2A agents through the official SDK client: the card from the
@@ -104,7 +109,7 @@ export class RemoteAgents {
       cached = await this.cards.cardFor(remote, signal);
     } catch (err) {
       signal.throwIfAborted();
-      return describeCardError(err);
+      return shown(remote, describeCardError(err));
     }
     const c = cached.card;
     const lines = [
@@ -167,7 +172,7 @@ export class RemoteAgents {
       cached = await this.cards.cardFor(remote, callSignal);
     } catch (err) {
       signal.throwIfAborted();
-      return { body: describeCardError(err) };
+      return { body: shown(remote, describeCardError(err)) };
     }
     let remoteTaskId: string | undefined;
     const sentId = randomUUID();
@@ -209,7 +214,7 @@ export class RemoteAgents {
         return { body: capText(`(the remote agent needs ${waiting})${reply ? `\n${reply}` : ''}`), remoteTaskId };
       }
       const what = state.replace('TASK_STATE_', '').toLowerCase();
-      return { body: capText(`ERR: remote task ${what}${reply ? `: ${reply}` : ''}`), remoteTaskId };
+      return { body: capText(shown(remote, `ERR: remote task ${what}${reply ? `: ${reply}` : ''}`)), remoteTaskId };
     } catch (err) {
       if (callSignal.aborted) {
         if (remoteTaskId) await this.cancelRemote(cached.client, remoteTaskId);
@@ -219,7 +224,7 @@ export class RemoteAgents {
           remoteTaskId,
         };
       }
-      return { body: describeCallError(err), remoteTaskId };
+      return { body: shown(remote, describeCallError(err)), remoteTaskId };
     }
   }
 

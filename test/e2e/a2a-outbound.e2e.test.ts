@@ -1,6 +1,7 @@
 // Also loaded by the test runner (--import); here too so that running this file alone keeps the tripwire.
 import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -11,6 +12,9 @@ import { metric } from '../helpers/metrics.js';
 import { startGeminiLike, startVoltLike, type PeerAgent } from '../helpers/peer-agents.js';
 import { startReferenceAgent, type ReferenceAgent } from '../helpers/reference-agents.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+
+/** The credential of the remote whose errors repeat it. */
+const RPC_ERROR_KEY = `rpc-error-key-${randomBytes(8).toString('hex')}`;
 
 describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference servers', () => {
   let fake: FakeProvider;
@@ -95,7 +99,7 @@ describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference
       nocard: { url: `${v1.url}/nothing` },
       notacard: { url: `${v1.url}/notacard` },
       broken: { url: `${v1.url}/broken` },
-      rpc_error: { url: `${v1.url}/rpc-error` },
+      rpc_error: { url: `${v1.url}/rpc-error`, auth: { token: RPC_ERROR_KEY } },
       garbage: { url: `${v1.url}/garbage` },
       wrong_token: { url: `${server.url}/v1/a2a/agents/helper`, auth: { token: 'atr_not-a-valid-token' } },
       no_token: { url: `${server.url}/v1/a2a/agents/helper`, auth: { token_env: 'ARBITER_TEST_UNSET_VAR' } },
@@ -295,12 +299,17 @@ describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference
     assert.match(results[3], /\nERR: transport: ECONNREFUSED\n/);
     assert.match(results[4], /\nERR: (card fetch failed: )?HTTP 401: unauthorized/);
     assert.match(results[5], /\nERR: HTTP 401: no token \(environment variable ARBITER_TEST_UNSET_VAR is not set\)\n/);
-    assert.match(results[6], /\nERR: JSON-RPC -32603: .*remote exploded/);
+    // The remote's error repeats the key it was sent: the caller's agent (and its task) sees it redacted.
+    assert.match(
+      results[6],
+      /\nERR: JSON-RPC -32603: .*remote exploded \(the key \[redacted\], sent as "Bearer \[redacted\]"\)\n/,
+    );
+    assert.ok(!JSON.stringify(events).includes(RPC_ERROR_KEY), 'the remote credential reaches no event');
     assert.match(results[7], /\nERR: malformed response: /);
     assert.match(results[8], /\nERR: usage: \/a2a list \| \/a2a card <name> \| \/a2a call <name> <message>\n/);
     assert.match(results[9], /\nERR: usage: /);
     assert.ok(events.filter((e) => e.event === 'tool_call').every((e) => e.data.ok === false));
-    assert.ok(!fed.includes(b.token), 'tokens never reach the model');
+    assert.ok(!fed.includes(b.token) && !fed.includes(RPC_ERROR_KEY), 'tokens never reach the model');
   });
 
   it("canceling the caller cancels the remote task (Arbiter's and an SDK server's)", async () => {

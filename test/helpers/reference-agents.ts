@@ -172,10 +172,13 @@ export async function startReferenceAgent(
       res.json(AgentCard.toJSON(card(`${url}/rpc-error`)));
     });
     app.post('/rpc-error', express.json(), (req, res) => {
+      // Like a careless server, its error repeats the caller's credential, with its scheme and without.
+      const auth = req.headers.authorization;
+      const key = auth ? ` (the key ${auth.replace(/^Bearer /, '')}, sent as "${auth}")` : '';
       res.json({
         jsonrpc: '2.0',
         id: (req.body as { id?: unknown }).id ?? null,
-        error: { code: -32603, message: 'remote exploded' },
+        error: { code: -32603, message: `remote exploded${key}` },
       });
     });
     app.get('/garbage/agent-card.json', (_req, res) => {
