@@ -16,6 +16,8 @@ export interface EntryRules {
    * refused); throws a 400 naming the field. Returns the paths of its secrets (`auth/token`, `headers/<name>`).
    */
   check(name: string, entry: Record<string, unknown>): string[];
+  /** The fields naming where an entry's requests, and so its secrets, go (`url`, `card_url`). */
+  destinations: readonly string[];
 }
 
 const view = (e: TenantEntry): EntryView => ({
@@ -34,10 +36,20 @@ function normalised(entry: Record<string, unknown>): Record<string, unknown> {
   return entry;
 }
 
+/** The origin of a URL field's value (the value itself when it is no URL: then it is refused anyway). */
+function originOf(value: unknown): string {
+  try {
+    return new URL(String(value)).origin;
+  } catch {
+    return String(value);
+  }
+}
+
 /**
  * The API over a tenant's own entries of one registry: create, list, read, patch (fields given replace the stored
  * ones, `null` removes one; `auth` is replaced whole, its secrets given again), delete. Reads never carry a
- * secret: each shows as `"set"`.
+ * secret: each shows as `"set"`. A patch that points an entry at another origin must give its secret fields again
+ * (or `null`): a stored secret is never sent where its owner did not send it.
  */
 export class TenantEntries {
   constructor(
@@ -74,6 +86,7 @@ export class TenantEntries {
           if (v === null) delete next[k];
           else if (v !== undefined) next[k] = v;
         }
+        this.keepSecretsHome(current, next, patch);
         const entry = normalised(next);
         return takeSecrets(entry, this.rules.check(name, entry));
       },
@@ -81,6 +94,34 @@ export class TenantEntries {
       by,
     );
     return this.get(tenantId, name);
+  }
+
+  /**
+   * Refuses a patch that sends the entry's requests to an origin it did not use while it keeps a stored secret
+   * field (`auth`, `headers`) the patch does not give again: whoever may edit an entry may not see its secrets,
+   * and pointing it at their own server would hand them over.
+   */
+  private keepSecretsHome(
+    current: { config: Record<string, unknown>; secrets: Record<string, string> },
+    next: Record<string, unknown>,
+    patch: Record<string, unknown>,
+  ): void {
+    const origins = (entry: Record<string, unknown>): string[] =>
+      this.rules.destinations.filter((f) => entry[f] !== undefined).map((f) => originOf(entry[f]));
+    const before = new Set(origins(current.config));
+    if (origins(next).every((o) => before.has(o))) return;
+    const kept = [...new Set(Object.keys(current.secrets).map((path) => path.slice(0, path.indexOf('/'))))].filter(
+      (field) => patch[field] === undefined,
+    );
+    if (kept.length === 0) return;
+    throw DomainError.validation(
+      kept.sort().map((field) => ({
+        field,
+        messages: [
+          `${field}: the ${this.rules.what} would send its requests to another origin; give ${field} again in the same request, or null to remove it (stored secrets go only where they were sent before)`,
+        ],
+      })),
+    );
   }
 
   remove(tenantId: string, name: string, by: ChangeBy): Promise<void> {

@@ -84,6 +84,8 @@ describe('tenant registries on two replicas', { skip: !REAL_POSTGRES && 'needs a
     const patched = await onA.patch('/v1/remote-agents/peer', {
       url: `${alpha.url}/a2a/alpha`,
       card_url: `${alpha.url}/.well-known/alpha/agent-card.json`,
+      // Another origin: the credential is given again (a stored one goes only where it went before).
+      auth: { type: 'bearer', token: 'sealed-on-a-for-alpha' },
     });
     assert.equal(patched.status, 200, patched.text);
     assert.match(await run(b, '/a2a call peer again'), /\nalpha heard: again\n/);

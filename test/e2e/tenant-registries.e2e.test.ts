@@ -170,6 +170,69 @@ describe('per-tenant registries: /v1/remote-agents and /v1/mcp-servers', () => {
     assert.equal((await a.client.delete('/v1/remote-agents/peer')).status, 404);
   });
 
+  it('a PATCH that points an entry at another origin must give its secrets again: else refused, nothing changed', async () => {
+    await newAgent(c, { id: 'for-a-too', model: script('for-a-too-m', (call) => `for-a-too says: ${call.last}`) });
+    const home = `${server.url}/v1/a2a/agents/for-a`;
+    const created = await a.client.post('/v1/remote-agents', {
+      name: 'mover',
+      url: home,
+      auth: { type: 'bearer', token: c.token },
+    });
+    assert.equal(created.status, 201, created.text);
+    // To another origin (the url, or the card's), keeping the stored token: refused, naming `auth`.
+    for (const patch of [
+      { url: `${beta.url}/a2a/beta` },
+      { card_url: `${beta.url}/.well-known/beta/agent-card.json` },
+    ]) {
+      const moved = await a.client.patch('/v1/remote-agents/mover', patch);
+      assert.equal(moved.status, 400, moved.text);
+      assert.deepEqual(
+        moved.body.details.map((d: { field: string }) => d.field),
+        ['auth'],
+      );
+      assert.match(moved.text, /another origin; give auth again in the same request, or null to remove it/);
+    }
+    const kept = await a.client.get('/v1/remote-agents/mover');
+    assert.equal(kept.body.url, home);
+    assert.equal(kept.body.card_url, undefined);
+    assert.match(await run(a, '/a2a call mover still'), /\nfor-a says: still\n/);
+    // Within the origin the token stays, and is used.
+    const path = await a.client.patch('/v1/remote-agents/mover', { url: `${server.url}/v1/a2a/agents/for-a-too` });
+    assert.equal(path.status, 200, path.text);
+    assert.deepEqual(path.body.auth, { type: 'bearer', token: 'set' });
+    assert.match(await run(a, '/a2a call mover there'), /\nfor-a-too says: there\n/);
+    // To another origin with `auth` given again (here removed): taken.
+    const away = await a.client.patch('/v1/remote-agents/mover', { ...voltEntry(beta, 'beta'), auth: null });
+    assert.equal(away.status, 200, away.text);
+    assert.equal(away.body.auth, undefined);
+    assert.match(await run(a, '/a2a call mover away'), /\nbeta heard: away\n/);
+    assert.equal((await a.client.delete('/v1/remote-agents/mover')).status, 204);
+
+    // An MCP server's header values are secrets too: both fields named, the entry as it was.
+    const mcpHome = await a.client.post('/v1/mcp-servers', {
+      name: 'mcp-mover',
+      url: mcp.url,
+      headers: { 'x-extra': 'header-secret-2' },
+      auth: { type: 'bearer', token: MCP_TOKEN },
+    });
+    assert.equal(mcpHome.status, 201, mcpHome.text);
+    const moved = await a.client.patch('/v1/mcp-servers/mcp-mover', { url: `${beta.url}/mcp` });
+    assert.equal(moved.status, 400, moved.text);
+    assert.deepEqual(
+      moved.body.details.map((d: { field: string }) => d.field),
+      ['auth', 'headers'],
+    );
+    const halfway = await a.client.patch('/v1/mcp-servers/mcp-mover', { url: `${beta.url}/mcp`, auth: null });
+    assert.equal(halfway.status, 400, halfway.text);
+    assert.deepEqual(
+      halfway.body.details.map((d: { field: string }) => d.field),
+      ['headers'],
+    );
+    assert.equal((await a.client.get('/v1/mcp-servers/mcp-mover')).body.url, mcp.url);
+    assert.match(await run(a, '/mcp call mcp-mover echo {"message":"hi"}'), /\nEcho: hi\n/);
+    assert.equal((await a.client.delete('/v1/mcp-servers/mcp-mover')).status, 204);
+  });
+
   it('a tenant may name no host variable, file, command or operator-only field; private addresses follow the operator', async () => {
     const refused = async (on: TestServer, tenant: TestTenant, path: string, body: object, field: RegExp) => {
       const res = await on.as(tenant.token).post(path, body);
