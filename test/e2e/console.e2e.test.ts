@@ -808,14 +808,28 @@ describe('web console (/console) in Chromium', { skip: SKIP_BROWSER }, () => {
       assert.ok(!(await page.content()).includes(secret), 'the secret is not on the page');
       await shot(page, 'remote-agents');
 
-      // Editing the url alone keeps the credentials (auth is not sent); changing them asks for the secret again.
+      // Editing the url within its origin keeps the credentials (auth is not sent); pointing it at another origin,
+      // or changing the credentials, asks for the secret again.
       await row.getByRole('link', { name: 'peer' }).click();
-      await page.getByLabel('URL', { exact: true }).fill('https://peer2.example.com/a2a');
+      await page.getByLabel('URL', { exact: true }).fill('https://peer.example.com/v2/a2a');
       await page.getByRole('button', { name: 'Save changes' }).click();
       await page.getByRole('status').getByText('Saved.').waitFor();
       const stored = await server.as(writer).get('/v1/remote-agents/peer');
-      assert.equal(stored.body.url, 'https://peer2.example.com/a2a');
+      assert.equal(stored.body.url, 'https://peer.example.com/v2/a2a');
       assert.deepEqual(stored.body.auth, { type: 'bearer', token: 'set' }, 'the secret is kept');
+      await page.getByLabel('URL', { exact: true }).fill('https://peer2.example.com/a2a');
+      await page.getByRole('button', { name: 'Save changes' }).click();
+      await page
+        .locator('.field-error[data-field="auth.token"]')
+        .getByText(/another origin/)
+        .waitFor();
+      assert.equal((await server.as(writer).get('/v1/remote-agents/peer')).body.url, 'https://peer.example.com/v2/a2a');
+      await page.getByLabel('Token').fill(`${secret}-2`);
+      await page.getByRole('button', { name: 'Save changes' }).click();
+      await page.getByRole('status').getByText('Saved.').waitFor();
+      const moved = await server.as(writer).get('/v1/remote-agents/peer');
+      assert.equal(moved.body.url, 'https://peer2.example.com/a2a');
+      assert.deepEqual(moved.body.auth, { type: 'bearer', token: 'set' });
       await page.getByLabel('Type').selectOption('header');
       await page.getByLabel('Header name').fill('X-Api-Key');
       await page.getByRole('button', { name: 'Save changes' }).click();
