@@ -1,3 +1,4 @@
+import { isPaddedBase64 } from '../../common/base64.js';
 import { A2aError } from '../a2a-errors.js';
 import type { MessageJson, PartJson } from '../../common/a2a-json.js';
 import { base64Size } from '../../tasks/task-files.js';
@@ -27,7 +28,6 @@ export function checkAcceptedOutputModes(modes: string[] | undefined, field: str
   );
 }
 
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 /** `type/subtype` with optional parameters (RFC 6838 names). */
 const MEDIA_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*(\s*;.*)?$/;
 
@@ -55,7 +55,7 @@ export function checkParts(parts: PartJson[], field: string, limits: FileLimits)
     }
     if (typeof p.raw === 'string') {
       const b64 = p.raw.replace(/\s+/g, '');
-      if (!BASE64.test(b64)) throw A2aError.invalidParams(`${at}.raw`, 'must be padded base64');
+      if (!isPaddedBase64(b64)) throw A2aError.invalidParams(`${at}.raw`, 'must be padded base64');
       const size = base64Size(b64);
       if (size > limits.maxFileBytes) {
         throw A2aError.invalidParams(

@@ -1,6 +1,5 @@
+import { isPaddedBase64 } from '../../common/base64.js';
 import { mediaTypeFor, sanitizePath } from './files.js';
-
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 /**
  * The file a `/write <path>` (the lines are the file's text) or
@@ -18,7 +17,7 @@ export function fileOfWrite(
   let bytes: Buffer;
   if (b64) {
     const compact = body.replace(/\s+/g, '');
-    if (!BASE64.test(compact)) return { error: `the lines of /write --base64 ${p.path} are not padded base64` };
+    if (!isPaddedBase64(compact)) return { error: `the lines of /write --base64 ${p.path} are not padded base64` };
     bytes = Buffer.from(compact, 'base64');
   } else {
     bytes = Buffer.from(body, 'utf8');
