@@ -1,13 +1,28 @@
 import { DomainError } from './errors.js';
+import { storableTime } from './iso-time.js';
 
 /** Opaque page cursors: base64url of a small JSON object. */
 export function encodeCursor(value: Record<string, string>): string {
   return Buffer.from(JSON.stringify(value), 'utf8').toString('base64url');
 }
 
+const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/** A test of a cursor field's value. */
+export interface CursorShape {
+  test(value: string): boolean;
+}
+
 /** What each cursor field may hold, so a crafted cursor is a 400, never a failed query. */
 export const CURSOR_FIELDS = {
-  timestamp: /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/,
+  /** A time as the server writes it (`toISOString`), of a day that exists, within years 0001–9999. */
+  timestamp: {
+    test: (v: string): boolean => {
+      if (!TIMESTAMP.test(v)) return false;
+      const ms = Date.parse(v);
+      return storableTime(ms) && new Date(ms).toISOString() === v;
+    },
+  },
   uuid: /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i,
   bigint: /^[1-9]\d{0,17}$/,
   agentIdOrEmpty: /^[A-Za-z0-9_-]{0,64}$/,
@@ -17,7 +32,7 @@ export const CURSOR_FIELDS = {
 export function decodeCursor<K extends string>(
   cursor: string | undefined,
   keys: readonly K[],
-  shapes?: Partial<Record<K, RegExp>>,
+  shapes?: Partial<Record<K, CursorShape>>,
 ): Record<K, string> | undefined {
   if (cursor === undefined || cursor === '') return undefined;
   const invalid = DomainError.validation([{ field: 'cursor', messages: ['cursor is not one this server issued'] }]);

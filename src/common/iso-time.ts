@@ -34,3 +34,15 @@ const MAX_FAST = 253_402_300_800_000;
 const TWO = Array.from({ length: 60 }, (_, i) => String(i).padStart(2, '0'));
 let cachedDay = -1;
 let cachedPrefix = '';
+
+/** The first and last instants Arbiter stores or queries: years 0001 to 9999 in UTC, as ISO strings name them. */
+export const FIRST_INSTANT = Date.parse('0001-01-01T00:00:00.000Z');
+export const LAST_INSTANT = Date.parse('9999-12-31T23:59:59.999Z');
+
+/**
+ * Whether a time (ms) is within years 0001–9999 in UTC: beyond them an ISO string needs a signed six-digit year
+ * (`+010000-01-01T…`), which PostgreSQL does not read, and year 0000 it refuses.
+ */
+export function storableTime(ms: number): boolean {
+  return ms >= FIRST_INSTANT && ms <= LAST_INSTANT;
+}

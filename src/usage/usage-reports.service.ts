@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { DomainError } from '../common/errors.js';
+import { storableTime } from '../common/iso-time.js';
 import { Params } from '../database/sql-params.js';
 import { Prices } from './prices.service.js';
 
@@ -92,6 +93,14 @@ export class UsageReports {
     const start = from === undefined ? end - 30 * DAY : Date.parse(from);
     const f = Math.floor(start / HOUR) * HOUR;
     const t = Math.ceil(end / HOUR) * HOUR;
+    for (const [field, at] of [
+      ['from', f],
+      ['to', t],
+    ] as const) {
+      if (!storableTime(at)) {
+        throw DomainError.validation([{ field, messages: [`${field} must be within the years 0001 to 9999 (UTC)`] }]);
+      }
+    }
     if (t <= f) throw DomainError.validation([{ field: 'to', messages: ['to must be after from'] }]);
     if (t - f > MAX_REPORT_DAYS * DAY) {
       throw DomainError.validation([

@@ -182,11 +182,19 @@ describe('edges: requests in, replies out', () => {
         '2026-01-01T25:00:00Z',
         'yesterday',
         5,
+        // In range as written, out of it in UTC.
+        '9999-12-31T23:59:59-14:00',
+        '0001-01-01T00:00:00+14:00',
       ]) {
         const r = await call({ ...base, method: 'ListTasks', params: { statusTimestampAfter: ts } });
         assert.equal(r.error?.code, -32602, JSON.stringify(ts));
       }
-      for (const ts of ['2026-01-01T00:00:00Z', '2026-01-01T00:00:00.123456+02:00', '0001-01-01T00:00:00Z']) {
+      for (const ts of [
+        '2026-01-01T00:00:00Z',
+        '2026-01-01T00:00:00.123456+02:00',
+        '0001-01-01T00:00:00Z',
+        '9999-12-31T23:59:59Z',
+      ]) {
         assert.ok((await call({ ...base, method: 'ListTasks', params: { statusTimestampAfter: ts } })).result, ts);
       }
     });

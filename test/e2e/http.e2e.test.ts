@@ -144,7 +144,7 @@ describe('HTTP surface', () => {
     assert.equal(tenantPatch.status, 400);
   });
 
-  it('crafted cursors → 400, never a failed query', async () => {
+  it('crafted cursors and times out of range → 400, never a failed query', async () => {
     const enc = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
     const cases: [string, string][] = [
       ['/v1/admin/tenants', enc({ createdAt: 'garbage', id: '00000000-0000-4000-8000-000000000000' })],
@@ -153,11 +153,25 @@ describe('HTTP surface', () => {
       ['/v1/admin/audit', enc({ id: '-1' })],
       ['/v1/agents', enc({ after: 'a\u0000b' })],
       ['/v1/requests', enc({ u: 'x', t: 'y' })],
+      // The shape of a time, but no time the server wrote: a day that does not exist, year 0000, fields out of range.
+      ['/v1/requests', enc({ u: '2026-02-30T00:00:00.000Z', t: 'y' })],
+      ['/v1/requests', enc({ u: '0000-12-31T00:00:00.000Z', t: 'y' })],
+      ['/v1/conversations', enc({ u: '2026-13-45T99:99:99.000Z', i: '00000000-0000-4000-8000-000000000000' })],
+      ['/v1/admin/tenants', enc({ createdAt: '2026-02-30T00:00:00.000Z', id: '00000000-0000-4000-8000-000000000000' })],
     ];
     for (const [path, cursor] of cases) {
       const client = path.startsWith('/v1/admin') ? server.admin : t.client;
       const res = await client.get(`${path}?cursor=${cursor}`);
       assert.equal(res.status, 400, `${path} ${Buffer.from(cursor, 'base64url').toString()}`);
+    }
+    // A usage period that ends in the year 10000 once rounded up to the hour.
+    for (const [client, path] of [
+      [t.client, '/v1/usage?to=9999-12-31T23:59:59Z'],
+      [server.admin, '/v1/admin/usage?to=9999-12-31T23:59:59-14:00'],
+    ] as const) {
+      const res = await client.get(path);
+      assert.equal(res.status, 400, `${path}: ${res.text}`);
+      assert.match(res.text, /to must be within the years 0001 to 9999/);
     }
   });
 

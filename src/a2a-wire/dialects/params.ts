@@ -1,4 +1,5 @@
 import { A2aError } from '../a2a-errors.js';
+import { storableTime } from '../../common/iso-time.js';
 
 /** Small readers for untrusted JSON params; each failure names its field. */
 export type Json = Record<string, unknown>;
@@ -112,8 +113,9 @@ const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(Z|
 
 /**
  * An optional RFC 3339 timestamp with its offset (`Z` or `±hh:mm`), years 0001
- * to 9999, every field in range. Anything else — an empty string, a missing
- * offset, year 0000, February 30th — is InvalidParams, never a database error.
+ * to 9999 as written and in UTC, every field in range. Anything else — an empty
+ * string, a missing offset, year 0000, February 30th, 9999-12-31T23:00:00-14:00 —
+ * is InvalidParams, never a database error.
  */
 export function optTimestamp(v: unknown, field: string): Date | undefined {
   if (v === undefined || v === null) return undefined;
@@ -134,6 +136,6 @@ export function optTimestamp(v: unknown, field: string): Date | undefined {
   const d = new Date(v as string);
   const sameDay = new Date(Date.UTC(year, month - 1, day)).getUTCDate() === day;
   if (year < 1 || month < 1 || month > 12 || !sameDay || hour > 23 || minute > 59 || second > 59 || !offsetOk) bad();
-  if (Number.isNaN(d.getTime())) bad();
+  if (!storableTime(d.getTime())) bad();
   return d;
 }
