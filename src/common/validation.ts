@@ -1,5 +1,5 @@
 import { plainToInstance, type ClassConstructor } from 'class-transformer';
-import { getMetadataStorage, validate, type ValidationError } from 'class-validator';
+import { getMetadataStorage, validate, ValidateIf, type ValidationError } from 'class-validator';
 import { DomainError, type FieldError } from './errors.js';
 
 const declared = new WeakMap<object, Set<string>>();
@@ -13,6 +13,32 @@ function declaredProperties(cls: ClassConstructor<object>): Set<string> {
     declared.set(cls, set);
   }
   return set;
+}
+
+/**
+ * Like `@IsOptional()` for a field that may be left out but is never `null`: `IsOptional` lets `null` through
+ * unvalidated, as if absent, and the service would then read it. With this a `null` meets the field's own checks
+ * (and their message).
+ */
+export const OmittableNotNull = (): PropertyDecorator => ValidateIf((_dto, value) => value !== undefined);
+
+/** Keys class-transformer takes for an object's own machinery: a nested one makes it throw. */
+const RESERVED_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+
+/** The paths of reserved keys at any depth of `value` (at most `max`; a parsed body's depth is bounded already). */
+function reservedKeyPaths(value: unknown, path: string, out: string[], max = 10): string[] {
+  if (out.length >= max || value === null || typeof value !== 'object') return out;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length && out.length < max; i++) reservedKeyPaths(value[i], `${path}[${i}]`, out, max);
+    return out;
+  }
+  for (const [k, v] of Object.entries(value)) {
+    const at = `${path}.${k}`;
+    if (RESERVED_KEYS.has(k)) out.push(at);
+    else reservedKeyPaths(v, at, out, max);
+    if (out.length >= max) break;
+  }
+  return out;
 }
 
 /** Constraints that say what a value is (present, of its type): when one fails, the others have nothing to add. */
@@ -74,6 +100,13 @@ export async function validateAs<T extends object>(cls: ClassConstructor<T>, pla
   const name = (k: string): string => (prefix ? `${prefix}.${k}` : k);
   const problems: FieldError[] = unknownKeys.map((k) => ({ field: name(k), messages: [`${k} should not exist`] }));
   const clean = Object.fromEntries(Object.entries(plain).filter(([k]) => known.has(k)));
+  // Deeper down (a map such as `headers`, a nested DTO) they make class-transformer throw: named here instead.
+  const reserved = Object.entries(clean).flatMap(([k, v]) => reservedKeyPaths(v, name(k), []));
+  if (reserved.length > 0) {
+    const key = (path: string): string => path.slice(path.lastIndexOf('.') + 1);
+    problems.push(...reserved.map((at) => ({ field: at, messages: [`${key(at)} may not be a key here`] })));
+    throw DomainError.validation(problems);
+  }
   const instance = plainToInstance(cls, clean, { enableImplicitConversion: false });
   const errors = await validate(instance, VALIDATOR_OPTIONS);
   problems.push(...flattenValidationErrors(errors, prefix));

@@ -1,4 +1,5 @@
 import { EmptyBodyAllowed } from '../common/validation.pipe.js';
+import { OmittableNotNull } from '../common/validation.js';
 import { IsObject, IsOptional, IsString, Matches, MaxLength, MinLength } from 'class-validator';
 
 export const MAX_MESSAGE_CHARS = 200_000;
@@ -35,11 +36,11 @@ export class OrchestrateDto extends ChatDto {
 
 @EmptyBodyAllowed()
 export class ConversationCreateDto {
-  @IsOptional()
+  @OmittableNotNull()
   @Matches(/^[A-Za-z0-9_-]{1,64}$/, { message: 'agent must match [A-Za-z0-9_-]{1,64}' })
   agent?: string;
 
-  @IsOptional()
+  @OmittableNotNull()
   @IsString()
   @MaxLength(200)
   @Matches(NO_CONTROL, { message: 'title must not contain control characters' })

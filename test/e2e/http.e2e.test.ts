@@ -144,6 +144,50 @@ describe('HTTP surface', () => {
     assert.equal(tenantPatch.status, 400);
   });
 
+  it('a reserved key deeper in a body, or null for a field that may only be left out, is a 400 naming it; nothing is stored', async () => {
+    const cases: [typeof t.client, string, string, string][] = [
+      [t.client, '/v1/orchestrate', '{"message":"x","agent_def":{"constructor":1}}', 'agent_def.constructor'],
+      [
+        t.client,
+        '/v1/mcp-servers',
+        '{"name":"mz","url":"https://mcp.invalid/x","headers":{"constructor":"x"}}',
+        'headers.constructor',
+      ],
+      [
+        t.client,
+        '/v1/remote-agents',
+        '{"name":"rz","url":"https://remote.invalid/","auth":{"type":"bearer","token":"t","constructor":1}}',
+        'auth.constructor',
+      ],
+      [
+        server.admin,
+        '/v1/admin/issuers',
+        '{"issuer":"https://idp.invalid","audiences":["arbiter"],"tenant_claim":"org","scope_map":{"constructor":["a2a:invoke"]}}',
+        'scope_map.constructor',
+      ],
+      [server.admin, '/v1/admin/tenants', '{"name":"nulled","scopes":null}', 'scopes'],
+      [server.admin, `/v1/admin/tenants/${t.id}/tokens`, '{"scopes":null}', 'scopes'],
+      [t.client, '/v1/conversations', '{"agent":null}', 'agent'],
+      [t.client, '/v1/conversations', '{"title":null}', 'title'],
+    ];
+    const counts = async () => ({
+      tenants: (await server.admin.get('/v1/admin/tenants')).body.items.length,
+      conversations: (await t.client.get('/v1/conversations')).body.items.length,
+      remotes: (await t.client.get('/v1/remote-agents')).body.items.length,
+      mcp: (await t.client.get('/v1/mcp-servers')).body.items.length,
+    });
+    const before = await counts();
+    for (const [client, path, raw, field] of cases) {
+      const res = await client.request('POST', path, { raw, headers: { 'content-type': 'application/json' } });
+      assert.equal(res.status, 400, `${path} ${raw}: ${res.text}`);
+      assert.ok(
+        (res.body.details as { field: string }[]).some((d) => d.field === field),
+        `${path} names ${field}: ${res.text}`,
+      );
+    }
+    assert.deepEqual(await counts(), before);
+  });
+
   it('crafted cursors and times out of range → 400, never a failed query', async () => {
     const enc = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
     const cases: [string, string][] = [

@@ -19,6 +19,7 @@ import {
 } from 'class-validator';
 import { TENANT_SCOPES, type TenantScope } from '../../common/auth.decorators.js';
 import { EmptyBodyAllowed } from '../../common/validation.pipe.js';
+import { OmittableNotNull } from '../../common/validation.js';
 import { PageQueryDto } from '../../common/pagination.dto.js';
 
 const trim = ({ value }: { value: unknown }): unknown => (typeof value === 'string' ? value.trim() : value);
@@ -32,7 +33,7 @@ const SCOPES_MESSAGE = `scopes must be a non-empty list of ${TENANT_SCOPES.join(
 /** The scopes of a new opaque token: default every tenant scope (the body may be left out). */
 @EmptyBodyAllowed()
 export class TokenScopesDto {
-  @IsOptional()
+  @OmittableNotNull()
   @IsArray({ message: SCOPES_MESSAGE })
   @ArrayNotEmpty({ message: SCOPES_MESSAGE })
   @ArrayMaxSize(TENANT_SCOPES.length, { message: SCOPES_MESSAGE })
