@@ -794,5 +794,29 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
       assert.equal((await other.client.post(`/v1/requests/${id}/cancel`)).status, 404);
       assert.equal((await t.client.get(`/v1/requests/${id}/events?since_seq=-1`)).status, 400);
     });
+
+    it('a resume point past the last event: the stream shows nothing before it and ends when the task does', async () => {
+      const held = await call({
+        ...send('SendMessage', 'hold'),
+        params: { ...send('SendMessage', 'hold').params, configuration: { returnImmediately: true } },
+      });
+      const hid = held.result.task.id as string;
+      // A stream that never ended would fail the test here, by this bound, instead of hanging it.
+      const open = (query: string, headers: Record<string, string> = {}) =>
+        fetch(`${url}/v1/requests/${hid}/events${query}`, {
+          headers: { authorization: `Bearer ${t.token}`, ...headers },
+          signal: AbortSignal.timeout(60_000),
+        });
+      const streams = await Promise.all([
+        open('?since_seq=1000000000'),
+        open('?since_seq=50&format=log'),
+        open('', { 'last-event-id': '999999999' }),
+      ]);
+      for (const s of streams) assert.equal(s.status, 200);
+      // The streams are open and reading live (a read after their headers); then the task ends.
+      assert.equal((await t.client.get(`/v1/requests/${hid}`)).body.state, 'working');
+      assert.equal((await t.client.post(`/v1/requests/${hid}/cancel`)).status, 200);
+      for (const s of streams) assert.deepEqual((await readSse(s)).events, []);
+    });
   });
 });

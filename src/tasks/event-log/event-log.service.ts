@@ -118,6 +118,7 @@ export class EventLog {
     const onAbort = (): void => live.close();
     signal?.addEventListener('abort', onAbort, { once: true });
     if (signal?.aborted) live.close(); // gone before we listened
+    // What has been read; only events after `afterSeq` are shown, but the task's end ends the stream wherever it is.
     let last = afterSeq;
     try {
       if (!watch) {
@@ -135,6 +136,9 @@ export class EventLog {
             for (const e of await this.read(tenantId, taskId, last)) yield e;
             return;
           }
+          // A resume point past the last event (no server gave it): read on from the real end, so that the
+          // task's end is seen, and shown to whoever waits for it, however far ahead the point is.
+          if (now.lastSeq < last) last = now.lastSeq;
         }
       }
       for await (const item of live) {
@@ -152,13 +156,13 @@ export class EventLog {
           }
           for (const e of missed) {
             last = e.seq;
-            yield e;
+            if (e.seq > afterSeq) yield e;
             if (isEnd(e)) return;
           }
         }
         if ('poke' in item || item.seq <= last) continue;
         last = item.seq;
-        yield item;
+        if (item.seq > afterSeq) yield item;
         if (isEnd(item)) return;
       }
     } catch (err) {

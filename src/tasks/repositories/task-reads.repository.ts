@@ -66,7 +66,7 @@ const FIND_BY_MESSAGE: Statement = {
 };
 const STATE_OF: Statement = {
   name: 'arbiter_task_state',
-  text: `SELECT state, error_message FROM a2a_tasks WHERE task_id = $1 AND tenant_id = $2`,
+  text: `SELECT state, error_message, last_seq FROM a2a_tasks WHERE task_id = $1 AND tenant_id = $2`,
 };
 
 /**
@@ -139,11 +139,17 @@ export class TaskReads {
     return rows[0]?.tenant_id ?? null;
   }
 
-  async stateOf(tenantId: string, taskId: string): Promise<{ state: TaskStateName; errorMessage: string } | null> {
+  async stateOf(
+    tenantId: string,
+    taskId: string,
+  ): Promise<{ state: TaskStateName; errorMessage: string; lastSeq: number } | null> {
     if (taskId.length > 64) return null;
-    const rows = await this.sql.query<{ state: TaskStateName; error_message: string }>(STATE_OF, [taskId, tenantId]);
+    const rows = await this.sql.query<{ state: TaskStateName; error_message: string; last_seq: number }>(STATE_OF, [
+      taskId,
+      tenantId,
+    ]);
     const row = rows[0];
-    return row ? { state: row.state, errorMessage: row.error_message } : null;
+    return row ? { state: row.state, errorMessage: row.error_message, lastSeq: Number(row.last_seq) } : null;
   }
 
   /**
