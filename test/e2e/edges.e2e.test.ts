@@ -162,6 +162,25 @@ describe('edges: requests in, replies out', () => {
       assert.equal(r.error?.code, -32601);
     });
 
+    it('a message with 50,000 metadata keys is stored and read back whole, its history cut or not', async () => {
+      const metadata = Object.fromEntries(Array.from({ length: 50_000 }, (_, i) => [`k${i}`, i]));
+      const sent = { ...message([{ text: 'many keys', metadata: { part: 'x' } }]), metadata };
+      const created = await call({ ...base, method: 'SendMessage', params: { message: sent } });
+      const id = created.result?.task?.id as string;
+      assert.ok(id, JSON.stringify(created).slice(0, 300));
+      for (const historyLength of [undefined, 1, 2]) {
+        const got = (await call({ ...base, method: 'GetTask', params: { id, historyLength } })).result;
+        const mine = got.history.find((m: { messageId: string }) => m.messageId === sent.messageId);
+        if (historyLength === 1) {
+          assert.equal(got.history.length, 1);
+          assert.equal(mine, undefined, 'the last message is the reply');
+          continue;
+        }
+        assert.deepEqual(mine.metadata, metadata, `historyLength ${historyLength}`);
+        assert.deepEqual(mine.parts[0].metadata, { part: 'x' });
+      }
+    });
+
     it('1000-deep metadata → -32602 naming the field; a 1000-deep id → -32600', async () => {
       let deep: unknown = 'bottom';
       for (let i = 0; i < 1000; i++) deep = { d: deep };

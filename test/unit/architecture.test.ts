@@ -142,6 +142,19 @@ describe('the event log’s integrity without a foreign key', () => {
   });
 });
 
+describe('statements', () => {
+  it('build JSON arrays with to_jsonb(array_agg(…)), never jsonb_agg (quadratic in an object’s keys when embedded)', () => {
+    // The embedded database runs in the server's process: a message whose metadata had 80,000 keys held every other
+    // request for 5 s in jsonb_agg, and for 0.1 s in to_jsonb(array_agg(…)). Migrations run before the server serves.
+    const uses = sources()
+      .filter((f) => !relative(SRC, f).startsWith('database/migrations/'))
+      .flatMap((f) =>
+        [...readFileSync(f, 'utf8').matchAll(/\bjsonb_agg\s*\(/gi)].map((m) => `${relative(SRC, f)}@${m.index}`),
+      );
+    assert.deepEqual(uses, []);
+  });
+});
+
 describe('libraries a server may never use are loaded on first use', () => {
   /** Loaded only when configured or first needed: gRPC (`ARBITER_GRPC_PORT`, a gRPC upstream), the MCP client. */
   const LATER = [/^@grpc\//, /^@nestjs\/microservices/, /^@a2a-js\/sdk\/client\/grpc/, /^@modelcontextprotocol\//];

@@ -223,7 +223,8 @@ export class TaskReads {
     if (view.historyLength === 0) history = `'[]'::jsonb`;
     else if (view.historyLength !== undefined) {
       const keep = p.add(view.historyLength);
-      history = `(SELECT COALESCE(jsonb_agg(h.m ORDER BY h.i), '[]'::jsonb)
+      // to_jsonb(array_agg(…)), not jsonb_agg: see the creation statement (create.sql.ts).
+      history = `(SELECT COALESCE(to_jsonb(array_agg(h.m ORDER BY h.i)), '[]'::jsonb)
           FROM jsonb_array_elements(history) WITH ORDINALITY AS h(m, i)
          WHERE h.i > jsonb_array_length(history) - ${keep}::int)`;
     }
