@@ -47,6 +47,7 @@ export class IssuerPatchDto {
   @IsOptional()
   @IsArray({ message: ALGORITHMS_MESSAGE })
   @ArrayNotEmpty({ message: ALGORITHMS_MESSAGE })
+  @ArrayMaxSize(ASYMMETRIC_ALGORITHMS.length, { message: ALGORITHMS_MESSAGE })
   @IsIn(ASYMMETRIC_ALGORITHMS, { each: true, message: ALGORITHMS_MESSAGE })
   algorithms?: string[];
 
