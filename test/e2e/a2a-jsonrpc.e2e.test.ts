@@ -699,24 +699,31 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
     it('a malformed Host header never reaches the card', async () => {
       const { request } = await import('node:http');
       const port = Number(new URL(url).port);
-      const body = await new Promise<string>((resolve, reject) => {
-        const req = request(
-          {
-            host: '127.0.0.1',
-            port,
-            path: '/v1/a2a/agents/helper/agent-card.json',
-            headers: { host: 'evil.example"><x', authorization: `Bearer ${t.token}`, 'a2a-version': '1.0' },
-          },
-          (res) => {
-            let b = '';
-            res.on('data', (d: Buffer) => (b += d.toString()));
-            res.on('end', () => resolve(`${res.statusCode} ${b}`));
-          },
-        );
-        req.on('error', reject);
-        req.end();
-      });
-      assert.ok(!body.includes('evil.example'), body.slice(0, 200));
+      const cardWith = (host: string) =>
+        new Promise<string>((resolve, reject) => {
+          const req = request(
+            {
+              host: '127.0.0.1',
+              port,
+              path: '/v1/a2a/agents/helper/agent-card.json',
+              headers: { host, authorization: `Bearer ${t.token}`, 'a2a-version': '1.0' },
+            },
+            (res) => {
+              let b = '';
+              res.on('data', (d: Buffer) => (b += d.toString()));
+              res.on('end', () => resolve(`${res.statusCode} ${b}`));
+            },
+          );
+          req.on('error', reject);
+          req.end();
+        });
+      // Not a host name and port: markup, a port past 65535, labels that start or end with '-', an empty label.
+      for (const host of ['evil.example"><x', 'card.example:99999', '-x-', 'a-.example', 'a..example']) {
+        const body = await cardWith(host);
+        assert.ok(!body.includes(host), `${host}: ${body.slice(0, 200)}`);
+      }
+      // A well-formed one is used as given.
+      assert.ok((await cardWith('card.example:8443')).includes('http://card.example:8443/'));
     });
   });
 

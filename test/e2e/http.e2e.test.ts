@@ -121,6 +121,21 @@ describe('HTTP surface', () => {
     }
   });
 
+  it('a Last-Event-ID that is no event id of a stream → 400 naming it; one in range resumes', async () => {
+    const events = '/v1/requests/00000000-0000-4000-8000-000000000000/events';
+    for (const id of ['12345678901', '2147483648', 'abc', '-1', '1.5', '']) {
+      const res = await t.client.request('GET', events, { headers: { 'last-event-id': id } });
+      assert.equal(res.status, 400, `${JSON.stringify(id)}: ${res.text}`);
+      assert.deepEqual(
+        (res.body.details as { field: string }[]).map((d) => d.field),
+        ['Last-Event-ID'],
+      );
+    }
+    // In range: on to the request, which is not there.
+    const far = await t.client.request('GET', events, { headers: { 'last-event-id': '2147483647' } });
+    assert.equal(far.status, 404, far.text);
+  });
+
   it('__proto__ and constructor keys are unknown fields, and change nothing', async () => {
     for (const raw of ['{"id":"p1","__proto__":{"role":"x"}}', '{"id":"p2","constructor":{"role":"x"}}']) {
       const res = await t.client.request('POST', '/v1/agents', {

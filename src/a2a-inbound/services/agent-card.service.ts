@@ -14,7 +14,16 @@ import type { UpstreamProfile } from './upstream-card.js';
 
 type Json = Record<string, unknown>;
 
-const HOST = /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
+const HOST = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]{1,253})(?::(\d{1,5}))?$/;
+const LABEL = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
+
+/** A `Host` header that is a host name (labels of letters, digits and inner hyphens) or an IP literal, and a port. */
+function wellFormedHost(host: string | undefined): host is string {
+  const m = host === undefined ? null : HOST.exec(host);
+  if (!m) return false;
+  if (m[2] !== undefined && Number(m[2]) > 65535) return false;
+  return m[1].startsWith('[') || m[1].split('.').every((label) => LABEL.test(label));
+}
 
 function slug(s: string): string {
   return (
@@ -124,7 +133,7 @@ export class AgentCardService {
   baseUrl(req: { protocol: string; headers: IncomingHttpHeaders }): string {
     if (this.config.publicBaseUrl) return this.config.publicBaseUrl.replace(/\/+$/, '');
     const host = req.headers.host;
-    const safeHost = host && HOST.test(host) ? host : `${this.config.bind}:${this.config.port}`;
+    const safeHost = wellFormedHost(host) ? host : `${this.config.bind}:${this.config.port}`;
     return `${req.protocol}://${safeHost}`;
   }
 

@@ -5,6 +5,7 @@ import { Type } from 'class-transformer';
 import { AppConfig } from '../../config/app-config.js';
 import { CurrentTenant, type TenantPrincipal, RequireScope } from '../../common/auth.decorators.js';
 import { CURSOR_FIELDS, decodeCursor, encodeCursor } from '../../common/cursor.js';
+import { DomainError } from '../../common/errors.js';
 import { PageQueryDto, DEFAULT_PAGE_SIZE } from '../../common/pagination.dto.js';
 import { detachSse, releaseOnClose, type SseFrame } from '../../common/sse.js';
 import { QuotaService } from '../../quotas/quota.service.js';
@@ -36,12 +37,25 @@ class RequestListQuery extends PageQueryDto {
   state?: string;
 }
 
+/** The largest seq a stream resumes after (`since_seq`, `Last-Event-ID`). */
+const MAX_SEQ = 2 ** 31 - 1;
+
+/** `Last-Event-ID` as a seq: an id this server sent (0 to `MAX_SEQ`), or a 400 naming the header. */
+function resumePoint(header: string | string[] | undefined): number | undefined {
+  if (header === undefined) return undefined;
+  const seq = typeof header === 'string' && /^\d{1,10}$/.test(header) ? Number(header) : NaN;
+  if (seq <= MAX_SEQ) return seq;
+  throw DomainError.validation([
+    { field: 'Last-Event-ID', messages: [`Last-Event-ID must be an event id of this stream (0 to ${MAX_SEQ})`] },
+  ]);
+}
+
 class EventsQuery {
   @IsOptional()
   @Type(() => Number)
   @IsInt({ message: 'since_seq must be a non-negative integer' })
   @Min(0, { message: 'since_seq must be a non-negative integer' })
-  @Max(2 ** 31 - 1)
+  @Max(MAX_SEQ)
   since_seq?: number;
 
   @IsOptional()
@@ -128,9 +142,7 @@ export class RequestsController {
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
-    const lastEventId = req.headers['last-event-id'];
-    const resume = typeof lastEventId === 'string' && /^\d{1,9}$/.test(lastEventId) ? Number(lastEventId) : undefined;
-    const since = q.since_seq ?? resume ?? 0;
+    const since = q.since_seq ?? resumePoint(req.headers['last-event-id']) ?? 0;
     const slot = this.quotas.openStream(t);
     const abort = new AbortController();
     const release = this.streams.hold(t, abort);
