@@ -22,8 +22,8 @@ function declaredProperties(cls: ClassConstructor<object>): Set<string> {
  */
 export const OmittableNotNull = (): PropertyDecorator => ValidateIf((_dto, value) => value !== undefined);
 
-/** Keys class-transformer takes for an object's own machinery: a nested one makes it throw. */
-const RESERVED_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+/** Keys class-transformer takes for an object's own machinery: a nested one makes it throw (`prototype` does not). */
+const RESERVED_KEYS = new Set(['__proto__', 'constructor']);
 
 /** The paths of reserved keys at any depth of `value` (at most `max`; a parsed body's depth is bounded already). */
 function reservedKeyPaths(value: unknown, path: string, out: string[], max = 10): string[] {
@@ -114,12 +114,12 @@ export async function validateAs<T extends object>(cls: ClassConstructor<T>, pla
   const unknownKeys = Object.keys(plain).filter((k) => !known.has(k));
   const name = (k: string): string => (prefix ? `${prefix}.${k}` : k);
   const problems: FieldError[] = unknownKeys.map((k) => ({ field: name(k), messages: [`${k} should not exist`] }));
-  const clean = Object.fromEntries(Object.entries(plain).filter(([k]) => known.has(k)));
+  const clean: Record<string, unknown> = Object.fromEntries(Object.entries(plain).filter(([k]) => known.has(k)));
   // An array over its limit is cut to one past it first: it fails its limit just the same, and its elements'
   // checks cost no more than that (a body of 1 MiB holds 300,000 of them).
   for (const [k, max] of arrayLimits(cls)) {
     const v = clean[k];
-    if (Array.isArray(v) && v.length > max + 1) clean[k] = v.slice(0, max + 1);
+    if (Array.isArray(v) && v.length > max + 1) clean[k] = v.slice(0, max + 1) as unknown[];
   }
   // Deeper down (a map such as `headers`, a nested DTO) they make class-transformer throw: named here instead.
   const reserved = Object.entries(clean).flatMap(([k, v]) => reservedKeyPaths(v, name(k), []));
