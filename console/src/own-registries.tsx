@@ -9,8 +9,8 @@ import { ErrorBox, Link, PageTitle, useLoad, When } from './ui';
  * A tenant's own remote A2A agents (`/v1/remote-agents`) and MCP servers (`/v1/mcp-servers`): list, create, edit,
  * delete. Secrets are write-only: reads show them as `"set"`, the form never fills them in. `PATCH` replaces `auth`
  * (and an MCP server's `headers`) whole, so the form leaves them out unless they are changed, and then asks for
- * every secret again; so it does when the entry is pointed at another origin, where the server keeps no stored
- * secret.
+ * every secret again; so it does when the entry's url is pointed at another origin, where the server keeps no
+ * stored secret.
  */
 export type RegistryKind = 'remote-agents' | 'mcp-servers';
 
@@ -322,14 +322,9 @@ function originOf(value: string | undefined): string {
   }
 }
 
-/** Whether the edited fields point the entry's requests at an origin it did not use (its `url`, a `card_url`). */
+/** Whether the edited `url` points the entry at another origin (where the server keeps no stored secret). */
 function moves(entry: Entry, edited: Values): boolean {
-  const stored = entry as unknown as Record<string, unknown>;
-  const before = new Set(['url', 'card_url'].map((k) => originOf(textOf(stored[k]))).filter(Boolean));
-  return ['url', 'card_url'].some((k) => {
-    const o = originOf(edited[k]);
-    return o !== '' && !before.has(o);
-  });
+  return originOf(edited.url) !== originOf(entry.url);
 }
 
 /** The form that adds an entry or edits one; a 400's `details` shown on their fields. */
@@ -394,12 +389,12 @@ export function RegistryForm(props: {
       const secret = AUTH_FIELDS[storedType].find((f) => f.secret);
       if (!authChanged && secret) {
         missing[`auth.${secret.key}`] = [
-          `${secret.label} must be given again: the entry now points at another origin, and a stored secret goes only where it went before (or choose no credentials)`,
+          `${secret.label} must be given again: the url now points at another origin, and a stored secret goes only where it went before (or choose no credentials)`,
         ];
       }
       if (kind === 'mcp-servers' && !headersChanged && storedHeaders.length > 0) {
         missing.headers = [
-          'every header value must be given again: the server now points at another origin, and stored values go only where they went before',
+          'every header value must be given again: the url now points at another origin, and stored values go only where they went before',
         ];
       }
     }
@@ -537,7 +532,7 @@ export function RegistryForm(props: {
         {editing ? (
           <p class="notice" data-testid="secrets-note">
             Secrets are never shown. Leave them empty to keep the stored credentials as they are. Changing anything
-            here, or pointing the entry at another origin, replaces the credentials whole, so every secret must be given
+            here, or pointing the URL at another origin, replaces the credentials whole, so every secret must be given
             again.
           </p>
         ) : null}

@@ -65,6 +65,19 @@ async function guardedTarget(
   return { target: first.family === 6 ? `[${first.address}]:${port}` : `${first.address}:${port}`, host, tls };
 }
 
+/** A remote's credential and the host it belongs to (its `url`'s). */
+export interface GrpcCredentialOwner {
+  credential: Credential;
+  host: string;
+}
+
+const bare = (host: string): string => host.replace(/^\[|\]$/g, '').toLowerCase();
+
+/** The credential for an interface on `host`: the owner's when `host` is the owner's own, else none. */
+export function credentialFor(host: string, owner: GrpcCredentialOwner | undefined): Credential | undefined {
+  return owner && bare(host) === bare(owner.host) ? owner.credential : undefined;
+}
+
 type Call = (params: unknown, options?: RequestOptions) => unknown;
 const STREAMS = new Set(['sendMessageStream', 'resubscribeTask']);
 
@@ -74,9 +87,13 @@ const STREAMS = new Set(['sendMessageStream', 'resubscribeTask']);
  * the current async context, like `egressFetch`), a TLS client certificate presented for an mTLS credential.
  */
 export class EgressGrpcTransportFactory implements TransportFactory {
+  /**
+   * `owner`: the remote's credential and the host of its `url`; the credential goes only to an interface on that
+   * host (any port: a gRPC service usually listens apart from the card), never to another host a card names.
+   */
   constructor(
     private readonly policy: EgressPolicy,
-    private readonly credential: Credential | undefined,
+    private readonly owner: GrpcCredentialOwner | undefined,
     private readonly timeoutMs: number,
     private readonly resolve: ResolveAll = resolveAll,
   ) {}
@@ -88,7 +105,8 @@ export class EgressGrpcTransportFactory implements TransportFactory {
   async create(url: string, agentCard: AgentCard): Promise<Transport> {
     const { target, host, tls } = await guardedTarget(url, this.policy, this.resolve);
     const [grpc, { GrpcTransportFactory }] = await loadGrpc();
-    const identity = this.credential?.tls;
+    const credential = credentialFor(host, this.owner);
+    const identity = credential?.tls;
     const channel =
       tls || identity
         ? grpc.credentials.createSsl(
@@ -110,12 +128,11 @@ export class EgressGrpcTransportFactory implements TransportFactory {
       grpcChannelCredentials: channel,
       legacyCompat: { enabled: true },
     }).create(target, pinned);
-    return this.withCredential(inner);
+    return this.withCredential(inner, credential);
   }
 
   /** Each call with the credential's headers as metadata, within the call timeout. */
-  private withCredential(inner: Transport): Transport {
-    const credential = this.credential;
+  private withCredential(inner: Transport, credential: Credential | undefined): Transport {
     const timeoutMs = this.timeoutMs;
     const options = async (o: RequestOptions | undefined): Promise<RequestOptions> => {
       const headers = credential ? await credential.headers({ signal: o?.signal, subject: currentSubject() }) : {};

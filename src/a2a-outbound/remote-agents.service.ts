@@ -211,7 +211,11 @@ export class RemoteAgents {
       if (INTERRUPTED.has(state)) {
         // The remote's question (or what it said before asking) goes to the calling agent.
         const waiting = state === 'TASK_STATE_AUTH_REQUIRED' ? 'authorization' : 'more input';
-        return { body: capText(`(the remote agent needs ${waiting})${reply ? `\n${reply}` : ''}`), remoteTaskId };
+        // What it asks with goes through the same filter as a failure: an auth request may quote the refused token.
+        return {
+          body: capText(shown(remote, `(the remote agent needs ${waiting})${reply ? `\n${reply}` : ''}`)),
+          remoteTaskId,
+        };
       }
       const what = state.replace('TASK_STATE_', '').toLowerCase();
       return { body: capText(shown(remote, `ERR: remote task ${what}${reply ? `: ${reply}` : ''}`)), remoteTaskId };

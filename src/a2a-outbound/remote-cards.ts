@@ -144,7 +144,11 @@ export class RemoteCards {
         transports: [
           new JsonRpcTransportFactory({ fetchImpl: fetchForCalls, legacyCompat: { enabled: true } }),
           new RestTransportFactory({ fetchImpl: fetchForCalls, legacyCompat: { enabled: true } }),
-          new EgressGrpcTransportFactory(this.policy, credential, this.config.a2aTimeoutMs),
+          new EgressGrpcTransportFactory(
+            this.policy,
+            credential ? { credential, host: new URL(remote.url).hostname } : undefined,
+            this.config.a2aTimeoutMs,
+          ),
         ],
         preferredTransports: ['JSONRPC', 'HTTP+JSON', 'GRPC'],
         cardResolver: resolver,

@@ -35,7 +35,6 @@ export class TenantRemotes {
       kind: 'a2a',
       what: 'remote agent',
       check: (n, e) => this.check(n, e),
-      destinations: ['url', 'card_url'],
     });
   }
 

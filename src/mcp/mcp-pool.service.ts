@@ -10,7 +10,8 @@ import { OutboundAuthError } from '../outbound-auth/outbound-auth.types.js';
 import { OutboundCredentials } from '../outbound-auth/outbound-credentials.service.js';
 import { mcpFetch } from './mcp-fetch.js';
 import { loadMcpSdk, type McpSdk, type WatchedStdioTransport } from './mcp-sdk.js';
-import type { McpServerConfig } from './mcp-registry.service.js';
+import { serverSecrets, type McpServerConfig } from './mcp-registry.service.js';
+import { stripSecrets } from '../outbound-auth/credentials.js';
 
 /** A failure with its `/mcp` result line (`ERR: …`); the detail, if any, went to the log. */
 export class McpFailure extends Error {
@@ -268,9 +269,9 @@ export class McpPool implements OnModuleDestroy {
       );
     }
     if (err instanceof McpError) {
-      return new McpFailure(
-        `ERR: mcp server '${name}' error ${err.code}: ${oneLine(err.message.replace(/^MCP error -?\d+: /, ''))}`,
-      );
+      // The server's own words may quote what it was sent: its entry's secrets and token-shaped values are taken out.
+      const said = stripSecrets(err.message.replace(/^MCP error -?\d+: /, ''), serverSecrets(conn.server));
+      return new McpFailure(`ERR: mcp server '${name}' error ${err.code}: ${oneLine(said)}`);
     }
     const code = (err as NodeJS.ErrnoException).code;
     if (starting && typeof code === 'string') {

@@ -15,6 +15,7 @@ import {
 } from '../common/registry-file/registry-fields.js';
 import { checkAuthUrl, readOutboundAuth } from '../outbound-auth/auth-fields.js';
 import type { OutboundAuth } from '../outbound-auth/outbound-auth.types.js';
+import { secretsOf } from '../outbound-auth/credentials.js';
 
 interface Common {
   name: string;
@@ -51,6 +52,20 @@ export interface HttpServer extends Common {
 }
 
 export type McpServerConfig = StdioServer | HttpServer;
+
+/** Names of a child's environment variables that hold secrets by their look (`…_API_KEY`, `TOKEN`, `PASSWORD` …). */
+const SECRET_NAME = /KEY|TOKEN|SECRET|PASS|AUTH|CREDENTIAL|COOKIE|SESSION/i;
+
+/**
+ * The secrets of a server's entry, to take out of what it says in a failure: its credential and header values,
+ * or the values of a stdio server's environment variables named like secrets.
+ */
+export function serverSecrets(server: McpServerConfig): string[] {
+  if (server.transport === 'http') return [...secretsOf(server.auth), ...Object.values(server.headers)];
+  return Object.entries(server.env)
+    .filter(([k]) => SECRET_NAME.test(k))
+    .map(([, v]) => v);
+}
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
 const HEADER_VALUE = /^[\x20-\x7e\t]{0,8192}$/;

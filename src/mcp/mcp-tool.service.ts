@@ -4,7 +4,8 @@ import type { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validatio
 import { capBytes } from '../common/text.js';
 import { jsonSyntaxProblem, parseJsonText } from '../common/json-guard.js';
 import { McpFailure, McpPool } from './mcp-pool.service.js';
-import type { McpServerConfig } from './mcp-registry.service.js';
+import { serverSecrets, type McpServerConfig } from './mcp-registry.service.js';
+import { stripSecrets } from '../outbound-auth/credentials.js';
 import type { McpSdk } from './mcp-sdk.js';
 import { TenantMcpServers } from './tenant-mcp-servers.service.js';
 
@@ -141,7 +142,7 @@ export class McpTool {
       const result = await this.pool.call(c, name, args, signal);
       const text = render(result);
       return result.isError
-        ? `ERR: tool ${server.name}/${name} failed: ${capBytes(text, 4096)}`
+        ? `ERR: tool ${server.name}/${name} failed: ${capBytes(stripSecrets(text, serverSecrets(server)), 4096)}`
         : capBytes(text, RESULT_CAP);
     });
   }

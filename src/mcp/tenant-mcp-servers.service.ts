@@ -35,7 +35,6 @@ export class TenantMcpServers {
       kind: 'mcp',
       what: 'mcp server',
       check: (n, e) => this.check(n, e),
-      destinations: ['url'],
     });
   }
 

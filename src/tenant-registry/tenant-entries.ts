@@ -16,8 +16,6 @@ export interface EntryRules {
    * refused); throws a 400 naming the field. Returns the paths of its secrets (`auth/token`, `headers/<name>`).
    */
   check(name: string, entry: Record<string, unknown>): string[];
-  /** The fields naming where an entry's requests, and so its secrets, go (`url`, `card_url`). */
-  destinations: readonly string[];
 }
 
 const view = (e: TenantEntry): EntryView => ({
@@ -97,19 +95,17 @@ export class TenantEntries {
   }
 
   /**
-   * Refuses a patch that sends the entry's requests to an origin it did not use while it keeps a stored secret
-   * field (`auth`, `headers`) the patch does not give again: whoever may edit an entry may not see its secrets,
-   * and pointing it at their own server would hand them over.
+   * Refuses a patch that points the entry's `url` at another origin while it keeps a stored secret field (`auth`,
+   * `headers`) the patch does not give again: the secrets go to the `url`'s origin only (a card elsewhere is
+   * fetched without them; over gRPC they go to the `url`'s host only), and whoever may edit an entry may not see its
+   * secrets: pointing it at their own server would hand them over.
    */
   private keepSecretsHome(
     current: { config: Record<string, unknown>; secrets: Record<string, string> },
     next: Record<string, unknown>,
     patch: Record<string, unknown>,
   ): void {
-    const origins = (entry: Record<string, unknown>): string[] =>
-      this.rules.destinations.filter((f) => entry[f] !== undefined).map((f) => originOf(entry[f]));
-    const before = new Set(origins(current.config));
-    if (origins(next).every((o) => before.has(o))) return;
+    if (originOf(next.url) === originOf(current.config.url)) return;
     const kept = [...new Set(Object.keys(current.secrets).map((path) => path.slice(0, path.indexOf('/'))))].filter(
       (field) => patch[field] === undefined,
     );
@@ -118,7 +114,7 @@ export class TenantEntries {
       kept.sort().map((field) => ({
         field,
         messages: [
-          `${field}: the ${this.rules.what} would send its requests to another origin; give ${field} again in the same request, or null to remove it (stored secrets go only where they were sent before)`,
+          `${field}: the ${this.rules.what}'s url would point at another origin; give ${field} again in the same request, or null to remove it (stored secrets go only where they were sent before)`,
         ],
       })),
     );

@@ -10,7 +10,7 @@ import type { DataSource } from 'typeorm';
 import { FakeProvider, type ScriptCall, type ScriptReply } from '../helpers/fake-provider.js';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { readSse } from '../helpers/a2a.js';
-import { startEverythingHttp, type HttpMcp } from '../helpers/mcp-servers.js';
+import { startEverythingHttp, startQuotingHttp, type HttpMcp } from '../helpers/mcp-servers.js';
 import { startVoltLike, type PeerAgent } from '../helpers/peer-agents.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -170,7 +170,7 @@ describe('per-tenant registries: /v1/remote-agents and /v1/mcp-servers', () => {
     assert.equal((await a.client.delete('/v1/remote-agents/peer')).status, 404);
   });
 
-  it('a PATCH that points an entry at another origin must give its secrets again: else refused, nothing changed', async () => {
+  it('a PATCH that points an entry’s url at another origin must give its secrets again: else refused, nothing changed', async () => {
     await newAgent(c, { id: 'for-a-too', model: script('for-a-too-m', (call) => `for-a-too says: ${call.last}`) });
     const home = `${server.url}/v1/a2a/agents/for-a`;
     const created = await a.client.post('/v1/remote-agents', {
@@ -179,12 +179,14 @@ describe('per-tenant registries: /v1/remote-agents and /v1/mcp-servers', () => {
       auth: { type: 'bearer', token: c.token },
     });
     assert.equal(created.status, 201, created.text);
-    // To another origin (the url, or the card's), keeping the stored token: refused, naming `auth`.
-    for (const patch of [
-      { url: `${beta.url}/a2a/beta` },
-      { card_url: `${beta.url}/.well-known/beta/agent-card.json` },
-    ]) {
-      const moved = await a.client.patch('/v1/remote-agents/mover', patch);
+    // Its card elsewhere (fetched without the token, which goes to the url's origin only): taken, the token kept.
+    const card = `${beta.url}/.well-known/beta/agent-card.json`;
+    const carded = await a.client.patch('/v1/remote-agents/mover', { card_url: card });
+    assert.equal(carded.status, 200, carded.text);
+    assert.deepEqual(carded.body.auth, { type: 'bearer', token: 'set' });
+    // The url to another origin, the card's origin too, keeping the stored token: refused, naming `auth`.
+    for (const url of [`${beta.url}/a2a/beta`, `${alpha.url}/a2a/alpha`]) {
+      const moved = await a.client.patch('/v1/remote-agents/mover', { url });
       assert.equal(moved.status, 400, moved.text);
       assert.deepEqual(
         moved.body.details.map((d: { field: string }) => d.field),
@@ -194,7 +196,8 @@ describe('per-tenant registries: /v1/remote-agents and /v1/mcp-servers', () => {
     }
     const kept = await a.client.get('/v1/remote-agents/mover');
     assert.equal(kept.body.url, home);
-    assert.equal(kept.body.card_url, undefined);
+    assert.deepEqual(kept.body.auth, { type: 'bearer', token: 'set' });
+    assert.equal((await a.client.patch('/v1/remote-agents/mover', { card_url: null })).status, 200);
     assert.match(await run(a, '/a2a call mover still'), /\nfor-a says: still\n/);
     // Within the origin the token stays, and is used.
     const path = await a.client.patch('/v1/remote-agents/mover', { url: `${server.url}/v1/a2a/agents/for-a-too` });
@@ -302,5 +305,29 @@ describe('per-tenant registries: /v1/remote-agents and /v1/mcp-servers', () => {
     );
     assert.ok(!JSON.stringify(rows).includes(MCP_TOKEN) && !JSON.stringify(rows).includes('header-secret-1'));
     assert.ok(!(await a.client.get('/v1/mcp-servers')).text.includes(MCP_TOKEN));
+  });
+
+  it("what an MCP server says in a failure has the entry's secrets taken out before the agent sees it", async () => {
+    const quoting = await startQuotingHttp();
+    try {
+      const key = `mcp-key-${randomBytes(6).toString('hex')}`;
+      const token = `mcp-token-${randomBytes(6).toString('hex')}`;
+      const created = await a.client.post('/v1/mcp-servers', {
+        name: 'quoting',
+        url: quoting.url,
+        headers: { 'x-api-key': key },
+        auth: { type: 'bearer', token },
+      });
+      assert.equal(created.status, 201, created.text);
+      const fed = await run(a, '/mcp call quoting quote {}');
+      assert.match(
+        fed,
+        /ERR: tool quoting\/quote failed: refused: key \[redacted\], token \[redacted\] \(sent as "Bearer \[redacted\]"\)/,
+      );
+      assert.ok(!fed.includes(key) && !fed.includes(token), fed);
+      assert.equal((await a.client.delete('/v1/mcp-servers/quoting')).status, 204);
+    } finally {
+      await quoting.close();
+    }
   });
 });

@@ -89,3 +89,42 @@ export async function startEverythingHttp(
     },
   };
 }
+
+/**
+ * A careless MCP server over streamable HTTP (stateless, from the official SDK): its one tool, `quote`, fails
+ * with a text that repeats the `Authorization` and `X-Api-Key` it was sent, as a server that logs into its errors
+ * would.
+ */
+export async function startQuotingHttp(): Promise<{ url: string; close: () => Promise<void> }> {
+  const { McpServer: SdkServer } = await import('@modelcontextprotocol/sdk/server/mcp.js');
+  const http: Server = createServer((req, res) => {
+    void (async () => {
+      const server = new SdkServer({ name: 'quoting', version: '1.0.0' });
+      server.registerTool('quote', { description: 'fails, quoting what it was sent' }, (extra) => {
+        const headers = extra.requestInfo?.headers ?? {};
+        const auth = String(headers.authorization ?? '');
+        const key = String(headers['x-api-key'] ?? '');
+        return {
+          isError: true,
+          content: [
+            { type: 'text', text: `refused: key ${key}, token ${auth.replace(/^Bearer /, '')} (sent as "${auth}")` },
+          ],
+        };
+      });
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+      res.on('close', () => void transport.close().then(() => server.close()));
+      await server.connect(transport);
+      await transport.handleRequest(req, res);
+    })().catch(() => {
+      if (!res.headersSent) res.writeHead(500).end();
+    });
+  });
+  await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`,
+    close: async () => {
+      http.closeAllConnections();
+      await new Promise((r) => http.close(r));
+    },
+  };
+}

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import net, { type AddressInfo } from 'node:net';
 import { AgentCard, GetTaskRequest } from '@a2a-js/sdk';
 import { EgressError, type EgressPolicy } from '../../src/common/net/egress.js';
-import { EgressGrpcTransportFactory, type ResolveAll } from '../../src/a2a-outbound/egress-grpc.js';
+import { credentialFor, EgressGrpcTransportFactory, type ResolveAll } from '../../src/a2a-outbound/egress-grpc.js';
+import type { Credential } from '../../src/outbound-auth/credentials.js';
 
 /**
  * The gRPC transport of a gRPC-only remote goes through the same egress guard as HTTP (docs/gateway.md,
@@ -164,5 +165,20 @@ describe('gRPC egress guard: the address of a gRPC-only upstream', () => {
     await assert.rejects(factory.create(endpoint, cardFor(endpoint)), refusedBlocked(/linkLocal address/));
     assert.deepEqual(attempted.slice(later), []);
     assert.equal(connections, seen);
+  });
+});
+
+describe("gRPC: the remote's credential goes to its own host only", () => {
+  it('an interface on the host of its url, on any port, gets it; one on another host a card names does not', () => {
+    const credential = { tls: undefined } as unknown as Credential;
+    const owner = { credential, host: 'agent.example' };
+    assert.equal(credentialFor('agent.example', owner), credential);
+    assert.equal(credentialFor('AGENT.example', owner), credential);
+    assert.equal(credentialFor('cards.attacker.example', owner), undefined);
+    assert.equal(credentialFor('agent.example.attacker.example', owner), undefined);
+    assert.equal(credentialFor('agent.example', undefined), undefined);
+    const v6 = { credential, host: '[::1]' };
+    assert.equal(credentialFor('::1', v6), credential);
+    assert.equal(credentialFor('127.0.0.1', v6), undefined);
   });
 });
