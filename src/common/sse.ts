@@ -50,13 +50,15 @@ function onBeat(periodMs: number, beat: () => void): () => void {
 /** The most a burst holds before it is written (a long backlog leaves in pieces of about this size). */
 const BURST_BYTES = 64 * 1024;
 
+/**
+ * No `Connection` header: Node writes `keep-alive`, or `close` when the client asked for it (and then closes the
+ * connection once the stream ends), which a `Connection: keep-alive` set here would override.
+ */
 const SSE_HEADERS = [
   'Content-Type',
   'text/event-stream; charset=utf-8',
   'Cache-Control',
   'no-cache, no-transform',
-  'Connection',
-  'keep-alive',
   'X-Accel-Buffering',
   'no',
 ];

@@ -99,6 +99,24 @@ describe('edges: requests in, replies out', () => {
       assert.equal(status, 401);
     });
 
+    it('a stream asked for with Connection: close says so, and the connection closes when the stream ends', async () => {
+      const body = JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendStreamingMessage',
+        params: { message: message() },
+      });
+      const got = await rawExchange(
+        port,
+        `POST /v1/a2a/agents/index HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${t.token}\r\nA2A-Version: 1.0\r\n` +
+          `Content-Type: application/json\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
+      assert.match(got, /^HTTP\/1\.1 200 /);
+      assert.match(got, /\r\nconnection: close\r\n/i);
+      assert.doesNotMatch(got, /keep-alive\r\n/i);
+      assert.match(got, /TASK_STATE_COMPLETED/);
+    });
+
     it('a body announced but withheld gets its 401 at once, and the connection is closed', async () => {
       const got = await rawExchange(
         port,
