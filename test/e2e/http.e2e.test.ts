@@ -123,7 +123,7 @@ describe('HTTP surface', () => {
 
   it('a Last-Event-ID that is no event id of a stream → 400 naming it; one in range resumes', async () => {
     const events = '/v1/requests/00000000-0000-4000-8000-000000000000/events';
-    for (const id of ['12345678901', '2147483648', 'abc', '-1', '1.5', '']) {
+    for (const id of ['12345678901', '2147483648', 'abc', '-1', '1.5']) {
       const res = await t.client.request('GET', events, { headers: { 'last-event-id': id } });
       assert.equal(res.status, 400, `${JSON.stringify(id)}: ${res.text}`);
       assert.deepEqual(
@@ -131,9 +131,11 @@ describe('HTTP surface', () => {
         ['Last-Event-ID'],
       );
     }
-    // In range: on to the request, which is not there.
-    const far = await t.client.request('GET', events, { headers: { 'last-event-id': '2147483647' } });
-    assert.equal(far.status, 404, far.text);
+    // In range, or empty (as some clients send it for none): on to the request, which is not there.
+    for (const id of ['2147483647', '']) {
+      const res = await t.client.request('GET', events, { headers: { 'last-event-id': id } });
+      assert.equal(res.status, 404, `${JSON.stringify(id)}: ${res.text}`);
+    }
   });
 
   it('__proto__ and constructor keys are unknown fields, and change nothing', async () => {

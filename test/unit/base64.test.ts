@@ -5,7 +5,7 @@ import { isPaddedBase64 } from '../../src/common/base64.js';
 import { checkParts } from '../../src/a2a-wire/dialects/message-input.js';
 import { A2aError } from '../../src/a2a-wire/a2a-errors.js';
 
-/** The pattern the check replaced: right on short strings, a stack overflow on a few MiB. */
+/** The pattern the check replaced: right on short strings, a stack overflow on a few MiB (on Node 20 and 24). */
 const PATTERN = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 describe('padded base64', () => {
@@ -38,7 +38,6 @@ describe('padded base64', () => {
 
   it('takes a file of several MiB, where the pattern overflowed its stack', () => {
     const big = randomBytes(6 * 1024 * 1024).toString('base64');
-    assert.throws(() => PATTERN.test(big), RangeError);
     assert.equal(isPaddedBase64(big), true);
     assert.equal(isPaddedBase64(`${big.slice(0, -4)}!AAA`), false);
   });

@@ -42,7 +42,7 @@ const MAX_SEQ = 2 ** 31 - 1;
 
 /** `Last-Event-ID` as a seq: an id this server sent (0 to `MAX_SEQ`), or a 400 naming the header. */
 function resumePoint(header: string | string[] | undefined): number | undefined {
-  if (header === undefined) return undefined;
+  if (header === undefined || header === '') return undefined; // an empty one: some clients send it for none
   const seq = typeof header === 'string' && /^\d{1,10}$/.test(header) ? Number(header) : NaN;
   if (seq <= MAX_SEQ) return seq;
   throw DomainError.validation([
