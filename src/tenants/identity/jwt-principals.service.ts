@@ -52,7 +52,9 @@ export function scopesOf(claims: JWTPayload, issuer: TrustedIssuer): TenantScope
   const granted = new Set<TenantScope>();
   for (const v of [...values(claims.scope), ...values(claims.scp)]) {
     if (isTenantScope(v)) granted.add(v);
-    for (const mapped of issuer.scopeMap[v] ?? []) if (isTenantScope(mapped)) granted.add(mapped);
+    // Own keys only: a scope named `constructor` or `toString` is no key of the map.
+    const mappedTo = Object.hasOwn(issuer.scopeMap, v) ? issuer.scopeMap[v] : undefined;
+    for (const mapped of Array.isArray(mappedTo) ? mappedTo : []) if (isTenantScope(mapped)) granted.add(mapped);
   }
   return TENANT_SCOPES.filter((s) => granted.has(s));
 }
