@@ -89,12 +89,21 @@ export class UsageReports {
 
   /** The period a query covers: whole hours (`from` rounded down, `to` up), checked against `MAX_REPORT_DAYS`. */
   static period(from: string | undefined, to: string | undefined, now = Date.now()): { from: Date; to: Date } {
-    const end = to === undefined ? now : Date.parse(to);
-    const start = from === undefined ? end - 30 * DAY : Date.parse(from);
+    const parsed = (field: 'from' | 'to', value: string): number => {
+      const ms = Date.parse(value);
+      if (Number.isNaN(ms)) {
+        // ISO 8601 forms a date reader does not take (weeks, ordinal days, the basic format).
+        throw DomainError.validation([{ field, messages: [`${field} must be a date or time such as 2025-06-01`] }]);
+      }
+      return ms;
+    };
+    const end = to === undefined ? now : parsed('to', to);
+    const start = from === undefined ? end - 30 * DAY : parsed('from', from);
     const f = Math.floor(start / HOUR) * HOUR;
     const t = Math.ceil(end / HOUR) * HOUR;
+    // A default `from` out of range is the given `to`'s doing.
     for (const [field, at] of [
-      ['from', f],
+      [from === undefined ? 'to' : 'from', f],
       ['to', t],
     ] as const) {
       if (!storableTime(at)) {

@@ -718,7 +718,16 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
           req.end();
         });
       // Not a host name and port: markup, a port past 65535, labels that start or end with '-', an empty label.
-      for (const host of ['evil.example"><x', 'card.example:99999', '-x-', 'a-.example', 'a..example']) {
+      for (const host of [
+        'evil.example"><x',
+        'card.example:99999',
+        '-x-',
+        'a-.example',
+        'a..example',
+        '1.2.3.999',
+        '127.1',
+        '[1:2]',
+      ]) {
         const body = await cardWith(host);
         assert.ok(!body.includes(host), `${host}: ${body.slice(0, 200)}`);
       }

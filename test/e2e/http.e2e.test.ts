@@ -234,6 +234,19 @@ describe('HTTP surface', () => {
       assert.equal(res.status, 400, `${path}: ${res.text}`);
       assert.match(res.text, /to must be within the years 0001 to 9999/);
     }
+    // Blamed on the field given: a `to` whose default `from` (30 days before) is before year 0001.
+    const early = await t.client.get('/v1/usage?to=0001-01-05T00:00:00Z');
+    assert.equal(early.status, 400, early.text);
+    assert.deepEqual(
+      (early.body.details as { field: string }[]).map((d) => d.field),
+      ['to'],
+    );
+    // ISO 8601 forms no date reader takes (a week, an ordinal day): named as such, not as out of range.
+    for (const q of ['from=2025-W01', 'to=2025-032']) {
+      const res = await t.client.get(`/v1/usage?${q}`);
+      assert.equal(res.status, 400, `${q}: ${res.text}`);
+      assert.match(res.text, /must be (a date or time such as 2025-06-01|an ISO 8601 date or time)/, q);
+    }
   });
 
   it('oversize body → clean 413, nothing stored', async () => {

@@ -22,7 +22,13 @@ function wellFormedHost(host: string | undefined): host is string {
   const m = host === undefined ? null : HOST.exec(host);
   if (!m) return false;
   if (m[2] !== undefined && Number(m[2]) > 65535) return false;
-  return m[1].startsWith('[') || m[1].split('.').every((label) => LABEL.test(label));
+  if (!m[1].startsWith('[') && !m[1].split('.').every((label) => LABEL.test(label))) return false;
+  // As a URL reads it: an address such as 1.2.3.999 or [1:2] is none, and 127.1 is another spelling of one.
+  try {
+    return new URL(`http://${m[1]}`).hostname === m[1].toLowerCase();
+  } catch {
+    return false;
+  }
 }
 
 function slug(s: string): string {

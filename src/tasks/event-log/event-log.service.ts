@@ -166,7 +166,8 @@ export class EventLog {
         if (isEnd(item)) return;
       }
     } catch (err) {
-      if (err instanceof QueueOverflowError) throw TaskError.overflow(last);
+      // Never a resume point before the one asked for (`last` is below it while reading on from a point past the end).
+      if (err instanceof QueueOverflowError) throw TaskError.overflow(Math.max(last, afterSeq));
       throw err;
     } finally {
       signal?.removeEventListener('abort', onAbort);
