@@ -269,8 +269,9 @@ export class McpPool implements OnModuleDestroy {
       );
     }
     if (err instanceof McpError) {
-      // The server's own words may quote what it was sent: its entry's secrets and token-shaped values are taken out.
-      const said = stripSecrets(err.message.replace(/^MCP error -?\d+: /, ''), serverSecrets(conn.server));
+      // The server's own words (without the SDK's prefix, which a server's own McpError carries once more) may quote
+      // what it was sent: its entry's secrets and token-shaped values are taken out.
+      const said = stripSecrets(err.message.replace(/^(?:MCP error -?\d+: )+/, ''), serverSecrets(conn.server));
       return new McpFailure(`ERR: mcp server '${name}' error ${err.code}: ${oneLine(said)}`);
     }
     const code = (err as NodeJS.ErrnoException).code;

@@ -319,12 +319,18 @@ describe('per-tenant registries: /v1/remote-agents and /v1/mcp-servers', () => {
         auth: { type: 'bearer', token },
       });
       assert.equal(created.status, 201, created.text);
-      const fed = await run(a, '/mcp call quoting quote {}');
+      // In a failed tool result, and in a JSON-RPC error.
+      const failed = await run(a, '/mcp call quoting quote {}');
       assert.match(
-        fed,
+        failed,
         /ERR: tool quoting\/quote failed: refused: key \[redacted\], token \[redacted\] \(sent as "Bearer \[redacted\]"\)/,
       );
-      assert.ok(!fed.includes(key) && !fed.includes(token), fed);
+      const erred = await run(a, '/mcp call quoting explode {}');
+      assert.match(
+        erred,
+        /ERR: mcp server 'quoting' error -32603: exploded: key \[redacted\], token \[redacted\] \(sent as "Bearer \[redacted\]"\)/,
+      );
+      for (const fed of [failed, erred]) assert.ok(!fed.includes(key) && !fed.includes(token), fed);
       assert.equal((await a.client.delete('/v1/mcp-servers/quoting')).status, 204);
     } finally {
       await quoting.close();

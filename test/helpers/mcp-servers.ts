@@ -91,25 +91,30 @@ export async function startEverythingHttp(
 }
 
 /**
- * A careless MCP server over streamable HTTP (stateless, from the official SDK): its one tool, `quote`, fails
- * with a text that repeats the `Authorization` and `X-Api-Key` it was sent, as a server that logs into its errors
- * would.
+ * A careless MCP server over streamable HTTP (stateless, the official SDK's low-level server): its tools repeat the
+ * `Authorization` and `X-Api-Key` they were sent, as a server that logs into its errors would — `quote` in a
+ * failed tool result (`isError`), `explode` in a JSON-RPC error.
  */
 export async function startQuotingHttp(): Promise<{ url: string; close: () => Promise<void> }> {
-  const { McpServer: SdkServer } = await import('@modelcontextprotocol/sdk/server/mcp.js');
+  const { Server: SdkServer } = await import('@modelcontextprotocol/sdk/server/index.js');
+  const { CallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode } =
+    await import('@modelcontextprotocol/sdk/types.js');
   const http: Server = createServer((req, res) => {
     void (async () => {
-      const server = new SdkServer({ name: 'quoting', version: '1.0.0' });
-      server.registerTool('quote', { description: 'fails, quoting what it was sent' }, (extra) => {
+      const server = new SdkServer({ name: 'quoting', version: '1.0.0' }, { capabilities: { tools: {} } });
+      const noArgs = { type: 'object' as const, properties: {} };
+      server.setRequestHandler(ListToolsRequestSchema, () => ({
+        tools: [
+          { name: 'quote', description: 'fails, quoting what it was sent', inputSchema: noArgs },
+          { name: 'explode', description: 'errs, quoting what it was sent', inputSchema: noArgs },
+        ],
+      }));
+      server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
         const headers = extra.requestInfo?.headers ?? {};
         const auth = String(headers.authorization ?? '');
-        const key = String(headers['x-api-key'] ?? '');
-        return {
-          isError: true,
-          content: [
-            { type: 'text', text: `refused: key ${key}, token ${auth.replace(/^Bearer /, '')} (sent as "${auth}")` },
-          ],
-        };
+        const said = `key ${String(headers['x-api-key'] ?? '')}, token ${auth.replace(/^Bearer /, '')} (sent as "${auth}")`;
+        if (request.params.name === 'explode') throw new McpError(ErrorCode.InternalError, `exploded: ${said}`);
+        return { isError: true, content: [{ type: 'text', text: `refused: ${said}` }] };
       });
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
       res.on('close', () => void transport.close().then(() => server.close()));
