@@ -43,6 +43,7 @@ describe('gateway translation: any binding and dialect in front of any binding a
   let server: TestServer;
   let legacy: TranslationUpstream;
   let grpcOnly: TranslationUpstream;
+  let grpcElsewhere: TranslationUpstream;
   let refusing: Awaited<ReturnType<typeof startRefusingUpstream>>;
   let t: TestTenant;
   const receiver = new WebhookReceiver();
@@ -50,6 +51,8 @@ describe('gateway translation: any binding and dialect in front of any binding a
   before(async () => {
     legacy = await startV03Upstream();
     grpcOnly = await startGrpcUpstream();
+    // Its card on 127.0.0.1, its gRPC service on another host (another loopback address).
+    grpcElsewhere = await startGrpcUpstream('127.0.0.2');
     refusing = await startRefusingUpstream();
     server = await startTestServer({
       env: {
@@ -68,6 +71,7 @@ describe('gateway translation: any binding and dialect in front of any binding a
     for (const [name, url] of [
       ['legacy', legacy.url],
       ['grpc-only', grpcOnly.url],
+      ['grpc-elsewhere', grpcElsewhere.url],
       ['refusing', refusing.url],
       ['refusing-rest', refusing.rest],
     ]) {
@@ -76,6 +80,7 @@ describe('gateway translation: any binding and dialect in front of any binding a
     }
     await newAgent(t, { id: 'legacy', backend: { remote: 'legacy' } });
     await newAgent(t, { id: 'grpc-only', backend: { remote: 'grpc-only' } });
+    await newAgent(t, { id: 'grpc-elsewhere', backend: { remote: 'grpc-elsewhere' } });
     await newAgent(t, { id: 'refusing', backend: { remote: 'refusing' } });
     await newAgent(t, { id: 'refusing-rest', backend: { remote: 'refusing-rest' } });
   });
@@ -83,6 +88,7 @@ describe('gateway translation: any binding and dialect in front of any binding a
     await server?.close();
     await legacy?.close();
     await grpcOnly?.close();
+    await grpcElsewhere?.close();
     await refusing?.close();
     await receiver.stop();
   });
@@ -142,6 +148,13 @@ describe('gateway translation: any binding and dialect in front of any binding a
       // the upstream's artifact carries (the caller's echoed, and its own).
       assert.equal(await server.running.app.get(TaskFiles).count(t.id, task.id), 3, name);
     }
+  });
+
+  it("a card's gRPC interface on another host than the entry's url is reached without the entry's credential", async () => {
+    const reply = await a2a(server.url, t.token, 'grpc-elsewhere', V1).send('hello elsewhere');
+    assert.equal(reply.result?.task?.status?.state, 'TASK_STATE_COMPLETED', JSON.stringify(reply));
+    assert.equal(grpcElsewhere.received.length, 1);
+    assert.deepEqual(grpcElsewhere.authorizations, [''], 'the token went to no other host');
   });
 
   it('a v0.3 JSON-RPC caller reaches a v1.0 upstream that speaks only gRPC', async () => {

@@ -145,7 +145,8 @@ export async function startV03Upstream(): Promise<TranslationUpstream> {
 const part = (json: Record<string, unknown>): Part => Part.fromJSON(json);
 
 /** The SDK 1.3 server on gRPC only; its card (over HTTP, at `<url>/agent-card.json`) names only that interface. */
-export async function startGrpcUpstream(): Promise<TranslationUpstream> {
+/** `grpcHost`: where the gRPC service listens (its card is served on 127.0.0.1 either way). */
+export async function startGrpcUpstream(grpcHost = '127.0.0.1'): Promise<TranslationUpstream> {
   const received: unknown[][] = [];
   const authorizations: string[] = [];
   const exec: AgentExecutor = {
@@ -211,14 +212,14 @@ export async function startGrpcUpstream(): Promise<TranslationUpstream> {
   };
   const grpcServer = new grpc.Server();
   const port = await new Promise<number>((resolve, reject) =>
-    grpcServer.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) =>
+    grpcServer.bindAsync(`${grpcHost}:0`, grpc.ServerCredentials.createInsecure(), (err, p) =>
       err ? reject(err) : resolve(p),
     ),
   );
   const card = AgentCard.fromJSON({
     name: 'Grpc Vendor',
     description: 'An agent on the A2A SDK 1.3, gRPC only',
-    supportedInterfaces: [{ url: `127.0.0.1:${port}`, protocolBinding: 'GRPC', protocolVersion: '1.0' }],
+    supportedInterfaces: [{ url: `${grpcHost}:${port}`, protocolBinding: 'GRPC', protocolVersion: '1.0' }],
     version: '1',
     capabilities: { streaming: true, pushNotifications: false },
     defaultInputModes: ['text/plain'],
