@@ -46,8 +46,8 @@ function originOf(value: unknown): string {
 /**
  * The API over a tenant's own entries of one registry: create, list, read, patch (fields given replace the stored
  * ones, `null` removes one; `auth` is replaced whole, its secrets given again), delete. Reads never carry a
- * secret: each shows as `"set"`. A patch that points an entry at another origin must give its secret fields again
- * (or `null`): a stored secret is never sent where its owner did not send it.
+ * secret: each shows as `"set"`. A patch that points an entry's `url` at another origin must give its secret
+ * fields again (or `null`): a stored secret is never sent where its owner did not send it.
  */
 export class TenantEntries {
   constructor(
