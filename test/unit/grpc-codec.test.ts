@@ -11,6 +11,7 @@ import { A2A_PROTO } from '../../src/a2a-wire/a2a-proto.js';
 import {
   A2A_ROOT,
   a2aPackageDefinition,
+  UndecodedMessage,
   a2aType,
   fromProtoJson,
   MalformedMessage,
@@ -33,7 +34,21 @@ function parseProto(text: string): protobuf.Root {
   return root;
 }
 
-const service = (): ServiceDefinition => a2aPackageDefinition()['lf.a2a.v1.A2AService'] as ServiceDefinition;
+/**
+ * The service's methods, each reading a request as the binding does: grpc-js hands its bytes over undecoded
+ * (`UndecodedMessage`), and the binding opens them once the caller is checked.
+ */
+const service = (): ServiceDefinition => {
+  const definition = a2aPackageDefinition()['lf.a2a.v1.A2AService'] as ServiceDefinition;
+  for (const method of Object.values(definition)) {
+    const deserialize = method.requestDeserialize;
+    method.requestDeserialize = (bytes: Buffer): object => {
+      const r = deserialize(bytes);
+      return r instanceof UndecodedMessage ? r.open() : r;
+    };
+  }
+  return definition;
+};
 
 /** A message through the wire: ProtoJSON → proto-loader's object → bytes → what the server's deserializer hands over. */
 function overTheWire(typeName: string, method: string, json: Record<string, unknown>): unknown {
@@ -141,6 +156,19 @@ describe('gRPC codec (spec §10)', () => {
       () => toProtoJson(a2aType('SendMessageRequest'), { message: { metadata: { fields: { d: deep } } } }),
       (e: unknown) => e instanceof A2aError && e.reason === 'invalid_params',
     );
+  });
+
+  it('grpc-js hands a request over undecoded: nothing of it is read before the binding has checked the caller', () => {
+    const raw = a2aPackageDefinition()['lf.a2a.v1.A2AService'] as ServiceDefinition;
+    // Bytes that are no message at all, and 8 MiB of empty parts: neither is looked at here.
+    const many = Buffer.concat([Buffer.from([0x12, 0x80, 0x80, 0x80, 0x04]), Buffer.alloc(8 * 1024 * 1024, 0)]);
+    many.fill(Buffer.from([0x2a, 0x00]), 5);
+    for (const bytes of [Buffer.from([0xff, 0xff, 0xff]), many]) {
+      const got: unknown = raw.SendMessage.requestDeserialize(bytes);
+      assert.ok(got instanceof UndecodedMessage);
+    }
+    const opened = (raw.SendMessage.requestDeserialize(Buffer.from([0xff, 0xff, 0xff])) as UndecodedMessage).open();
+    assert.ok(opened instanceof MalformedMessage);
   });
 
   it('a request whose bytes do not decode is a MalformedMessage, not an exception', () => {

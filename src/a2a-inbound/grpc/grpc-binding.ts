@@ -19,6 +19,7 @@ import {
   fromProtoJson,
   MalformedMessage,
   OversizeMessage,
+  UndecodedMessage,
   toProtoJson,
   wireSizeOf,
 } from './grpc-codec.js';
@@ -155,6 +156,8 @@ export class GrpcBinding {
     abort: AbortController,
   ): Promise<A2aOutcome> {
     checkGrpcVersion(metadata.get('a2a-version').filter((v): v is string => typeof v === 'string'));
+    // Decoded only now, for a caller whose token holds.
+    if (request instanceof UndecodedMessage) request = request.open();
     if (request instanceof OversizeMessage) {
       throw new DomainError(
         'payload_too_large',

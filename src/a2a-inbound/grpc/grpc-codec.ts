@@ -31,6 +31,32 @@ export class MalformedMessage {
   constructor(readonly problem: string) {}
 }
 
+/**
+ * A request's bytes as they arrived, decoded only when the binding asks (`open`), after it has checked the caller:
+ * checking and decoding a message of many MiB takes seconds of the event loop, which no caller without a valid
+ * token may spend.
+ */
+export class UndecodedMessage {
+  constructor(
+    private readonly bytes: Buffer,
+    private readonly type: protobuf.Type,
+    private readonly decode: (bytes: Buffer) => unknown,
+  ) {}
+
+  /** The message, or why its bytes are none (refused first, naming the field: the decoder reads ill-typed fields). */
+  open(): object | MalformedMessage {
+    const problem = wireProblem(this.type, this.bytes);
+    if (problem) return new MalformedMessage(problem);
+    try {
+      const message = this.decode(this.bytes) as object;
+      wireSizes.set(message, this.bytes.length);
+      return message;
+    } catch (err) {
+      return new MalformedMessage(err instanceof Error ? err.message.slice(0, 200) : 'undecodable');
+    }
+  }
+}
+
 /** A request larger than its method may take, left undecoded: the binding answers RESOURCE_EXHAUSTED. */
 export class OversizeMessage {
   constructor(
@@ -91,20 +117,9 @@ export function a2aPackageDefinition(plainLimit = Infinity): protoLoader.Package
     const decode = method.requestDeserialize;
     const type = reflected.methods[name].resolvedRequestType!;
     const limit = MESSAGE_METHODS.has(name) ? Infinity : plainLimit;
-    method.requestDeserialize = (bytes: Buffer) => {
+    method.requestDeserialize = (bytes: Buffer) =>
       // grpc-js has one receive limit for every method (the one that takes files): the others are held here, undecoded.
-      if (bytes.length > limit) return new OversizeMessage(bytes.length, limit);
-      // The decoder would read an ill-typed field as whatever it declares: refused first, naming the field.
-      const problem = wireProblem(type, bytes);
-      if (problem) return new MalformedMessage(problem);
-      try {
-        const message = decode(bytes);
-        wireSizes.set(message, bytes.length);
-        return message;
-      } catch (err) {
-        return new MalformedMessage(err instanceof Error ? err.message.slice(0, 200) : 'undecodable');
-      }
-    };
+      bytes.length > limit ? new OversizeMessage(bytes.length, limit) : new UndecodedMessage(bytes, type, decode);
   }
   return definition;
 }
