@@ -14,6 +14,8 @@ import { pushSecretAad } from '../push-secrets.js';
 
 /** Configs one pass claims; a full pass is followed by another at once. */
 const CLAIM_BATCH = 16;
+/** Configs a replica delivers to at once: each is one request at a time, in its log order. */
+const MAX_IN_FLIGHT = 64;
 /** Log events read at a time per config. */
 const READ_BATCH = 100;
 /** A webhook's answer is read this far, then dropped (only its status matters). */
@@ -33,6 +35,11 @@ const MAX_WATCHED = 50_000;
  * Wake-ups: a write to a task with configs (this replica's, or another's
  * heard over NOTIFY) starts a pass at once; a poll every `pushPollMs` finds
  * retries that came due and anything a lost notice hid.
+ *
+ * A pass does not wait for the configs it claimed: each is delivered on its
+ * own (up to `MAX_IN_FLIGHT` at once), so a receiver that answers slowly, or
+ * not until the timeout, delays its own config only — not the next pass,
+ * another config of the same task, or another tenant's.
  */
 @Injectable()
 export class PushWorker implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -44,6 +51,8 @@ export class PushWorker implements OnApplicationBootstrap, BeforeApplicationShut
   private timer: NodeJS.Timeout | undefined;
   private unwatch: (() => void) | undefined;
   private pass: Promise<void> | undefined;
+  /** The configs (row ids) being delivered now, each until it is caught up, fails or is no longer ours. */
+  private readonly inFlight = new Map<string, Promise<void>>();
   private again = false;
   private stopped = false;
 
@@ -74,6 +83,7 @@ export class PushWorker implements OnApplicationBootstrap, BeforeApplicationShut
     this.unwatch?.();
     this.abort.abort(new Error('shutting down'));
     await this.pass?.catch(() => undefined);
+    await Promise.allSettled(this.inFlight.values());
     // What this replica held goes back now rather than when its claims expire.
     await this.repo.releaseAll(this.identity.id).catch(() => undefined);
   }
@@ -106,16 +116,32 @@ export class PushWorker implements OnApplicationBootstrap, BeforeApplicationShut
   private async run(): Promise<void> {
     do {
       this.again = false;
+      // When every slot is taken, the next delivery to finish wakes a pass.
+      const room = Math.min(CLAIM_BATCH, MAX_IN_FLIGHT - this.inFlight.size);
+      if (room <= 0) return;
       let claimed: ClaimedConfig[];
       try {
-        claimed = await this.repo.claim(this.identity.id, this.config.pushLeaseMs, CLAIM_BATCH);
+        claimed = await this.repo.claim(this.identity.id, this.config.pushLeaseMs, room);
       } catch (err) {
         // The database is away: the next poll tries again.
         if (!isDatabaseUnavailable(err)) this.logger.warn({ err: safeError(err) }, 'push: claim failed');
         return;
       }
-      await Promise.all(claimed.map((c) => this.deliver(c)));
-      if (claimed.length === CLAIM_BATCH) this.again = true;
+      for (const c of claimed) {
+        // Claimed again while this replica still delivers it (its lease ran out mid-send): the delivery goes on.
+        if (this.inFlight.has(c.id)) continue;
+        const delivery = this.deliver(c)
+          .catch((err: unknown) => {
+            // Its claim expires by itself; whoever takes it next starts from the stored cursor.
+            this.logger.warn({ err: safeError(err), config: c.id, task_id: c.taskId }, 'push: delivery failed');
+          })
+          .finally(() => {
+            this.inFlight.delete(c.id);
+            this.wake();
+          });
+        this.inFlight.set(c.id, delivery);
+      }
+      if (claimed.length === room) this.again = true;
     } while (this.again && !this.stopped);
   }
 
