@@ -12,6 +12,7 @@ import { mcpFetch } from './mcp-fetch.js';
 import { loadMcpSdk, type McpSdk, type WatchedStdioTransport } from './mcp-sdk.js';
 import { serverSecrets, type McpServerConfig } from './mcp-registry.service.js';
 import { stripSecrets } from '../outbound-auth/credentials.js';
+import { findJsonProblem, MAX_JSON_DEPTH } from '../common/json-guard.js';
 
 /** A failure with its `/mcp` result line (`ERR: …`); the detail, if any, went to the log. */
 export class McpFailure extends Error {
@@ -107,7 +108,17 @@ export class McpPool implements OnModuleDestroy {
     let cursor: string | undefined;
     for (let page = 0; page < MAX_TOOL_PAGES; page++) {
       const res = await conn.client.listTools(cursor ? { cursor } : undefined, this.requestOptions(signal));
-      tools.push(...res.tools);
+      for (const tool of res.tools) {
+        // A schema nested past the JSON limit can be neither shown nor checked against: the tool is not offered.
+        if (findJsonProblem(tool.inputSchema, MAX_JSON_DEPTH, 'inputSchema')?.kind === 'depth') {
+          this.logger.warn(
+            { server: conn.server.name, tool: oneLine(String(tool.name)).slice(0, 100) },
+            'mcp: tool left out: its input schema is nested too deep',
+          );
+          continue;
+        }
+        tools.push(tool);
+      }
       cursor = res.nextCursor;
       if (!cursor) break;
     }

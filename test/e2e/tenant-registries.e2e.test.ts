@@ -307,7 +307,7 @@ describe('per-tenant registries: /v1/remote-agents and /v1/mcp-servers', () => {
     assert.ok(!(await a.client.get('/v1/mcp-servers')).text.includes(MCP_TOKEN));
   });
 
-  it("what an MCP server says in a failure has the entry's secrets taken out before the agent sees it", async () => {
+  it("what an MCP server says in a failure has the entry's secrets taken out; a tool it lists with a schema too deep is left out", async () => {
     const quoting = await startQuotingHttp();
     try {
       const key = `mcp-key-${randomBytes(6).toString('hex')}`;
@@ -331,6 +331,13 @@ describe('per-tenant registries: /v1/remote-agents and /v1/mcp-servers', () => {
         /ERR: mcp server 'quoting' error -32603: exploded: key \[redacted\], token \[redacted\] \(sent as "Bearer \[redacted\]"\)/,
       );
       for (const fed of [failed, erred]) assert.ok(!fed.includes(key) && !fed.includes(token), fed);
+      // A tool whose input schema is nested past the JSON limit is not offered (it could be neither shown nor
+      // checked against); the others are.
+      const tools = await run(a, '/mcp tools quoting');
+      assert.match(tools, /^quote — /m);
+      assert.match(tools, /^explode — /m);
+      assert.doesNotMatch(tools, /deep/);
+      assert.match(await run(a, '/mcp call quoting deep {}'), /ERR: mcp server 'quoting' has no tool 'deep'/);
       assert.equal((await a.client.delete('/v1/mcp-servers/quoting')).status, 204);
     } finally {
       await quoting.close();

@@ -90,10 +90,18 @@ export async function startEverythingHttp(
   };
 }
 
+/** An object schema whose one property is an object schema … `depth` times. */
+function deepSchema(depth: number): { type: 'object'; properties: Record<string, unknown> } {
+  let schema: { type: 'object'; properties: Record<string, unknown> } = { type: 'object', properties: {} };
+  for (let i = 0; i < depth; i++) schema = { type: 'object', properties: { inner: schema } };
+  return schema;
+}
+
 /**
  * A careless MCP server over streamable HTTP (stateless, the official SDK's low-level server): its tools repeat the
  * `Authorization` and `X-Api-Key` they were sent, as a server that logs into its errors would — `quote` in a
- * failed tool result (`isError`), `explode` in a JSON-RPC error.
+ * failed tool result (`isError`), `explode` in a JSON-RPC error; and `deep` has an input schema nested past the
+ * JSON limit.
  */
 export async function startQuotingHttp(): Promise<{ url: string; close: () => Promise<void> }> {
   const { Server: SdkServer } = await import('@modelcontextprotocol/sdk/server/index.js');
@@ -107,6 +115,7 @@ export async function startQuotingHttp(): Promise<{ url: string; close: () => Pr
         tools: [
           { name: 'quote', description: 'fails, quoting what it was sent', inputSchema: noArgs },
           { name: 'explode', description: 'errs, quoting what it was sent', inputSchema: noArgs },
+          { name: 'deep', description: 'an input schema nested 200 levels', inputSchema: deepSchema(200) },
         ],
       }));
       server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
