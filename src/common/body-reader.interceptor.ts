@@ -8,6 +8,26 @@ import { findJsonProblem, JsonTextError, MAX_JSON_DEPTH, parseJsonText, tooDeep,
 
 const JSON_TYPES = ['application/json', 'application/*+json'];
 
+/** Nest's route-argument metadata, and its kind for `@Query()` (`RouteParamtypes.QUERY`). */
+const ROUTE_ARGS = '__routeArguments__';
+const QUERY_ARG = 4;
+/** A query parameter every route takes: the A2A version (spec §3.6.2), also read from the query. */
+const ANY_ROUTE_QUERY = new Set(['A2A-Version']);
+
+const takesQuery = new WeakMap<object, boolean>();
+
+/** Whether a handler reads its query (a `@Query()` parameter, validated by its DTO then). */
+function readsQuery(ctx: ExecutionContext): boolean {
+  const handler = ctx.getHandler();
+  let known = takesQuery.get(handler);
+  if (known === undefined) {
+    const args = (Reflect.getMetadata(ROUTE_ARGS, ctx.getClass(), handler.name) ?? {}) as Record<string, unknown>;
+    known = Object.keys(args).some((k) => Number(k.split(':')[0]) === QUERY_ARG);
+    takesQuery.set(handler, known);
+  }
+  return known;
+}
+
 /** Runs an Express middleware to completion; its error (a body-parser `HttpError`) rejects. */
 const run = (mw: RequestHandler, req: Request, res: Response): Promise<void> =>
   new Promise((resolve, reject) =>
@@ -58,6 +78,11 @@ export class BodyReader implements NestInterceptor {
         [{ field: inUrl.path.replace(/^(path|query)\.?/, '') || 'query', messages: [inUrl.problem] }],
         `${inUrl.path} ${inUrl.problem}`,
       );
+    }
+    // A route that reads no query refuses one, as a DTO refuses unknown fields: a typo is not silently dropped.
+    const unknown = readsQuery(ctx) ? [] : Object.keys(req.query).filter((k) => !ANY_ROUTE_QUERY.has(k));
+    if (unknown.length > 0) {
+      throw DomainError.validation(unknown.map((k) => ({ field: k, messages: [`${k} should not exist`] })));
     }
     try {
       await this.readJson(req, res, this.json);

@@ -138,6 +138,29 @@ describe('HTTP surface', () => {
     }
   });
 
+  it('a query parameter a route does not take is refused and named, as an unknown body field is', async () => {
+    const conversation = await t.client.post('/v1/conversations', {});
+    assert.equal(conversation.status, 201, conversation.text);
+    for (const [client, path, fields] of [
+      [t.client, '/v1/remote-agents?x=1', ['x']],
+      [t.client, '/v1/mcp-servers?limit=abc&x=1', ['limit', 'x']],
+      [t.client, '/v1/budgets?x=1', ['x']],
+      [t.client, `/v1/conversations/${conversation.body.id}/messages?limit=0&cursor=zz`, ['limit', 'cursor']],
+      [server.admin, '/v1/admin/registries/a2a-agents?x=1', ['x']],
+    ] as [HttpClient, string, string[]][]) {
+      const res = await client.get(path);
+      assert.equal(res.status, 400, `${path}: ${res.text}`);
+      assert.deepEqual(
+        (res.body.details as { field: string }[]).map((d) => d.field),
+        fields,
+        path,
+      );
+    }
+    // A route with a query takes its own, and the A2A version goes anywhere.
+    assert.equal((await t.client.get('/v1/agents?limit=2')).status, 200);
+    assert.equal((await t.client.get('/v1/remote-agents?A2A-Version=1.0')).status, 200);
+  });
+
   it('__proto__ and constructor keys are unknown fields, and change nothing', async () => {
     for (const raw of ['{"id":"p1","__proto__":{"role":"x"}}', '{"id":"p2","constructor":{"role":"x"}}']) {
       const res = await t.client.request('POST', '/v1/agents', {
