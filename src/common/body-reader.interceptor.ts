@@ -1,4 +1,11 @@
-import { Injectable, Logger, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
+import {
+  Injectable,
+  Logger,
+  SetMetadata,
+  type CallHandler,
+  type ExecutionContext,
+  type NestInterceptor,
+} from '@nestjs/common';
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import type { Observable } from 'rxjs';
 import { AppConfig } from '../config/app-config.js';
@@ -14,15 +21,25 @@ const QUERY_ARG = 4;
 /** A query parameter every route takes: the A2A version (spec §3.6.2), also read from the query. */
 const ANY_ROUTE_QUERY = new Set(['A2A-Version']);
 
+const ANY_QUERY = 'arbiter:any-query';
+/**
+ * On a controller whose routes ignore what the query says beyond what they read themselves: public discovery
+ * documents (agent cards, keys) and operational probes (health, metrics), which caches, proxies and scrapers may
+ * call with parameters of their own.
+ */
+export const AnyQuery = (): ClassDecorator => SetMetadata(ANY_QUERY, true);
+
 const takesQuery = new WeakMap<object, boolean>();
 
-/** Whether a handler reads its query (a `@Query()` parameter, validated by its DTO then). */
+/** Whether a handler reads its query (a `@Query()` parameter, validated by its DTO then), or takes any (`AnyQuery`). */
 function readsQuery(ctx: ExecutionContext): boolean {
   const handler = ctx.getHandler();
   let known = takesQuery.get(handler);
   if (known === undefined) {
     const args = (Reflect.getMetadata(ROUTE_ARGS, ctx.getClass(), handler.name) ?? {}) as Record<string, unknown>;
-    known = Object.keys(args).some((k) => Number(k.split(':')[0]) === QUERY_ARG);
+    known =
+      Reflect.getMetadata(ANY_QUERY, ctx.getClass()) === true ||
+      Object.keys(args).some((k) => Number(k.split(':')[0]) === QUERY_ARG);
     takesQuery.set(handler, known);
   }
   return known;

@@ -6,11 +6,13 @@ import { Public } from '../common/auth.decorators.js';
 import { ReplicaChannel } from '../database/replica-channel.service.js';
 import { Lifecycle } from './lifecycle.service.js';
 import { ApiTags } from '@nestjs/swagger';
+import { AnyQuery } from '../common/body-reader.interceptor.js';
 
 const READY_TIMEOUT_MS = 2_000;
 
 @Public()
 @ApiTags('health')
+@AnyQuery()
 @Controller('v1/health')
 export class HealthController {
   constructor(

@@ -159,6 +159,9 @@ describe('HTTP surface', () => {
     // A route with a query takes its own, and the A2A version goes anywhere.
     assert.equal((await t.client.get('/v1/agents?limit=2')).status, 200);
     assert.equal((await t.client.get('/v1/remote-agents?A2A-Version=1.0')).status, 200);
+    // Discovery documents and probes take any query (caches, proxies and scrapers add their own).
+    assert.equal((await t.client.get('/v1/health?probe=1')).status, 200);
+    assert.equal((await fetch(`${server.url}/.well-known/agent-card.json?v=2`)).status, 200);
   });
 
   it('__proto__ and constructor keys are unknown fields, and change nothing', async () => {

@@ -10,6 +10,7 @@ import { UpstreamCards } from '../services/upstream-card.js';
 import { CardSigner, JWKS_PATH } from '../services/card-signer.service.js';
 import { cardEtag, etagMatches } from '../services/card-etag.js';
 import { ApiTags } from '@nestjs/swagger';
+import { AnyQuery } from '../../common/body-reader.interceptor.js';
 
 /** The card with its ETag (see `cardEtag`); a matching `If-None-Match` gets 304. */
 function send(req: Request, res: Response, card: unknown, cacheControl: string): void {
@@ -26,6 +27,7 @@ function send(req: Request, res: Response, card: unknown, cacheControl: string):
 }
 
 @ApiTags('A2A cards')
+@AnyQuery()
 @Controller()
 export class AgentCardController {
   constructor(
