@@ -31,11 +31,7 @@ export class TenantRemotes {
     private readonly store: TenantRegistryStore,
   ) {
     this.policy = { allowPrivate: config.a2aAllowPrivate, allowHosts: new Set() };
-    this.own = new TenantEntries(store, {
-      kind: 'a2a',
-      what: 'remote agent',
-      check: (n, e) => this.check(n, e),
-    });
+    this.own = new TenantEntries(store, { kind: 'a2a', what: 'remote agent', check: (n, e) => this.check(n, e) });
   }
 
   /** Every remote the tenant sees, by name. */

@@ -31,11 +31,7 @@ export class TenantMcpServers {
     private readonly store: TenantRegistryStore,
   ) {
     this.policy = { allowPrivate: config.mcpAllowPrivate, allowHosts: parseHostList(config.mcpAllowlist) };
-    this.own = new TenantEntries(store, {
-      kind: 'mcp',
-      what: 'mcp server',
-      check: (n, e) => this.check(n, e),
-    });
+    this.own = new TenantEntries(store, { kind: 'mcp', what: 'mcp server', check: (n, e) => this.check(n, e) });
   }
 
   /** Every server the tenant sees, by name. */

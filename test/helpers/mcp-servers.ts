@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -46,44 +46,60 @@ export async function startEverythingHttp(
   const { createServer: createEverything } = (await import(entry)) as { createServer: EverythingFactory };
   const sessions = new Map<string, { transport: StreamableHTTPServerTransport; cleanup: () => void }>();
   const auth: (string | undefined)[] = [];
-  const http: Server = createServer((req, res) => {
-    void (async () => {
-      auth.push(req.headers.authorization);
-      if (!(await allowed(req.headers.authorization))) {
-        res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"unauthorized"}');
-        return;
-      }
-      const sid = req.headers['mcp-session-id'];
-      const known = typeof sid === 'string' ? sessions.get(sid) : undefined;
-      if (known) return known.transport.handleRequest(req, res);
-      if (req.method !== 'POST' || sid) {
-        res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":"no session"}');
-        return;
-      }
-      const { server, cleanup } = createEverything();
-      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) => void sessions.set(id, { transport, cleanup: () => cleanup(id) }),
-        onsessionclosed: (id) => {
-          sessions.get(id)?.cleanup();
-          sessions.delete(id);
-        },
-      });
-      await server.connect(transport);
-      await transport.handleRequest(req, res);
-    })().catch(() => {
-      if (!res.headersSent) res.writeHead(500).end();
+  const { url, close } = await listenMcp(async (req, res) => {
+    auth.push(req.headers.authorization);
+    if (!(await allowed(req.headers.authorization))) {
+      res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"unauthorized"}');
+      return;
+    }
+    const sid = req.headers['mcp-session-id'];
+    const known = typeof sid === 'string' ? sessions.get(sid) : undefined;
+    if (known) return known.transport.handleRequest(req, res);
+    if (req.method !== 'POST' || sid) {
+      res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":"no session"}');
+      return;
+    }
+    const { server, cleanup } = createEverything();
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => void sessions.set(id, { transport, cleanup: () => cleanup(id) }),
+      onsessionclosed: (id) => {
+        sessions.get(id)?.cleanup();
+        sessions.delete(id);
+      },
     });
+    await server.connect(transport);
+    await transport.handleRequest(req, res);
   });
-  await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
   return {
-    url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`,
+    url,
     auth,
     close: async () => {
       for (const s of sessions.values()) {
         s.cleanup();
         await s.transport.close();
       }
+      await close();
+    },
+  };
+}
+
+/**
+ * An HTTP server on 127.0.0.1 answering every request with `handle` (a 500 when it throws before answering), at
+ * `<url>/mcp`; `close` ends its connections and the port.
+ */
+async function listenMcp(
+  handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
+): Promise<{ url: string; close: () => Promise<void> }> {
+  const http: Server = createServer((req, res) => {
+    handle(req, res).catch(() => {
+      if (!res.headersSent) res.writeHead(500).end();
+    });
+  });
+  await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`,
+    close: async () => {
       http.closeAllConnections();
       await new Promise((r) => http.close(r));
     },
@@ -107,38 +123,26 @@ export async function startQuotingHttp(): Promise<{ url: string; close: () => Pr
   const { Server: SdkServer } = await import('@modelcontextprotocol/sdk/server/index.js');
   const { CallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode } =
     await import('@modelcontextprotocol/sdk/types.js');
-  const http: Server = createServer((req, res) => {
-    void (async () => {
-      const server = new SdkServer({ name: 'quoting', version: '1.0.0' }, { capabilities: { tools: {} } });
-      const noArgs = { type: 'object' as const, properties: {} };
-      server.setRequestHandler(ListToolsRequestSchema, () => ({
-        tools: [
-          { name: 'quote', description: 'fails, quoting what it was sent', inputSchema: noArgs },
-          { name: 'explode', description: 'errs, quoting what it was sent', inputSchema: noArgs },
-          { name: 'deep', description: 'an input schema nested 200 levels', inputSchema: deepSchema(200) },
-        ],
-      }));
-      server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
-        const headers = extra.requestInfo?.headers ?? {};
-        const auth = String(headers.authorization ?? '');
-        const said = `key ${String(headers['x-api-key'] ?? '')}, token ${auth.replace(/^Bearer /, '')} (sent as "${auth}")`;
-        if (request.params.name === 'explode') throw new McpError(ErrorCode.InternalError, `exploded: ${said}`);
-        return { isError: true, content: [{ type: 'text', text: `refused: ${said}` }] };
-      });
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-      res.on('close', () => void transport.close().then(() => server.close()));
-      await server.connect(transport);
-      await transport.handleRequest(req, res);
-    })().catch(() => {
-      if (!res.headersSent) res.writeHead(500).end();
+  return listenMcp(async (req, res) => {
+    const server = new SdkServer({ name: 'quoting', version: '1.0.0' }, { capabilities: { tools: {} } });
+    const noArgs = { type: 'object' as const, properties: {} };
+    server.setRequestHandler(ListToolsRequestSchema, () => ({
+      tools: [
+        { name: 'quote', description: 'fails, quoting what it was sent', inputSchema: noArgs },
+        { name: 'explode', description: 'errs, quoting what it was sent', inputSchema: noArgs },
+        { name: 'deep', description: 'an input schema nested 200 levels', inputSchema: deepSchema(200) },
+      ],
+    }));
+    server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+      const headers = extra.requestInfo?.headers ?? {};
+      const auth = String(headers.authorization ?? '');
+      const said = `key ${String(headers['x-api-key'] ?? '')}, token ${auth.replace(/^Bearer /, '')} (sent as "${auth}")`;
+      if (request.params.name === 'explode') throw new McpError(ErrorCode.InternalError, `exploded: ${said}`);
+      return { isError: true, content: [{ type: 'text', text: `refused: ${said}` }] };
     });
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    res.on('close', () => void transport.close().then(() => server.close()));
+    await server.connect(transport);
+    await transport.handleRequest(req, res);
   });
-  await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`,
-    close: async () => {
-      http.closeAllConnections();
-      await new Promise((r) => http.close(r));
-    },
-  };
 }
