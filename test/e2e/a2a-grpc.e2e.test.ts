@@ -334,6 +334,18 @@ describe('§10 gRPC binding', () => {
       assert.ok('err' in noParts);
       assert.equal(noParts.err.code, grpc.status.INVALID_ARGUMENT);
       assert.deepEqual(noParts.err.fields, ['message.parts']);
+      // Too many parts: refused while the bytes are checked, before a part is decoded, as JSON-RPC refuses them.
+      const parts = Array.from({ length: 65 }, () => ({ text: 'x' }));
+      const tooMany = await unary(
+        raw,
+        'SendMessage',
+        { tenant: 'twin', message: { messageId: 'm1', role: 'ROLE_USER', parts } },
+        md,
+      );
+      assert.ok('err' in tooMany);
+      assert.deepEqual([tooMany.err.code, tooMany.err.info?.reason], [grpc.status.INVALID_ARGUMENT, 'INVALID_PARAMS']);
+      assert.deepEqual(tooMany.err.fields, ['message.parts']);
+      assert.match(tooMany.err.message, /at most 64 parts/);
       const page = await unary(raw, 'ListTasks', { tenant: 'twin', pageSize: 1000 }, md);
       assert.ok('err' in page);
       assert.deepEqual([page.err.code, page.err.fields], [grpc.status.INVALID_ARGUMENT, ['pageSize']]);

@@ -247,6 +247,35 @@ describe('gRPC codec (spec §10)', () => {
     }
   });
 
+  it('a message of too many parts, or too large besides its file bytes, is refused from the check, undecoded', () => {
+    const send = a2aType('SendMessageRequest');
+    const methods = a2aPackageDefinition(1024)['lf.a2a.v1.A2AService'] as ServiceDefinition;
+    const open = (json: Record<string, unknown>) => {
+      const bytes = Buffer.from(send.encode(send.fromObject(fromProtoJson(send, json))).finish());
+      return (methods.SendMessage.requestDeserialize(bytes) as UndecodedMessage).open();
+    };
+    const message = (parts: unknown[]) => ({ tenant: 't', message: { messageId: 'm', role: 'ROLE_USER', parts } });
+    const text = (n: number) => Array.from({ length: n }, () => ({ text: 'x' }));
+    // 64 parts is a message; the 65th is refused as the other bindings refuse it, naming the field.
+    assert.ok(!(open(message(text(64))) instanceof MalformedMessage));
+    const many = open(message(text(65)));
+    assert.ok(many instanceof MalformedMessage);
+    assert.deepEqual([many.field, many.problem], ['message.parts', 'message.parts must contain at most 64 parts']);
+    // File bytes do not count against the plain limit: 4 KiB of them in 1 KiB allowed.
+    const file = { raw: Buffer.alloc(4096, 7).toString('base64'), mediaType: 'application/octet-stream' };
+    const withFile = open(message([file]));
+    assert.ok(!(withFile instanceof MalformedMessage) && !(withFile instanceof OversizeMessage));
+    // Text does: 2 KiB of it (or 8 MiB of empty parts, below) is too large besides its files, and is not decoded.
+    const long = open(message([file, { text: 'x'.repeat(2048) }]));
+    assert.ok(long instanceof OversizeMessage);
+    assert.ok(long.besidesFiles && long.limit === 1024 && long.bytes > 2048 && long.bytes < 2200, `${long.bytes}`);
+    const empty = Buffer.concat([Buffer.from([0x12, 0x80, 0x80, 0x80, 0x04]), Buffer.alloc(8 * 1024 * 1024, 0)]);
+    empty.fill(Buffer.from([0x2a, 0x00]), 5);
+    const unbounded = a2aPackageDefinition()['lf.a2a.v1.A2AService'] as ServiceDefinition;
+    const emptyParts = (unbounded.SendMessage.requestDeserialize(empty) as UndecodedMessage).open();
+    assert.ok(emptyParts instanceof MalformedMessage && emptyParts.field === 'message.parts');
+  });
+
   it('the wire check takes packed and unpacked repeated scalars, and refuses a packed run cut short', () => {
     const { root } = protobuf.parse('syntax = "proto3"; message P { repeated int32 n = 1; repeated fixed32 f = 2; }');
     const P = root.resolveAll().lookupType('P');

@@ -159,12 +159,14 @@ export class GrpcBinding {
     // Decoded only now, for a caller whose token holds.
     if (request instanceof UndecodedMessage) request = request.open();
     if (request instanceof OversizeMessage) {
+      const besides = request.besidesFiles ? ' besides its file bytes' : '';
       throw new DomainError(
         'payload_too_large',
-        `a ${method} request may be at most ${request.limit} bytes; this one is ${request.bytes}`,
+        `a ${method} request may be at most ${request.limit} bytes${besides}; this one is ${request.bytes}`,
       );
     }
     if (request instanceof MalformedMessage) {
+      if (request.field) throw new A2aError('invalid_params', `invalid params: ${request.problem}`, request.field);
       throw new A2aError('invalid_request', `the request is not a valid ${method} message: ${request.problem}`);
     }
     const params = toProtoJson(SERVICE.methods[method].resolvedRequestType!, request);

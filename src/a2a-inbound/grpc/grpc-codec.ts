@@ -5,7 +5,8 @@ import { MAX_JSON_DEPTH } from '../../common/json-guard.js';
 import { A2aError } from '../../a2a-wire/a2a-errors.js';
 import type { Json } from '../../a2a-wire/dialects/params.js';
 import { A2A_PROTO } from '../../a2a-wire/a2a-proto.js';
-import { wireProblem } from './grpc-wire-check.js';
+import { MAX_MESSAGE_PARTS } from '../../a2a-wire/dialects/message-input.js';
+import { type RepeatLimits, wireScan } from './grpc-wire-check.js';
 
 /** The proto package and service (spec §10.1). */
 export const A2A_PACKAGE = 'lf.a2a.v1';
@@ -28,25 +29,33 @@ export const LOADER_OPTIONS: protoLoader.Options = {
 
 /** A request whose bytes did not decode as its message: the binding answers INVALID_ARGUMENT. */
 export class MalformedMessage {
-  constructor(readonly problem: string) {}
+  constructor(
+    readonly problem: string,
+    /** The field a limit refused (a message's parts): the same invalid params as the other bindings. */
+    readonly field?: string,
+  ) {}
 }
 
 /**
  * A request's bytes as they arrived, decoded only when the binding asks (`open`), after it has checked the caller:
  * checking and decoding a message of many MiB takes seconds of the event loop, which no caller without a valid
- * token may spend.
+ * token may spend. Nor may one with a token: a message of more parts than it may have, or larger besides its
+ * files' bytes than `plainLimit`, is refused from the check's walk, before the decoder builds an object of each part.
  */
 export class UndecodedMessage {
   constructor(
     private readonly bytes: Buffer,
     private readonly type: protobuf.Type,
     private readonly decode: (bytes: Buffer) => unknown,
+    private readonly plainLimit = Infinity,
   ) {}
 
   /** The message, or why its bytes are none (refused first, naming the field: the decoder reads ill-typed fields). */
-  open(): object | MalformedMessage {
-    const problem = wireProblem(this.type, this.bytes);
-    if (problem) return new MalformedMessage(problem);
+  open(): object | MalformedMessage | OversizeMessage {
+    const scan = wireScan(this.type, this.bytes, REPEAT_LIMITS);
+    if (scan.problem !== undefined) return new MalformedMessage(scan.problem, scan.field);
+    const plain = this.bytes.length - scan.fileBytes;
+    if (plain > this.plainLimit) return new OversizeMessage(plain, this.plainLimit, true);
     try {
       const message = this.decode(this.bytes) as object;
       wireSizes.set(message, this.bytes.length);
@@ -62,6 +71,8 @@ export class OversizeMessage {
   constructor(
     readonly bytes: number,
     readonly limit: number,
+    /** Whether `bytes` leaves out the message's file bytes (a message's methods are held to the limit besides them). */
+    readonly besidesFiles = false,
   ) {}
 }
 
@@ -93,6 +104,11 @@ export function a2aType(name: string): protobuf.Type {
   return A2A_ROOT.lookupType(`${A2A_PACKAGE}.${name}`);
 }
 
+/** The repeated fields a request's bytes are held to before decoding (as the dialect holds a parsed message). */
+const REPEAT_LIMITS: RepeatLimits = new Map([
+  [a2aType('Message').fields.parts, { max: MAX_MESSAGE_PARTS, what: 'parts' }],
+]);
+
 const wireSizes = new WeakMap<object, number>();
 
 /** The size in bytes of a request message as it arrived (for the body limit besides its file bytes). */
@@ -103,7 +119,7 @@ export function wireSizeOf(message: unknown): number | undefined {
 /**
  * The package definition the Nest gRPC server loads. Each method's request
  * deserializer is wrapped: bytes that are not a valid message (see
- * `wireProblem`; or that the decoder refuses) become a
+ * `wireScan`; or that the decoder refuses) become a
  * `MalformedMessage` for the binding to refuse as INVALID_ARGUMENT (grpc-js
  * would otherwise answer INTERNAL, which says the server is at fault); a
  * request of a method outside `MESSAGE_METHODS` over `plainLimit` bytes
@@ -117,9 +133,12 @@ export function a2aPackageDefinition(plainLimit = Infinity): protoLoader.Package
     const decode = method.requestDeserialize;
     const type = reflected.methods[name].resolvedRequestType!;
     const limit = MESSAGE_METHODS.has(name) ? Infinity : plainLimit;
+    const besidesFiles = MESSAGE_METHODS.has(name) ? plainLimit : Infinity;
     method.requestDeserialize = (bytes: Buffer) =>
       // grpc-js has one receive limit for every method (the one that takes files): the others are held here, undecoded.
-      bytes.length > limit ? new OversizeMessage(bytes.length, limit) : new UndecodedMessage(bytes, type, decode);
+      bytes.length > limit
+        ? new OversizeMessage(bytes.length, limit)
+        : new UndecodedMessage(bytes, type, decode, besidesFiles);
   }
   return definition;
 }

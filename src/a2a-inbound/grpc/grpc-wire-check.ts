@@ -10,6 +10,11 @@ import protobuf from 'protobufjs';
  * length within its message, strings valid UTF-8 (proto3 requires it) — so
  * an ill-typed request is refused naming the field instead of being served as
  * some other request. Linear in the bytes; nesting bounded as the decoder's is.
+ *
+ * The same walk counts what the decoder would otherwise be asked to build: the
+ * bytes of `bytes` fields (a part's file), so a request too large besides its
+ * files is refused undecoded, and the values of the repeated fields that have
+ * a limit (a message's parts), refused at the first one past it.
  */
 
 const WIRE_NAMES = ['varint', '64-bit', 'length-delimited', 'group start', 'group end', '32-bit'];
@@ -34,10 +39,27 @@ function slotOf(field: protobuf.FieldBase): Slot {
 const wireOf = (slot: Slot): number =>
   slot.kind === 'message' ? 2 : (protobuf.types.basic as Record<string, number>)[slot.type];
 
-class WireProblem extends Error {}
+class WireProblem extends Error {
+  constructor(
+    message: string,
+    /** The field a limit refused (the rest are refused as a malformed message). */
+    readonly field?: string,
+  ) {
+    super(message);
+  }
+}
 
 function fail(at: string, what: string): never {
   throw new WireProblem(`${at} ${what}`);
+}
+
+/** How many values a repeated field may have (`field` → its limit and its values' name). */
+export type RepeatLimits = ReadonlyMap<protobuf.Field, { max: number; what: string }>;
+
+/** What the walk learns besides problems: the bytes of `bytes` fields. */
+interface Walk {
+  limits: RepeatLimits;
+  fileBytes: number;
 }
 
 /** Length-delimited contents: the reader is past the length; returns the contents and moves past them. */
@@ -50,7 +72,7 @@ function delimited(r: protobuf.Reader, at: string): Uint8Array {
 }
 
 /** One value of a slot (field number `id`) that arrived with wire type `wt`. */
-function checkValue(r: protobuf.Reader, slot: Slot, id: number, wt: number, at: string, depth: number): void {
+function checkValue(w: Walk, r: protobuf.Reader, slot: Slot, id: number, wt: number, at: string, depth: number): void {
   const expected = wireOf(slot);
   if (wt === 2 && slot.kind === 'scalar' && slot.packable) {
     const packed = protobuf.Reader.create(delimited(r, at));
@@ -64,29 +86,33 @@ function checkValue(r: protobuf.Reader, slot: Slot, id: number, wt: number, at: 
   if (wt !== expected) {
     fail(at, `(field ${id}) is sent ${wireName(wt)}; a2a.proto declares ${slot.label}, sent ${wireName(expected)}`);
   }
-  if (slot.kind === 'message') return checkMessage(slot.type, delimited(r, at), at, depth + 1);
+  if (slot.kind === 'message') return checkMessage(w, slot.type, delimited(r, at), at, depth + 1);
   if (slot.type === 'string') {
     if (!isUtf8(delimited(r, at))) fail(at, 'is not valid UTF-8');
+    return;
+  }
+  if (slot.type === 'bytes') {
+    w.fileBytes += delimited(r, at).length;
     return;
   }
   r.skipType(wt);
 }
 
 /** A map entry (`map<K, V>` is `repeated Entry { K key = 1; V value = 2; }` on the wire). */
-function checkMapEntry(field: protobuf.MapField, bytes: Uint8Array, at: string, depth: number): void {
+function checkMapEntry(w: Walk, field: protobuf.MapField, bytes: Uint8Array, at: string, depth: number): void {
   const r = protobuf.Reader.create(bytes);
   const key: Slot = { kind: 'scalar', type: field.keyType, packable: false, label: field.keyType };
   const value = slotOf(field);
   while (r.pos < r.len) {
     const tag = r.uint32();
     const id = tag >>> 3;
-    if (id === 1) checkValue(r, key, id, tag & 7, `${at}.key`, depth);
-    else if (id === 2) checkValue(r, value, id, tag & 7, `${at}.value`, depth);
+    if (id === 1) checkValue(w, r, key, id, tag & 7, `${at}.key`, depth);
+    else if (id === 2) checkValue(w, r, value, id, tag & 7, `${at}.value`, depth);
     else r.skipType(tag & 7, depth);
   }
 }
 
-function checkMessage(type: protobuf.Type, bytes: Uint8Array, path: string, depth: number): void {
+function checkMessage(w: Walk, type: protobuf.Type, bytes: Uint8Array, path: string, depth: number): void {
   if (depth > protobuf.Reader.recursionLimit)
     fail(path, `is nested deeper than ${protobuf.Reader.recursionLimit} messages`);
   const r = protobuf.Reader.create(bytes);
@@ -104,28 +130,42 @@ function checkMessage(type: protobuf.Type, bytes: Uint8Array, path: string, dept
     const n = seen.get(id) ?? 0;
     seen.set(id, n + 1);
     const name = path ? `${path}.${field.name}` : field.name;
+    const limit = w.limits.get(field);
+    if (limit && n >= limit.max) {
+      throw new WireProblem(`${name} must contain at most ${limit.max} ${limit.what}`, name);
+    }
     const at = field.repeated || field.map ? `${name}[${n}]` : name;
     if (field instanceof protobuf.MapField) {
       if (wt !== 2) fail(at, `(field ${id}) is sent ${wireName(wt)}; a2a.proto declares a map, sent ${wireName(2)}`);
-      checkMapEntry(field, delimited(r, at), at, depth + 1);
+      checkMapEntry(w, field, delimited(r, at), at, depth + 1);
     } else {
-      checkValue(r, slotOf(field), id, wt, at, depth);
+      checkValue(w, r, slotOf(field), id, wt, at, depth);
     }
   }
 }
 
+/** What `wireScan` found: why the bytes are not the message (and the field a limit refused), or their file bytes. */
+export type WireScan = { problem: string; field?: string } | { problem?: undefined; fileBytes: number };
+
 /**
  * Why `bytes` are not a well-formed `type`, naming the field (`tenant
  * (field 1) is sent varint (wire type 0); a2a.proto declares string, sent
- * length-delimited (wire type 2)`), or undefined when they are.
+ * length-delimited (wire type 2)`), or, when they are, how many of them are
+ * the contents of `bytes` fields.
  */
-export function wireProblem(type: protobuf.Type, bytes: Uint8Array): string | undefined {
+export function wireScan(type: protobuf.Type, bytes: Uint8Array, limits: RepeatLimits = new Map()): WireScan {
+  const walk: Walk = { limits, fileBytes: 0 };
   try {
-    checkMessage(type, bytes, '', 0);
-    return undefined;
+    checkMessage(walk, type, bytes, '', 0);
+    return { fileBytes: walk.fileBytes };
   } catch (err) {
-    if (err instanceof WireProblem) return err.message;
+    if (err instanceof WireProblem) return { problem: err.message, field: err.field };
     // The reader's own refusals: a length or varint running past the end, an invalid wire type.
-    return err instanceof Error ? err.message.slice(0, 200) : 'undecodable';
+    return { problem: err instanceof Error ? err.message.slice(0, 200) : 'undecodable' };
   }
+}
+
+/** `wireScan`'s problem alone. */
+export function wireProblem(type: protobuf.Type, bytes: Uint8Array): string | undefined {
+  return wireScan(type, bytes).problem;
 }

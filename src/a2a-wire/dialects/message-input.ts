@@ -88,8 +88,13 @@ export function checkParts(parts: PartJson[], field: string, limits: FileLimits)
   });
 }
 
+/** How many parts a message may have. */
+export const MAX_MESSAGE_PARTS = 64;
+
 /** Common checks of a user message, after a dialect has put it in v1.0 form (and checked its role). */
 export function checkUserMessage(m: MessageJson, field: string): void {
   if (m.parts.length === 0) throw A2aError.invalidParams(`${field}.parts`, 'must contain at least one part');
-  if (m.parts.length > 64) throw A2aError.invalidParams(`${field}.parts`, 'must contain at most 64 parts');
+  if (m.parts.length > MAX_MESSAGE_PARTS) {
+    throw A2aError.invalidParams(`${field}.parts`, `must contain at most ${MAX_MESSAGE_PARTS} parts`);
+  }
 }
