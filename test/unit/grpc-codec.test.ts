@@ -276,6 +276,33 @@ describe('gRPC codec (spec §10)', () => {
     assert.ok(emptyParts instanceof MalformedMessage && emptyParts.field === 'message.parts');
   });
 
+  it('a map key "__proto__" (which the decoder would drop) is refused naming it; other keys cross', () => {
+    const send = a2aType('SendMessageRequest');
+    const withKey = (key: string) => {
+      const json = {
+        tenant: 't',
+        message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'x' }], metadata: { [key]: 1, kept: 2 } },
+      };
+      return Buffer.from(send.encode(send.fromObject(fromProtoJson(send, json))).finish());
+    };
+    const open = (bytes: Buffer) => (service().SendMessage.requestDeserialize(bytes) as object) ?? {};
+    const ok = open(withKey('__protX__'));
+    assert.deepEqual(toProtoJson(send, ok).message, {
+      messageId: 'm',
+      role: 'ROLE_USER',
+      parts: [{ text: 'x' }],
+      metadata: { __protX__: 1, kept: 2 },
+    });
+    // The same bytes with the key's last letters changed: a key the encoder above could not even have written.
+    const bytes = withKey('__protX__');
+    const at = bytes.indexOf('__protX__');
+    bytes.write('__proto__', at);
+    const refused = open(bytes);
+    assert.ok(refused instanceof MalformedMessage);
+    assert.equal(refused.field, 'message.metadata.fields[0].key');
+    assert.match(refused.problem, /"__proto__", a key the gRPC binding cannot carry/);
+  });
+
   it('the wire check takes packed and unpacked repeated scalars, and refuses a packed run cut short', () => {
     const { root } = protobuf.parse('syntax = "proto3"; message P { repeated int32 n = 1; repeated fixed32 f = 2; }');
     const P = root.resolveAll().lookupType('P');

@@ -98,6 +98,9 @@ function checkValue(w: Walk, r: protobuf.Reader, slot: Slot, id: number, wt: num
   r.skipType(wt);
 }
 
+/** A string key `__proto__` as it is on the wire: its length, then its bytes. */
+const PROTO_KEY = Buffer.from([9, ...Buffer.from('__proto__')]);
+
 /** A map entry (`map<K, V>` is `repeated Entry { K key = 1; V value = 2; }` on the wire). */
 function checkMapEntry(w: Walk, field: protobuf.MapField, bytes: Uint8Array, at: string, depth: number): void {
   const r = protobuf.Reader.create(bytes);
@@ -106,8 +109,15 @@ function checkMapEntry(w: Walk, field: protobuf.MapField, bytes: Uint8Array, at:
   while (r.pos < r.len) {
     const tag = r.uint32();
     const id = tag >>> 3;
-    if (id === 1) checkValue(w, r, key, id, tag & 7, `${at}.key`, depth);
-    else if (id === 2) checkValue(w, r, value, id, tag & 7, `${at}.value`, depth);
+    if (id === 1) {
+      const start = r.pos;
+      checkValue(w, r, key, id, tag & 7, `${at}.key`, depth);
+      // protobufjs decodes a map into a plain object, where this key would set the prototype: the entry would vanish.
+      if (field.keyType === 'string' && PROTO_KEY.equals(r.buf.subarray(start, r.pos))) {
+        const problem = 'is "__proto__", a key the gRPC binding cannot carry (JSON-RPC and HTTP+JSON can)';
+        throw new WireProblem(`${at}.key ${problem}`, `${at}.key`);
+      }
+    } else if (id === 2) checkValue(w, r, value, id, tag & 7, `${at}.value`, depth);
     else r.skipType(tag & 7, depth);
   }
 }
