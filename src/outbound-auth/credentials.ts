@@ -1,6 +1,7 @@
 import { createHash, X509Certificate } from 'node:crypto';
 import type { SubjectToken } from '../common/subject-token.js';
 import { OutboundAuthError, type OAuthClient, type OutboundAuth, type TlsIdentity } from './outbound-auth.types.js';
+import { stripIssued } from './issued-tokens.js';
 import { TokenCache } from './token-cache.js';
 import type { IssuedToken } from './token-endpoint.js';
 
@@ -172,11 +173,12 @@ export function secretsOf(auth: OutboundAuth): string[] {
 }
 
 /**
- * Text from a remote (an error's message) with secrets taken out: the entry's own (`secrets`), any bearer token
- * and anything shaped like a JWT (a token Arbiter was issued and the remote echoed).
+ * Text from a remote (an error's message) with secrets taken out: the entry's own (`secrets`), the access tokens
+ * Arbiter was issued for remotes (`stripIssued`: a remote may quote the one it was sent, bare), any bearer token
+ * and anything shaped like a JWT.
  */
 export function stripSecrets(text: string, secrets: readonly string[]): string {
-  let out = text;
+  let out = stripIssued(text);
   for (const s of secrets) if (s && s.length >= 4) out = out.split(s).join('[redacted]');
   return out
     .replace(/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/gi, '$1 [redacted]')

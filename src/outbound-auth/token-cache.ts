@@ -1,4 +1,5 @@
 import { abortable } from '../common/abortable.js';
+import { rememberIssued } from './issued-tokens.js';
 import type { IssuedToken } from './token-endpoint.js';
 
 /** A token is renewed this long before it expires: 30 s, or a tenth of a short lifetime. */
@@ -23,6 +24,7 @@ export class TokenCache {
     if (this.current && Date.now() < this.current.renewAt) return this.current.token;
     this.inflight ??= this.fetchToken()
       .then((t) => {
+        rememberIssued(t.token);
         this.current = { token: t.token, renewAt: Date.now() + t.expiresIn * 1000 - skewMs(t.expiresIn) };
         return t.token;
       })

@@ -7,11 +7,13 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { RegistryFileError } from '../../src/common/registry-file/registry-fields.js';
 import { SubjectToken } from '../../src/common/subject-token.js';
 import { checkAuthUrl, readOutboundAuth, type AuthSource } from '../../src/outbound-auth/auth-fields.js';
-import { credentialOf, sendWithCredential } from '../../src/outbound-auth/credentials.js';
+import { credentialOf, sendWithCredential, stripSecrets } from '../../src/outbound-auth/credentials.js';
+import { stripIssued } from '../../src/outbound-auth/issued-tokens.js';
 import { OutboundAuthError, type OAuthClient } from '../../src/outbound-auth/outbound-auth.types.js';
 import { DEFAULT_LIFETIME_S, requestToken } from '../../src/outbound-auth/token-endpoint.js';
 import { makeClientCerts } from '../helpers/client-certs.js';
@@ -241,6 +243,28 @@ describe('the token endpoint', () => {
     assert.equal(res.status, 401, 'a second 401 is the answer');
     assert.equal(sends, 2, 'one retry');
     assert.equal(fetches, 2, 'one refresh');
+  });
+
+  it('an opaque token Arbiter was issued is taken out of what a remote says, however it is quoted', async () => {
+    // Opaque (no JWT shape) and unique to this test; the two share their first eight characters.
+    const issued = [`opq-${randomUUID()}`, `opq-${randomUUID()}`];
+    let n = 0;
+    const credential = credentialOf({ type: 'oauth2_client_credentials', ...client('/unused') }, () =>
+      Promise.resolve({ token: issued[n++], expiresIn: 3600 }),
+    );
+    const [first, second] = issued;
+    const said = `refused "${first}"; token=${first}. ${first}`;
+    assert.equal(stripSecrets(said, []), said, 'not known before it is issued');
+    assert.equal((await credential.headers({})).authorization, `Bearer ${first}`);
+    assert.equal(stripSecrets(said, []), 'refused "[redacted]"; token=[redacted]. [redacted]');
+    // Refused and renewed: both are known (the refusal is what quotes the old one).
+    credential.refused({ authorization: `Bearer ${first}` }, {});
+    assert.equal((await credential.headers({})).authorization, `Bearer ${second}`);
+    assert.equal(
+      stripSecrets(`${first}${second} ${second.slice(0, 20)}`, []),
+      `[redacted][redacted] ${second.slice(0, 20)}`,
+    );
+    assert.equal(stripIssued('short'), 'short');
   });
 
   it('token_exchange refuses without a caller; the subject token never shows in JSON or logs', async () => {
