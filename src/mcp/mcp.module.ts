@@ -12,6 +12,6 @@ import { TenantMcpServers } from './tenant-mcp-servers.service.js';
   imports: [OutboundAuthModule, TenantRegistryModule],
   controllers: [McpServersController],
   providers: [McpRegistry, TenantMcpServers, McpPool, McpTool],
-  exports: [McpTool, McpRegistry],
+  exports: [McpTool, McpRegistry, TenantMcpServers],
 })
 export class McpModule {}

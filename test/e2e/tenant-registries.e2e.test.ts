@@ -305,6 +305,15 @@ describe('per-tenant registries: /v1/remote-agents and /v1/mcp-servers', () => {
     );
     assert.ok(!JSON.stringify(rows).includes(MCP_TOKEN) && !JSON.stringify(rows).includes('header-secret-1'));
     assert.ok(!(await a.client.get('/v1/mcp-servers')).text.includes(MCP_TOKEN));
+    // An agent that names no tools lists /mcp on its card for the tenant that sees a server, and not for the other.
+    const skillIds = async (t: TestTenant, id: string) => {
+      await newAgent(t, { id });
+      const card = await t.client.get(`/v1/a2a/agents/${id}/agent-card.json`);
+      assert.equal(card.status, 200, card.text);
+      return (card.body.skills as { id: string }[]).map((s) => s.id);
+    };
+    assert.ok((await skillIds(a, 'card-a')).includes('mcp'));
+    assert.ok(!(await skillIds(b, 'card-b')).includes('mcp'));
   });
 
   it("what an MCP server says in a failure has the entry's secrets taken out; a tool it lists with a schema too deep is left out", async () => {

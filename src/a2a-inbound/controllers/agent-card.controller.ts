@@ -88,8 +88,8 @@ export class AgentCardController {
     const upstream = await this.upstreams.profile(t.tenantId, agent);
     const card =
       version === '1.0' && explicit
-        ? this.cards.v1Card(agent, base, t.tenantId, upstream)
-        : this.cards.compatCard(agent, base, t.tenantId, upstream);
+        ? await this.cards.v1Card(agent, base, t.tenantId, upstream)
+        : await this.cards.compatCard(agent, base, t.tenantId, upstream);
     send(req, res, await this.signer.sign(card, base), 'private, max-age=60');
   }
 }

@@ -224,8 +224,8 @@ export class A2aRequestHandler {
     const upstream = await this.upstreams.profile(ctx.principal.tenantId, ctx.agent);
     const card =
       dialect === '1.0'
-        ? this.cards.v1ExtendedCard(ctx.agent, base, ctx.principal.tenantId, upstream)
-        : this.cards.compatExtendedCard(ctx.agent, base, ctx.principal.tenantId, upstream);
+        ? await this.cards.v1ExtendedCard(ctx.agent, base, ctx.principal.tenantId, upstream)
+        : await this.cards.compatExtendedCard(ctx.agent, base, ctx.principal.tenantId, upstream);
     return this.signer.sign(card, base);
   }
 }

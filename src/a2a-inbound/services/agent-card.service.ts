@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import type { IncomingHttpHeaders } from 'node:http';
 import { AppConfig } from '../../config/app-config.js';
 import { descriptiveSkills, mcpServerGrants, toolGrants, type Constitution } from '../../registry/constitution.js';
-import { McpRegistry } from '../../mcp/mcp-registry.service.js';
+import { TenantMcpServers } from '../../mcp/tenant-mcp-servers.service.js';
 import type { ResolvedAgent } from '../../registry/services/agents.js';
 import { routeModel } from '../../config/model-routes.js';
 import { KNOWN_TOOLS, TOOL_DESCRIPTIONS, TOOL_SKILL_IDS, isKnownTool, type ToolName } from '../../registry/tools.js';
@@ -111,27 +111,29 @@ export function modelFamily(id: string): string | undefined {
 export class AgentCardService {
   constructor(
     private readonly config: AppConfig,
-    private readonly mcp: McpRegistry,
+    private readonly mcpServers: TenantMcpServers,
     private readonly grpc: GrpcEndpoint,
     private readonly issuers: IssuerDirectory,
   ) {}
 
   /**
    * The tools a public card lists: the agent's grants; an agent without
-   * grants may use every tool, and its card lists `/mcp` and `/search` when
-   * the operator configured MCP servers or a search provider.
+   * grants may use every tool, and its card lists `/mcp` when the tenant sees
+   * an MCP server (the operator's shared with it, or its own) and `/search`
+   * when the operator configured a search provider.
    */
-  private usableTools(c: Constitution): string[] {
+  private async usableTools(c: Constitution, tenantId: string): Promise<string[]> {
     const grants = toolGrants(c);
     if (grants.length > 0) return grants;
-    return [...(this.mcp.list().length > 0 ? ['/mcp'] : []), ...(this.config.activeSearchProvider ? ['/search'] : [])];
+    const mcp = (await this.mcpServers.forTenant(tenantId)).length > 0;
+    return [...(mcp ? ['/mcp'] : []), ...(this.config.activeSearchProvider ? ['/search'] : [])];
   }
 
   /** The tools the agent may use: its grants, or every tool when it names none (those configured, for /mcp and /search). */
-  private effectiveTools(c: Constitution): ToolName[] {
+  private async effectiveTools(c: Constitution, tenantId: string): Promise<ToolName[]> {
     const grants = toolGrants(c).filter(isKnownTool);
     if (grants.length) return grants;
-    const usable = new Set(this.usableTools(c));
+    const usable = new Set(await this.usableTools(c, tenantId));
     return KNOWN_TOOLS.filter((t) => (t !== '/mcp' && t !== '/search') || usable.has(t));
   }
 
@@ -163,14 +165,14 @@ export class AgentCardService {
    * that is how a gRPC call, which has no URL, names its agent, and on the
    * HTTP bindings it must be the URL's agent (`A2aCall`).
    */
-  v1Card(agent: ResolvedAgent, base: string, tenantId: string, upstream?: UpstreamProfile): Json {
-    const skills = upstream?.skills ?? publicSkills(agent, this.usableTools(agent.constitution));
+  async v1Card(agent: ResolvedAgent, base: string, tenantId: string, upstream?: UpstreamProfile): Promise<Json> {
+    const skills = upstream?.skills ?? publicSkills(agent, await this.usableTools(agent.constitution, tenantId));
     return AgentCard.toJSON(AgentCard.fromJSON(this.v1Json(agent, base, tenantId, skills, upstream))) as Json;
   }
 
   /** The v1.0 card plus v0.3's `url`, `protocolVersion`, `preferredTransport` and security shapes. */
-  compatCard(agent: ResolvedAgent, base: string, tenantId: string, upstream?: UpstreamProfile): Json {
-    return this.withV03Fields(this.v1Card(agent, base, tenantId, upstream), agent, base, tenantId);
+  async compatCard(agent: ResolvedAgent, base: string, tenantId: string, upstream?: UpstreamProfile): Promise<Json> {
+    return this.withV03Fields(await this.v1Card(agent, base, tenantId, upstream), agent, base, tenantId);
   }
 
   /**
@@ -182,16 +184,17 @@ export class AgentCardService {
    * is more than the tenant can read with `GET /v1/agents/:id`, and less
    * (no personality, no token budget, never a provider key or base URL).
    */
-  v1ExtendedCard(agent: ResolvedAgent, base: string, tenantId: string, upstream?: UpstreamProfile): Json {
+  async v1ExtendedCard(agent: ResolvedAgent, base: string, tenantId: string, up?: UpstreamProfile): Promise<Json> {
     // A remote-backed agent (gateway mode) has no tools or profile of its own: its upstream's card, as the public one.
-    if (agent.constitution.backend) return this.v1Card(agent, base, tenantId, upstream);
-    const json = this.v1Json(agent, base, tenantId, extendedSkills(agent, this.effectiveTools(agent.constitution)));
+    if (agent.constitution.backend) return this.v1Card(agent, base, tenantId, up);
     const c = agent.constitution;
+    const tools = await this.effectiveTools(c, tenantId);
+    const json = this.v1Json(agent, base, tenantId, extendedSkills(agent, tools));
     const profile: Json = {
       role: c.role,
       goal: c.goal,
       rules: c.rules,
-      tools: this.effectiveTools(c),
+      tools,
       mode: c.mode,
     };
     const family = this.config.extendedCardModel ? modelFamily(c.model ?? this.config.defaultModel) : undefined;
@@ -208,8 +211,8 @@ export class AgentCardService {
   }
 
   /** The extended card as a v0.3 client reads it (`agent/getAuthenticatedExtendedCard`). */
-  compatExtendedCard(agent: ResolvedAgent, base: string, tenantId: string, upstream?: UpstreamProfile): Json {
-    return this.withV03Fields(this.v1ExtendedCard(agent, base, tenantId, upstream), agent, base, tenantId);
+  async compatExtendedCard(agent: ResolvedAgent, base: string, tenantId: string, up?: UpstreamProfile): Promise<Json> {
+    return this.withV03Fields(await this.v1ExtendedCard(agent, base, tenantId, up), agent, base, tenantId);
   }
 
   /**
