@@ -41,6 +41,16 @@ const capText = (text: string): string => capBytes(text, REPLY_CAP);
  */
 const shown = (remote: RemoteAgent, text: string): string => stripSecrets(text, secretsOf(remote.auth));
 
+/** An entry's URL as the calling agent sees it: without its query, which may hold a key (`?code=…`). */
+function withoutQuery(u: string): string {
+  try {
+    const url = new URL(u);
+    return url.search || url.hash ? `${url.origin}${url.pathname}${url.search ? '?…' : ''}` : u;
+  } catch {
+    return '(not a URL)';
+  }
+}
+
 /**
  * Remote A2A agents through the official SDK client: the card from the
  * registry's `card_url`, else `<url>/agent-card.json` (else the origin's
@@ -116,8 +126,8 @@ export class RemoteAgents {
       `name: ${c.name}`,
       `description: ${c.description || '(none)'}`,
       `version: ${c.version || '(none)'}`,
-      `url: ${remote.url}`,
-      `card: ${cached.source}`,
+      `url: ${withoutQuery(remote.url)}`,
+      `card: ${withoutQuery(cached.source)}`,
       `signature: ${signatureLine(cached)}`,
       ...c.supportedInterfaces.map((i) => `interface: ${i.protocolBinding} ${i.protocolVersion} ${i.url}`),
       `streaming: ${c.capabilities?.streaming ? 'yes' : 'no'}`,

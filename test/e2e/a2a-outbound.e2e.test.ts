@@ -107,6 +107,11 @@ describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference
       gemini: { url: gemini.url },
       volt: { url: `${volt.url}/a2a/support`, card_url: `${volt.url}/.well-known/support/agent-card.json` },
       volt_default: { url: `${volt.url}/a2a/support` },
+      // Keys in the query (as some hosts give them): the calling agent is shown neither.
+      volt_keyed: {
+        url: `${volt.url}/a2a/support?code=url-key-1`,
+        card_url: `${volt.url}/.well-known/support/agent-card.json?code=card-key-2`,
+      },
       volt_guarded: {
         url: `${volt.url}/a2a/support`,
         card_url: 'http://169.254.169.254/.well-known/support/agent-card.json',
@@ -252,6 +257,10 @@ describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference
       'GET /.well-known/agent-card.json',
     ]);
     assert.match(guarded, /\nERR: card fetch failed: 169\.254\.169\.254 is a linkLocal address \(blocked\)\n/);
+    const keyed = (await runCommands('/a2a card volt_keyed')).fed;
+    assert.match(keyed, /\nurl: http:\/\/127\.0\.0\.1:\d+\/a2a\/support\?…\n/);
+    assert.match(keyed, /\ncard: http:\/\/127\.0\.0\.1:\d+\/\.well-known\/support\/agent-card\.json\?…\n/);
+    assert.ok(!keyed.includes('url-key-1') && !keyed.includes('card-key-2'), keyed);
   });
 
   it('list, card and the roster of the master agent', async () => {
