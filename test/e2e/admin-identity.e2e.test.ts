@@ -163,6 +163,9 @@ describe('the identity admin API', () => {
         ['an unknown scope', { ...base, scope_map: { x: ['admin'] } }, ['scope_map']],
         ['an unknown tenant', { ...base, tenant_claim: undefined, tenant_id: randomUUID() }, ['tenant_id']],
         ['an unknown field', { ...base, secret: 'x' }, ['secret']],
+        ['a port past 65535', { ...base, issuer: 'https://idp.example.com:99999' }, ['issuer']],
+        ['a broken IP literal', { ...base, jwks_uri: 'https://[1:2' }, ['jwks_uri']],
+        ['null scope_map', { ...base, scope_map: null }, ['scope_map']],
         [
           "a tenant's own IdP granting operator roles",
           { ...base, tenant_claim: undefined, tenant_id: randomUUID(), role_claim: 'roles' },
@@ -186,6 +189,21 @@ describe('the identity admin API', () => {
         tenant_id: tenant.id,
       });
       assert.equal(bound.status, 201, bound.text);
+      // A patch is held to the same: null for a field it needs, no URL, or no mapping left; nothing changes.
+      const patches: [Record<string, unknown>, string[]][] = [
+        [{ issuer: null }, ['issuer']],
+        [{ audiences: null, algorithms: null }, ['audiences', 'algorithms']],
+        [{ clock_skew_seconds: null }, ['clock_skew_seconds']],
+        [{ scope_map: null }, ['scope_map']],
+        [{ issuer: 'http://127.0.0.1:70000/' }, ['issuer']],
+        [{ tenant_id: null }, ['tenant_claim']],
+      ];
+      for (const [body, expected] of patches) {
+        const res = await server.admin.patch(`/v1/admin/issuers/${bound.body.id}`, body);
+        assert.equal(res.status, 400, `${JSON.stringify(body)}: ${res.text}`);
+        assert.deepEqual(fields(res.body).sort(), [...expected].sort(), `${JSON.stringify(body)}: ${res.text}`);
+      }
+      assert.deepEqual((await server.admin.get(`/v1/admin/issuers/${bound.body.id}`)).body, bound.body);
       assert.equal((await server.admin.delete(`/v1/admin/issuers/${bound.body.id}`)).status, 204);
     });
   });

@@ -345,6 +345,7 @@ describe('identity: tenants and operators of a trusted OpenID Provider', () => {
       ['unknown kid', await sign({ ...claims, exp: now + 600 }, { kid: 'no-such-key' }), /key is not known/],
       ['three segments of garbage', 'abc.def.ghi', /not valid|not a JWT/],
       ['three dots of garbage', 'abc.def.ghi.jkl', /invalid or revoked token/],
+      ['an expiry past year 9999', await sign({ ...claims, exp: 1e13 }), /claim "exp" is not valid/],
     ];
     for (const [name, bad, reason] of cases) {
       const native = await server.as(bad).get('/v1/requests');
@@ -357,6 +358,16 @@ describe('identity: tenants and operators of a trusted OpenID Provider', () => {
       const body = (await rpc.json()) as { error?: string; code?: string };
       assert.equal(body.code, 'unauthorized', name);
       assert.match(body.error ?? '', reason, `${name}: ${JSON.stringify(body)}`);
+    }
+    // A tenant claim no tenant's external_id could be (a NUL, a space, not ASCII): 403, as for an unknown tenant.
+    for (const org of ['acme\u0000', 'a\u0000b', 'ac me', 'acmé']) {
+      const named = await sign({ ...claims, org, exp: now + 600 });
+      for (const res of [await server.as(named).get('/v1/me'), await server.as(named).get('/v1/agents')]) {
+        assert.equal(res.status, 403, `${JSON.stringify(org)}: ${res.text}`);
+        assert.match(res.body.error, /names no tenant of this deployment/);
+      }
+      const rpc = await a2a(server.url, named, 'helper').post('SendMessage', sendParams('x'));
+      assert.equal(rpc.status, 403, JSON.stringify(org));
     }
     // The good token still works, so the refusals were the tokens'.
     assert.equal((await server.as(good).get('/v1/requests')).status, 200);

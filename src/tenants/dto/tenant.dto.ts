@@ -26,7 +26,8 @@ const trim = ({ value }: { value: unknown }): unknown => (typeof value === 'stri
 // No control characters: names end up in logs, rosters and agent cards.
 const PRINTABLE = /^[^\p{Cc}]*$/u;
 
-const EXTERNAL_ID = /^[\x21-\x7e]{1,256}$/;
+/** What an `external_id` may be (a JWT's tenant claim is looked up only when it could be one). */
+export const EXTERNAL_ID = /^[\x21-\x7e]{1,256}$/;
 const EXTERNAL_ID_MESSAGE = 'external_id must be 1 to 256 printable ASCII characters without spaces';
 const SCOPES_MESSAGE = `scopes must be a non-empty list of ${TENANT_SCOPES.join(', ')}`;
 

@@ -151,6 +151,15 @@ export class IssuerDirectory implements OnModuleInit {
           },
         ]);
       }
+      if (!next.tenantClaim && !next.tenantId && !next.roleClaim) {
+        // What creating refuses: an issuer none of whose tokens could act for anyone.
+        throw DomainError.validation([
+          {
+            field: 'tenant_claim',
+            messages: ['give tenant_claim or tenant_id (tenant callers), role_claim (operators), or both'],
+          },
+        ]);
+      }
       await this.mustHaveTenant(em, dto.tenant_id);
       await unique(() => em.update(TrustedIssuerEntity, { id }, columns(dto)));
       return em.findOneByOrFail(TrustedIssuerEntity, { id });
@@ -216,7 +225,14 @@ export class IssuerDirectory implements OnModuleInit {
       ['jwks_uri', dto.jwks_uri],
     ] as const) {
       if (!raw) continue;
-      const url = new URL(raw);
+      let url: URL;
+      try {
+        url = new URL(raw);
+      } catch {
+        // The field's pattern lets through what is still no URL: a port past 65535, a broken IP literal.
+        problems.push({ field, messages: [`${field} must be a valid http(s) URL (host and port included)`] });
+        continue;
+      }
       if (url.protocol === 'http:' && !hostListed(url, policy)) {
         problems.push({
           field,

@@ -5,7 +5,6 @@ import {
   IsIn,
   IsInt,
   IsObject,
-  IsOptional,
   IsString,
   IsUUID,
   Matches,
@@ -15,6 +14,7 @@ import {
   ValidateIf,
 } from 'class-validator';
 import { TENANT_SCOPES } from '../../common/auth.decorators.js';
+import { OmittableNotNull } from '../../common/validation.js';
 import { ASYMMETRIC_ALGORITHMS } from './trusted-issuer.js';
 
 const HTTP_URL = /^https?:\/\/[^\s?#]+$/;
@@ -30,13 +30,13 @@ const ALGORITHMS_MESSAGE = `algorithms must be a non-empty list of ${ASYMMETRIC_
  */
 export class IssuerPatchDto {
   /** The exact `iss` of its tokens; its discovery document is `<issuer>/.well-known/openid-configuration`. */
-  @IsOptional()
+  @OmittableNotNull()
   @IsString()
   @MaxLength(512)
   @Matches(HTTP_URL, { message: 'issuer must be an http(s) URL without query or fragment' })
   issuer?: string;
 
-  @IsOptional()
+  @OmittableNotNull()
   @IsArray({ message: 'audiences must be a non-empty list of strings' })
   @ArrayNotEmpty({ message: 'audiences must be a non-empty list of strings' })
   @ArrayMaxSize(20)
@@ -44,14 +44,14 @@ export class IssuerPatchDto {
   @MaxLength(512, { each: true })
   audiences?: string[];
 
-  @IsOptional()
+  @OmittableNotNull()
   @IsArray({ message: ALGORITHMS_MESSAGE })
   @ArrayNotEmpty({ message: ALGORITHMS_MESSAGE })
   @ArrayMaxSize(ASYMMETRIC_ALGORITHMS.length, { message: ALGORITHMS_MESSAGE })
   @IsIn(ASYMMETRIC_ALGORITHMS, { each: true, message: ALGORITHMS_MESSAGE })
   algorithms?: string[];
 
-  @IsOptional()
+  @OmittableNotNull()
   @IsInt()
   @Min(0)
   @Max(600)
@@ -80,7 +80,7 @@ export class IssuerPatchDto {
   role_claim?: string | null;
 
   /** Their scope values → Arbiter scopes, e.g. `{"agent.call": ["a2a:invoke"]}`. */
-  @IsOptional()
+  @OmittableNotNull()
   @IsObject({ message: 'scope_map must be an object of scope → list of Arbiter scopes' })
   scope_map?: Record<string, string[]>;
 }

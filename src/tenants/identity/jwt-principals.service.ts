@@ -15,6 +15,7 @@ import { BearerRefusalError } from '../auth/bearer-refusal.js';
 import type { TenantEntity } from '../entities/tenant.entity.js';
 import { TenantRepository } from '../repositories/tenant.repository.js';
 import { ACCESS_CHANNEL } from '../services/open-streams.service.js';
+import { EXTERNAL_ID } from '../dto/tenant.dto.js';
 import { sha256Hex } from '../services/token-crypto.js';
 import { IssuerDirectory } from './issuer-directory.service.js';
 import { IssuerKeys } from './issuer-keys.js';
@@ -189,7 +190,8 @@ export class JwtPrincipals implements OnModuleInit, OnModuleDestroy {
     if (typeof value !== 'string' || value === '' || value.length > 256) {
       throw new BearerRefusalError(`token has no tenant claim "${claim}" (or no operator role)`, 403);
     }
-    const tenant = await this.tenants.findByExternalId(value);
+    // A value no tenant's external_id can be (a NUL, a space, non-ASCII) names none, and is not sent to the database.
+    const tenant = EXTERNAL_ID.test(value) ? await this.tenants.findByExternalId(value) : null;
     if (!tenant) throw new BearerRefusalError('token names no tenant of this deployment', 403);
     return tenant;
   }

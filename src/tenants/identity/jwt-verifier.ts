@@ -7,6 +7,7 @@ import {
   type JWTHeaderParameters,
   type JWTPayload,
 } from 'jose';
+import { LAST_INSTANT } from '../../common/iso-time.js';
 import { KeyNotFound, type IssuerKeys, type KeyMiss } from './issuer-keys.js';
 import { ASYMMETRIC_ALGORITHMS, type AsymmetricAlgorithm, type TrustedIssuer } from './trusted-issuer.js';
 
@@ -93,6 +94,8 @@ export class JwtVerifier {
     } catch (err) {
       throw joseRefusal(err);
     }
+    // An expiry past year 9999 is no time this server can write (in /v1/me, the audit, the cache): not a valid claim.
+    if ((claims.exp as number) * 1000 > LAST_INSTANT) throw new JwtRefusal('token claim "exp" is not valid');
     if (typeof claims.iat === 'number' && claims.iat > now / 1000 + issuer.clockSkewSeconds) {
       throw new JwtRefusal('token was issued in the future');
     }
