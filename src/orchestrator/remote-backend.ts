@@ -13,6 +13,7 @@ import {
   mappedMessage,
   stateOf,
   UpstreamProblem,
+  wellFormed,
 } from './remote-content.js';
 import type { RemoteAgents } from '../a2a-outbound/remote-agents.service.js';
 import type { AgentBackend } from '../registry/backend.js';
@@ -279,6 +280,10 @@ class Follower {
   private bind(taskId: unknown, contextId: unknown, protocol: (w: string) => UpstreamProblem): RunEvent[] {
     if (typeof taskId !== 'string' || !taskId || typeof contextId !== 'string') {
       throw protocol('an event without its task id and context id');
+    }
+    // Kept in the task's metadata: text the store can hold, of a bounded length.
+    if (taskId.length > 256 || contextId.length > 256 || wellFormed(taskId + contextId) !== taskId + contextId) {
+      throw protocol('an event whose task id or context id is not text of at most 256 characters');
     }
     if (this.bound) {
       if (this.bound.taskId !== taskId) throw protocol(`an event of another task (${taskId.slice(0, 64)})`);

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { TaskNotFoundError } from '@a2a-js/sdk/errors';
 import { describeCallError, UpstreamCardError } from '../a2a-outbound/remote-errors.js';
 import type { ArtifactJson, MessageJson, PartJson } from '../common/a2a-json.js';
+import { findJsonProblem } from '../common/json-guard.js';
 import type { RunContext } from './run-event.js';
 
 type Json = Record<string, unknown>;
@@ -22,27 +23,56 @@ export class UpstreamProblem extends Error {
   }
 }
 
+/**
+ * Text from an upstream as this task can hold it: a NUL becomes U+FFFD, as does an unpaired surrogate (PostgreSQL's
+ * text and jsonb take neither; a caller sending them gets a 400, an upstream has them replaced).
+ */
+export function wellFormed(text: string): string {
+  return text.replaceAll('\u0000', '\uFFFD').toWellFormed();
+}
+
+/** A JSON value from an upstream (`data`, `metadata`: nested at most 64 levels, as its answer was read) with its strings and keys `wellFormed`. */
+export function wellFormedJson(v: unknown): unknown {
+  if (findJsonProblem(v) === undefined) return v; // almost always: checked without copying
+  if (typeof v === 'string') return wellFormed(v);
+  if (v === null || typeof v !== 'object') return v;
+  if (Array.isArray(v)) return v.map(wellFormedJson);
+  const out: Json = {};
+  for (const [k, item] of Object.entries(v)) {
+    // A `__proto__` key stays a key (an assignment would set the prototype).
+    Object.defineProperty(out, wellFormed(k), {
+      value: wellFormedJson(item),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return out;
+}
+
+const wellFormedObject = (v: unknown): Json | undefined => (isObject(v) ? (wellFormedJson(v) as Json) : undefined);
+
 /** An upstream message as this task's: its parts checked, its ids this task's. */
 export function mappedMessage(ctx: Pick<RunContext, 'taskId' | 'contextId'>, m: Json, protocol: Protocol): MessageJson {
   const parts = mappedParts(m.parts, protocol);
   return {
-    messageId: typeof m.messageId === 'string' && m.messageId ? m.messageId.slice(0, 128) : randomUUID(),
+    messageId: typeof m.messageId === 'string' && m.messageId ? wellFormed(m.messageId.slice(0, 128)) : randomUUID(),
     role: 'ROLE_AGENT',
     parts,
     taskId: ctx.taskId,
     contextId: ctx.contextId,
-    ...(isObject(m.metadata) ? { metadata: m.metadata } : {}),
+    ...(isObject(m.metadata) ? { metadata: wellFormedObject(m.metadata) } : {}),
   };
 }
 
 export function mappedArtifact(a: unknown, protocol: Protocol): ArtifactJson {
   if (!isObject(a) || typeof a.artifactId !== 'string' || !a.artifactId) throw protocol('an artifact without an id');
   return {
-    artifactId: a.artifactId.slice(0, 256),
-    ...(typeof a.name === 'string' && a.name ? { name: a.name } : {}),
-    ...(typeof a.description === 'string' && a.description ? { description: a.description } : {}),
+    artifactId: wellFormed(a.artifactId.slice(0, 256)),
+    ...(typeof a.name === 'string' && a.name ? { name: wellFormed(a.name) } : {}),
+    ...(typeof a.description === 'string' && a.description ? { description: wellFormed(a.description) } : {}),
     parts: mappedParts(a.parts, protocol),
-    ...(isObject(a.metadata) ? { metadata: a.metadata } : {}),
+    ...(isObject(a.metadata) ? { metadata: wellFormedObject(a.metadata) } : {}),
   };
 }
 
@@ -53,20 +83,37 @@ export function mappedParts(parts: unknown, protocol: Protocol): PartJson[] {
     const kinds = ['text', 'raw', 'url', 'data'].filter((k) => p[k] !== undefined);
     if (kinds.length !== 1) throw protocol('a part with no content, or more than one');
     const out: PartJson = {};
-    if (typeof p.text === 'string') out.text = p.text.replaceAll('\u0000', '\uFFFD').toWellFormed();
+    if (typeof p.text === 'string') out.text = wellFormed(p.text);
     else if (typeof p.raw === 'string') {
       // Stored as the caller's are: padded standard base64 (what SQL's `decode` reads).
       const b64 = p.raw.replace(/\s+/g, '');
       if (b64.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(b64)) throw protocol('file bytes that are not base64');
       out.raw = b64;
-    } else if (typeof p.url === 'string') out.url = p.url;
-    else if (p.data !== undefined) out.data = p.data;
+    } else if (typeof p.url === 'string') out.url = httpUrl(p.url, protocol);
+    else if (p.data !== undefined) out.data = wellFormedJson(p.data);
     else throw protocol('a part of the wrong type');
-    if (typeof p.mediaType === 'string' && p.mediaType) out.mediaType = p.mediaType;
-    if (typeof p.filename === 'string' && p.filename) out.filename = p.filename;
-    if (isObject(p.metadata)) out.metadata = p.metadata;
+    if (typeof p.mediaType === 'string' && p.mediaType) out.mediaType = wellFormed(p.mediaType);
+    if (typeof p.filename === 'string' && p.filename) out.filename = wellFormed(p.filename);
+    if (isObject(p.metadata)) out.metadata = wellFormedObject(p.metadata);
     return out;
   });
+}
+
+/**
+ * A file part's link as a caller's is held: an absolute http(s) URL (never `javascript:` or `data:` for a client
+ * to render), kept in its parsed form (percent-encoded, so no NUL or lone surrogate reaches the store).
+ */
+function httpUrl(text: string, protocol: Protocol): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(text);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    throw protocol('a file part whose url is not an absolute http(s) URL');
+  }
+  return url.href;
 }
 
 export function isObject(v: unknown): v is Json {

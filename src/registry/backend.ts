@@ -1,7 +1,7 @@
 import { Type } from 'class-transformer';
 import { JSONSchema } from 'class-validator-jsonschema';
 import { nestedSchema } from '../common/api-docs.js';
-import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, ValidateNested } from 'class-validator';
+import { IsIn, IsInt, IsObject, IsOptional, IsString, Matches, Max, Min, ValidateNested } from 'class-validator';
 
 /**
  * What runs an agent's turns when it is not a model: a remote A2A agent of
@@ -65,6 +65,7 @@ export class BackendDto {
   registry?: 'tenant' | 'shared';
 
   @IsOptional()
+  @IsObject({ message: 'timeouts must be an object of first_event_ms, idle_ms and total_ms' })
   @ValidateNested()
   @Type(() => BackendTimeoutsDto)
   @JSONSchema(nestedSchema(BackendTimeoutsDto))

@@ -1,6 +1,7 @@
 import {
   ArrayMaxSize,
   IsArray,
+  IsObject,
   IsIn,
   IsInt,
   IsNumber,
@@ -160,6 +161,7 @@ export class ConstitutionDto {
   capabilities?: string[] | null;
 
   @IsOptional()
+  @IsObject({ message: 'backend must be an object naming its remote' })
   @ValidateNested()
   @Type(() => BackendDto)
   @JSONSchema(nestedSchema(BackendDto))

@@ -87,6 +87,9 @@ describe('remote-backed agents (gateway mode): any A2A agent behind Arbiter, eve
       ['vendor-deep', 'deep'],
       ['vendor-deep-lines', 'deep-lines'],
       ['vendor-huge', 'huge'],
+      ['vendor-dirty', 'dirty'],
+      ['vendor-badlink', 'badlink'],
+      ['vendor-dirty-id', 'dirty-id'],
     ]) {
       const res = await a.client.post('/v1/remote-agents', { name, url: `${up.url}/${path}` });
       assert.equal(res.status, 201, res.text);
@@ -98,6 +101,9 @@ describe('remote-backed agents (gateway mode): any A2A agent behind Arbiter, eve
     await newAgent(a, { id: 'gw-deep', backend: { remote: 'vendor-deep' } });
     await newAgent(a, { id: 'gw-deep-lines', backend: { remote: 'vendor-deep-lines' } });
     await newAgent(a, { id: 'gw-huge', backend: { remote: 'vendor-huge' } });
+    await newAgent(a, { id: 'gw-dirty', backend: { remote: 'vendor-dirty' } });
+    await newAgent(a, { id: 'gw-badlink', backend: { remote: 'vendor-badlink' } });
+    await newAgent(a, { id: 'gw-dirty-id', backend: { remote: 'vendor-dirty-id' } });
     await newAgent(a, { id: 'gw-quiet', backend: { remote: 'vendor', timeouts: { idle_ms: 300 } } });
     jsonrpc = await v1Client(server.url, a.token, 'gw');
   });
@@ -127,6 +133,10 @@ describe('remote-backed agents (gateway mode): any A2A agent behind Arbiter, eve
     await bad({ backend: { remote: 'vendor' }, model: 'echo' }, 'model');
     await bad({ backend: { remote: 'vendor', timeouts: { idle_ms: 5 } } }, 'backend.timeouts.idle_ms');
     await bad({ backend: { remote: 'vendor', extra: 1 } }, 'backend.extra');
+    // Lists are no objects (class-validator would check each element, and an empty one not at all).
+    await bad({ backend: { remote: 'vendor', timeouts: [] } }, 'backend.timeouts');
+    await bad({ backend: { remote: 'vendor', timeouts: [5000] } }, 'backend.timeouts');
+    await bad({ backend: [{ remote: 'vendor' }] }, 'backend');
     // Another tenant has no entry of that name.
     const other = await b.client.post('/v1/agents', { id: 'gw', backend: { remote: 'vendor' } });
     assert.equal(other.status, 400, other.text);
@@ -323,6 +333,9 @@ describe('remote-backed agents (gateway mode): any A2A agent behind Arbiter, eve
       ['gw-deep-lines', /an event of the stream is nested deeper than 64 levels/],
       ['gw-huge', /an event of the stream is larger than 4 MiB/],
       ['gw-quiet', /upstream_timeout: the upstream was silent for 300 ms/],
+      // A link a client could be made to open as script: refused as a caller's would be.
+      ['gw-badlink', /upstream_protocol: the upstream sent a file part whose url is not an absolute http\(s\) URL/],
+      ['gw-dirty-id', /upstream_protocol: the upstream sent an event whose task id or context id is not text/],
     ] as const) {
       const c = await v1Client(server.url, a.token, agent);
       const text = agent === 'gw-quiet' ? 'silent' : 'hi';
@@ -334,6 +347,35 @@ describe('remote-backed agents (gateway mode): any A2A agent behind Arbiter, eve
       assert.equal(state(t), 'TASK_STATE_FAILED', agent);
       assert.match(said(t), reason, agent);
     }
+  });
+
+  it("an upstream's NUL characters and lone surrogates are replaced wherever they are, as in its text", async () => {
+    const c = await v1Client(server.url, a.token, 'gw-dirty');
+    const events: StreamResponse[] = [];
+    for await (const e of c.sendMessageStream(textMessage('hi'))) events.push(e);
+    const t = await settled(c, events[0]?.payload?.$case === 'task' ? events[0].payload.value.id : '');
+    assert.equal(state(t), 'TASK_STATE_COMPLETED', said(t));
+    // Read back as stored, over JSON-RPC: every string and key well-formed, the link percent-encoded.
+    const res = await fetch(`${server.url}/v1/a2a/agents/gw-dirty`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json', 'a2a-version': '1.0' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: t.id } }),
+    });
+    const text = await res.text();
+    const artifact = (JSON.parse(text) as { result: { artifacts: Record<string, any>[] } }).result.artifacts[0];
+    const clean = 'a\uFFFDb\uFFFDc';
+    assert.equal(artifact.name, clean);
+    assert.deepEqual(artifact.parts[0], {
+      url: 'https://files.example/x?q=%00z',
+      filename: clean,
+      mediaType: clean,
+    });
+    const data = artifact.parts[1].data as Record<string, unknown>;
+    assert.deepEqual(Object.keys(data), [clean]);
+    assert.equal((data[clean] as unknown[])[0], clean);
+    assert.ok(Object.hasOwn((data[clean] as object[])[1], '__proto__'), 'a __proto__ key stays a key');
+    assert.deepEqual(artifact.parts[1].metadata, { [clean]: 1 });
+    assert.ok(!text.includes('\\u0000') && !/\\ud800/i.test(text), text);
   });
 
   it('another agent delegates to it like to any sub-agent; the upstream gets the task alone', async () => {

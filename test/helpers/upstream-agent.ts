@@ -22,7 +22,10 @@ import { jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
  * `/foreign` (a stream whose second event is of another task), `/garbage` (a stream of non-A2A events),
  * `/deep` (a stream whose second event is nested 300 levels deep; `/deep-lines` the same event over 300 `data:`
  * lines, each within the nesting limit), `/huge` (one whose second event is 5 MiB),
- * `/linger` (a stream that completes its task with "lingering answer", then keeps the response open).
+ * `/linger` (a stream that completes its task with "lingering answer", then keeps the response open),
+ * `/dirty` (an artifact whose name, file name, media type, data and metadata key hold a NUL and a lone surrogate,
+ * then completed), `/badlink` (an artifact whose file part links to `javascript:`), `/dirty-id` (a task whose id
+ * holds a NUL).
  */
 export interface Upstream {
   url: string;
@@ -279,7 +282,17 @@ export async function startUpstream(): Promise<Upstream> {
       app.get(`${path}/agent-card.json`, (_req, res) => res.json(AgentCard.toJSON(cardOf(`${base()}${path}`, stream))));
       app.use(path, jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
     }
-    for (const path of ['/foreign', '/garbage', '/deep', '/deep-lines', '/huge', '/linger']) {
+    for (const path of [
+      '/foreign',
+      '/garbage',
+      '/deep',
+      '/deep-lines',
+      '/huge',
+      '/linger',
+      '/dirty',
+      '/badlink',
+      '/dirty-id',
+    ]) {
       app.get(`${path}/agent-card.json`, (_req, res) => res.json(AgentCard.toJSON(cardOf(`${base()}${path}`, true))));
     }
     const task = (id: string) => ({ task: { id, contextId: 'ctx-1', status: { state: 'TASK_STATE_WORKING' } } });
@@ -298,6 +311,42 @@ export async function startUpstream(): Promise<Upstream> {
         task('up-1'),
         { artifactUpdate: { taskId: 'up-1', contextId: 'ctx-1', artifact: { parts: 7 } } },
       ]),
+    );
+    const bad = 'a\u0000b\ud800c';
+    const completed = {
+      statusUpdate: { taskId: 'up-1', contextId: 'ctx-1', status: { state: 'TASK_STATE_COMPLETED' } },
+    };
+    const dirty = {
+      artifactId: 'dirty',
+      name: bad,
+      parts: [
+        { url: 'https://files.example/x?q=\u0000z', filename: bad, mediaType: bad },
+        { data: { [bad]: [bad, JSON.parse(`{"__proto__":${JSON.stringify(bad)}}`)] }, metadata: { [bad]: 1 } },
+      ],
+    };
+    app.post(
+      '/dirty',
+      express.json(),
+      rawStream(() => [
+        task('up-1'),
+        { artifactUpdate: { taskId: 'up-1', contextId: 'ctx-1', artifact: dirty } },
+        completed,
+      ]),
+    );
+    const badlink = { artifactId: 'link', parts: [{ url: "javascript:alert('x')", filename: 'x.html' }] };
+    app.post(
+      '/badlink',
+      express.json(),
+      rawStream(() => [
+        task('up-1'),
+        { artifactUpdate: { taskId: 'up-1', contextId: 'ctx-1', artifact: badlink } },
+        completed,
+      ]),
+    );
+    app.post(
+      '/dirty-id',
+      express.json(),
+      rawStream(() => [task('up\u00001')]),
     );
     let deep: unknown = 'bottom';
     for (let i = 0; i < 300; i++) deep = { deeper: deep };
