@@ -75,7 +75,7 @@ async function main(): Promise<void> {
   const logger = new Logger('Main');
   logger.log(
     { config: config.describe() },
-    `listening on ${running.url} (started in ${Math.round(performance.now() - started)} ms)`,
+    `listening on ${running.url}${running.grpcAddress ? ` and gRPC on ${running.grpcAddress}` : ''} (started in ${Math.round(performance.now() - started)} ms)`,
   );
   const consoleUrl = await consoleUrlOf(config, running.url);
   // Like the admin token on the first start: a plain line on a terminal, for the person who ran `npm start`;

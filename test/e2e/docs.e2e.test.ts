@@ -19,18 +19,18 @@ import { tempHome } from '../helpers/server.js';
  * README's walkthrough is one; the other pages' servers find the run's
  * migrated embedded database copied there, as every test server does).
  *
- * A page may name settings its server starts with, in one line
- * `<!-- doc-test-server: NAME=value … -->` (the settings a reader would put
- * in front of `npm start`, said in the page's text).
+ * A page whose server needs settings shows the command that starts it, in a
+ * marked block: one line `NAME=value … npm start` (at most one a page). The
+ * test starts its server with those settings.
  *
  * What differs from a user's terminal, all said here: the server is the one
- * this test starts (the line `npm ci && npm start` is left out), and it
- * listens on a free port, which replaces `8080` in `localhost:8080`; a
- * loopback port named in the page's server settings (`127.0.0.1:8888`) is
- * replaced by a free one too, wherever that number stands on its own in the
- * settings and the page's blocks (so a fake the page starts on it and the
- * server agree). `curl` fails on an HTTP error status, so an example that
- * gets a 4xx or 5xx fails the test.
+ * this test starts (the lines `npm ci && npm start` and `… npm start` are left
+ * out), and it listens on a free port, which replaces `8080` in
+ * `localhost:8080`; a loopback port named in the page's server settings
+ * (`127.0.0.1:8888`, or a `…_PORT=8081` setting) is replaced by a free one
+ * too, wherever that number stands on its own in the settings and the page's
+ * blocks (so a fake the page starts on it and the server agree). `curl` fails
+ * on an HTTP error status, so an example that gets a 4xx or 5xx fails the test.
  *
  * And every shell block of the pages is marked: a fence whose info string
  * is a shell's (`sh`, `bash`, …) must run, and every fence says what it holds
@@ -44,7 +44,8 @@ interface DocBlock {
 }
 
 const MARK = /^<!-- doc-test(?:: save as ([\w.-]+))? -->$/;
-const SERVER_MARK = /^<!-- doc-test-server: (.+) -->$/;
+/** A start line: settings, then `npm start` (`npm ci && npm start` is the README's, with none). */
+const START_LINE = /^((?:[A-Z][A-Z0-9_]*=\S*\s+)+)npm start$/;
 const SHELLS = new Set(['sh', 'bash', 'shell', 'console', 'zsh']);
 
 /** The pages: the README, the root's other guides, and every page under docs/. */
@@ -100,13 +101,16 @@ export function unmarkedFences(markdown: string): string[] {
   return problems;
 }
 
-/** The settings a page's server starts with (its `doc-test-server` line). */
+/** The settings a page's server starts with (its start line, in a marked block). */
 export function serverSettings(markdown: string): Record<string, string> {
-  const lines = markdown.split('\n').filter((l) => SERVER_MARK.test(l));
-  assert.ok(lines.length <= 1, 'a page names its server settings in one line');
+  const lines = docBlocks(markdown)
+    .filter((b) => b.kind === 'shell')
+    .flatMap((b) => b.text.split('\n'))
+    .filter((l) => START_LINE.test(l));
+  assert.ok(lines.length <= 1, 'a page starts its server once');
   if (lines.length === 0) return {};
   const settings: Record<string, string> = {};
-  for (const pair of SERVER_MARK.exec(lines[0])![1].trim().split(/\s+/)) {
+  for (const pair of START_LINE.exec(lines[0])![1].trim().split(/\s+/)) {
     const m = /^([A-Z][A-Z0-9_]*)=(\S*)$/.exec(pair);
     assert.ok(m, `doc-test-server: '${pair}' is not NAME=value`);
     settings[m[1]] = m[2];
@@ -212,9 +216,11 @@ describe('the documentation’s examples, run as written', () => {
       const settings = serverSettings(markdown);
       // Loopback ports the settings name get free ones, in the settings and in the blocks alike.
       const ports = new Map<string, string>();
-      for (const value of Object.values(settings)) {
-        for (const m of value.matchAll(/(?:127\.0\.0\.1|localhost):(\d{4,5})\b/g)) {
-          if (m[1] !== '8080' && !ports.has(m[1])) ports.set(m[1], String(await portForProgram()));
+      for (const [name, value] of Object.entries(settings)) {
+        const named = [...value.matchAll(/(?:127\.0\.0\.1|localhost):(\d{4,5})\b/g)].map((m) => m[1]);
+        if (/_PORT$/.test(name) && /^\d{4,5}$/.test(value)) named.push(value);
+        for (const port of named) {
+          if (port !== '8080' && !ports.has(port)) ports.set(port, String(await portForProgram()));
         }
       }
       const withPorts = (text: string) =>
@@ -232,6 +238,13 @@ describe('the documentation’s examples, run as written', () => {
       try {
         server = await startServerProcess({ HOME: home, ...env, ...(db.url ? { DATABASE_URL: db.url } : {}) });
         const port = new URL(server.url).port;
+        if (env.ARBITER_GRPC_PORT) {
+          // The start-up line names where gRPC listens too (the page tells the reader so).
+          assert.match(
+            server.stdout(),
+            new RegExp(`listening on \\S+ and gRPC on 127\\.0\\.0\\.1:${env.ARBITER_GRPC_PORT}\\b`),
+          );
+        }
         const local = (text: string) => withPorts(text.replaceAll('localhost:8080', `localhost:${port}`));
         let script = [
           'set -euo pipefail',
@@ -245,7 +258,7 @@ describe('the documentation’s examples, run as written', () => {
           }
           const body = block.text
             .split('\n')
-            .filter((l) => !/^npm ci && npm start\b/.test(l))
+            .filter((l) => !/^npm ci && npm start\b/.test(l) && !START_LINE.test(l))
             .join('\n');
           script += `\necho "::: ${page}:${block.line}"\n${local(body)}\n`;
         }
