@@ -29,6 +29,9 @@ describe('model providers (against a fake provider speaking each wire format)', 
     await newAgent(t, { id: 'gpt', model: 'openai/fake-gpt', role: 'assistant', rules: ['be exact'] });
     await newAgent(t, { id: 'claude', model: 'anthropic/claude-fake', role: 'assistant' });
     await newAgent(t, { id: 'nowhere', model: 'openrouter/some-model' });
+    // Models of their own for the failures below: each model has its breaker, which these would open.
+    await newAgent(t, { id: 'gpt-faults', model: 'openai/fake-faults' });
+    await newAgent(t, { id: 'claude-faults', model: 'anthropic/claude-faults' });
   });
   after(async () => {
     await server.close();
@@ -98,6 +101,30 @@ describe('model providers (against a fake provider speaking each wire format)', 
       for (const secret of [OPENAI_KEY, ANTHROPIC_KEY, 'sk-live-SECRET-123'])
         assert.ok(!all.includes(secret), `${text} leaks`);
     }
+    // Anthropic's stream error names only a type it documents; a redirect is not followed (it would carry the key).
+    const anthropicCases: [string, string, RegExp][] = [
+      ['claude-faults', 'quote', /^provider_error: anthropic reported an error mid-stream$/],
+      [
+        'claude-faults',
+        'redirect',
+        /^provider_error: anthropic answered with a redirect \(HTTP 307\), which is not followed/,
+      ],
+      [
+        'gpt-faults',
+        'redirect',
+        /^provider_error: openai answered with a redirect \(HTTP 307\), which is not followed/,
+      ],
+    ];
+    for (const [agent, text, code] of anthropicCases) {
+      const r = await on(agent).send(text);
+      assert.equal(r.result.task.status.state, 'TASK_STATE_FAILED', text);
+      assert.match(r.result.task.metadata['x-arbiter.error'], code, text);
+      assert.ok(!JSON.stringify(r).includes(ANTHROPIC_KEY), `${text} leaks`);
+    }
+    assert.deepEqual(
+      fake.requests.filter((q) => q.path.startsWith('/elsewhere')),
+      [],
+    );
     // A failure after text was streamed is not retried: the partial text stays, the task fails.
     const crash = await on('gpt').send('crash');
     assert.equal(crash.result.task.artifacts[0].parts[0].text, 'partial ');

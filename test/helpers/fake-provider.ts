@@ -180,6 +180,12 @@ export class FakeProvider {
       res.end(JSON.stringify({ error: { message: 'bad key sk-live-SECRET-123' } }));
       return;
     }
+    if (verb === 'redirect') {
+      // Somewhere else on the same server: a client that followed would be seen asking there.
+      res.writeHead(307, { location: `${this.url}/elsewhere${req.url ?? ''}` });
+      res.end();
+      return;
+    }
     if (verb === 'flaky' && n === 1) {
       res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '0' });
       res.end('{"error":"slow down"}');
@@ -197,6 +203,12 @@ export class FakeProvider {
         : send(undefined, { choices: [{ index: 0, delta: { content: t } }] });
     if (anthropic)
       send('message_start', { type: 'message_start', message: { usage: { input_tokens: 11, output_tokens: 1 } } });
+    if (verb === 'quote' && anthropic) {
+      // A stream error whose type quotes the key it was sent.
+      send('error', { type: 'error', error: { type: `bad key ${String(req.headers['x-api-key'])}` } });
+      res.end();
+      return;
+    }
     if (verb === 'crash') {
       chunk('partial ');
       await new Promise((r) => setTimeout(r, 20));

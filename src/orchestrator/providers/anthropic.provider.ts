@@ -2,6 +2,20 @@ import { tokenCount } from '../../usage/usage-call.js';
 import { parseChunk, postSse } from './http-stream.js';
 import { ProviderError, type CompletionEvent, type CompletionRequest, type Provider } from './provider.js';
 
+/** The error types of Anthropic's API (its errors page); a stream's error names one of them, or is "an error". */
+const ERROR_TYPES: ReadonlySet<string> = new Set([
+  'invalid_request_error',
+  'authentication_error',
+  'billing_error',
+  'permission_error',
+  'not_found_error',
+  'request_too_large',
+  'rate_limit_error',
+  'api_error',
+  'timeout_error',
+  'overloaded_error',
+]);
+
 interface AnthropicEvent {
   type?: unknown;
   message?: {
@@ -70,7 +84,8 @@ export class AnthropicProvider implements Provider {
         case 'error':
           throw new ProviderError(
             ev.error?.type === 'overloaded_error' ? 'provider_unavailable' : 'provider_error',
-            `anthropic reported ${typeof ev.error?.type === 'string' ? ev.error.type : 'an error'} mid-stream`,
+            // Only a type Anthropic documents is named: anything else the stream says could echo what it was sent.
+            `anthropic reported ${ERROR_TYPES.has(ev.error?.type as string) ? ev.error?.type : 'an error'} mid-stream`,
             ev.error?.type === 'overloaded_error',
           );
         default:

@@ -30,12 +30,20 @@ export async function* postSse(
       headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...headers },
       body: JSON.stringify(body),
       signal: both,
+      // Never followed: a redirect would carry the key (`x-api-key` is no header fetch drops) to another origin.
+      redirect: 'manual',
     });
   } catch {
     throw failure(provider, signal, timeout, 'could not be reached');
   }
   if (!res.ok) {
     await res.body?.cancel().catch(() => undefined);
+    if (res.status >= 300 && res.status < 400) {
+      throw new ProviderError(
+        'provider_error',
+        `${provider} answered with a redirect (HTTP ${res.status}), which is not followed: check its base URL`,
+      );
+    }
     throw errorForStatus(provider, res.status, parseRetryAfter(res.headers));
   }
   if (!res.body) throw new ProviderError('provider_error', `${provider} sent an empty response`, true);
