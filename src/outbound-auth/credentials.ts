@@ -173,14 +173,22 @@ export function secretsOf(auth: OutboundAuth): string[] {
 }
 
 /**
+ * Text from a remote with the secrets Arbiter knows taken out: `secrets` (an entry's, a provider's key) and the
+ * access tokens it was issued. For what a remote answers when it succeeds, which may hold tokens of its own.
+ */
+export function stripKnownSecrets(text: string, secrets: readonly string[]): string {
+  let out = stripIssued(text);
+  for (const s of secrets) if (s && s.length >= 4) out = out.split(s).join('[redacted]');
+  return out;
+}
+
+/**
  * Text from a remote (an error's message) with secrets taken out: the entry's own (`secrets`), the access tokens
  * Arbiter was issued for remotes (`stripIssued`: a remote may quote the one it was sent, bare), any bearer token
  * and anything shaped like a JWT.
  */
 export function stripSecrets(text: string, secrets: readonly string[]): string {
-  let out = stripIssued(text);
-  for (const s of secrets) if (s && s.length >= 4) out = out.split(s).join('[redacted]');
-  return out
+  return stripKnownSecrets(text, secrets)
     .replace(/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/gi, '$1 [redacted]')
     .replace(/\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g, '[redacted]');
 }

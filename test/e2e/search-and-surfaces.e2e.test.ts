@@ -155,6 +155,10 @@ describe('/search through SearXNG, Brave and Tavily wire formats; /mcp and /sear
     assert.equal(req.headers.authorization, `Bearer ${KEY}`);
     assert.equal(req.body.max_results, 5);
     assert.ok(!fed.includes(KEY) && !JSON.stringify(events).includes(KEY));
+    // A provider that quotes the key back in its results: taken out.
+    const mirrored = await runCommands('tavily', '/search mirror');
+    assert.match(mirrored.fed, /you sent Bearer \[redacted\]/);
+    assert.ok(!mirrored.fed.includes(KEY) && !JSON.stringify(mirrored.events).includes(KEY));
     const wrong = await direct({ TAVILY_API_KEY: 'tvly-SECRET-43', TAVILY_BASE_URL: search.url }, 'x');
     assert.equal(wrong, 'ERR: search failed: tavily rejected the credentials (HTTP 401)');
   });

@@ -339,7 +339,10 @@ describe('per-tenant registries: /v1/remote-agents and /v1/mcp-servers', () => {
         erred,
         /ERR: mcp server 'quoting' error -32603: exploded: key \[redacted\], token \[redacted\] \(sent as "Bearer \[redacted\]"\)/,
       );
-      for (const fed of [failed, erred]) assert.ok(!fed.includes(key) && !fed.includes(token), fed);
+      // And in a result that succeeds: the entry's secrets only (a token of the server's own would stay).
+      const mirrored = await run(a, '/mcp call quoting mirror {}');
+      assert.match(mirrored, /you sent: key \[redacted\], token \[redacted\] \(sent as "Bearer \[redacted\]"\)/);
+      for (const fed of [failed, erred, mirrored]) assert.ok(!fed.includes(key) && !fed.includes(token), fed);
       // A tool whose input schema is nested past the JSON limit is not offered (it could be neither shown nor
       // checked against); the others are.
       const tools = await run(a, '/mcp tools quoting');

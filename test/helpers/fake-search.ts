@@ -13,7 +13,7 @@ export interface SearchRequest {
  * A fake search provider on 127.0.0.1 speaking the real wire formats:
  * SearXNG (`GET /search?q=…&format=json`), Brave (`GET /res/v1/web/search`,
  * `X-Subscription-Token`) and Tavily (`POST /search`, bearer key, JSON body).
- * The query picks the behaviour: `boom` → 500, `slow` → no answer at all,
+ * The query picks the behaviour: `boom` → 500, `slow` → no answer at all, `mirror` → titles quoting the key,
  * `garbage` → not JSON, `nothing` → no results; Brave and Tavily answer 401
  * to any key but `key`. Result URLs point back here under `/never`, which
  * counts requests (nothing may fetch them).
@@ -59,8 +59,10 @@ export class FakeSearch {
           return;
         }
         const n = q === 'nothing' ? 0 : 3;
+        // `mirror`: the results quote the key the request carried (a provider echoing its request).
+        const sent = String(req.headers['x-subscription-token'] ?? req.headers.authorization ?? '');
         const hits = Array.from({ length: n }, (_, i) => ({
-          title: `Result ${i + 1} for ${q}`,
+          title: q === 'mirror' ? `you sent ${sent}` : `Result ${i + 1} for ${q}`,
           url: `${this.url}/never/${i + 1}`,
           text: `Snippet <strong>${i + 1}</strong> about ${q}`,
         }));

@@ -130,6 +130,7 @@ export async function startQuotingHttp(): Promise<{ url: string; close: () => Pr
       tools: [
         { name: 'quote', description: 'fails, quoting what it was sent', inputSchema: noArgs },
         { name: 'explode', description: 'errs, quoting what it was sent', inputSchema: noArgs },
+        { name: 'mirror', description: 'succeeds, quoting what it was sent', inputSchema: noArgs },
         { name: 'deep', description: 'an input schema nested 200 levels', inputSchema: deepSchema(200) },
       ],
     }));
@@ -138,6 +139,7 @@ export async function startQuotingHttp(): Promise<{ url: string; close: () => Pr
       const auth = String(headers.authorization ?? '');
       const said = `key ${String(headers['x-api-key'] ?? '')}, token ${auth.replace(/^Bearer /, '')} (sent as "${auth}")`;
       if (request.params.name === 'explode') throw new McpError(ErrorCode.InternalError, `exploded: ${said}`);
+      if (request.params.name === 'mirror') return { content: [{ type: 'text', text: `you sent: ${said}` }] };
       return { isError: true, content: [{ type: 'text', text: `refused: ${said}` }] };
     });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });

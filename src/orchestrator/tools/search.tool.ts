@@ -1,5 +1,6 @@
 import type { AppConfig, SearchProviderName } from '../../config/app-config.js';
 import { parseJsonText } from '../../common/json-guard.js';
+import { stripKnownSecrets } from '../../outbound-auth/credentials.js';
 
 /** One search hit as every provider's answer is reduced to. */
 export interface SearchResult {
@@ -19,6 +20,8 @@ export class SearchError extends Error {}
  */
 export interface SearchProvider {
   readonly name: SearchProviderName;
+  /** Its key, to take out of what it answers (a provider may quote the request back). */
+  readonly secrets: readonly string[];
   search(query: string, count: number, signal: AbortSignal): Promise<SearchResult[]>;
 }
 
@@ -114,6 +117,7 @@ function results(
 /** SearXNG's JSON API: `GET /search?q=…&format=json` (the instance must enable the json format). */
 class SearxngProvider implements SearchProvider {
   readonly name = 'searxng' as const;
+  readonly secrets = [];
   constructor(
     private readonly base: string,
     private readonly timeoutMs: number,
@@ -132,11 +136,14 @@ class SearxngProvider implements SearchProvider {
 /** Brave Search API: `GET /res/v1/web/search?q=…&count=…` with `X-Subscription-Token`. */
 class BraveProvider implements SearchProvider {
   readonly name = 'brave' as const;
+  readonly secrets: readonly string[];
   constructor(
     private readonly base: string,
     private readonly key: string,
     private readonly timeoutMs: number,
-  ) {}
+  ) {
+    this.secrets = [key];
+  }
 
   async search(query: string, count: number, signal: AbortSignal): Promise<SearchResult[]> {
     const url = new URL(`${this.base.replace(/\/+$/, '')}/res/v1/web/search`);
@@ -159,11 +166,14 @@ class BraveProvider implements SearchProvider {
 /** Tavily's search API: `POST /search` with a bearer key and `{ query, max_results }`. */
 class TavilyProvider implements SearchProvider {
   readonly name = 'tavily' as const;
+  readonly secrets: readonly string[];
   constructor(
     private readonly base: string,
     private readonly key: string,
     private readonly timeoutMs: number,
-  ) {}
+  ) {
+    this.secrets = [key];
+  }
 
   async search(query: string, count: number, signal: AbortSignal): Promise<SearchResult[]> {
     const url = new URL(`${this.base.replace(/\/+$/, '')}/search`);
@@ -228,5 +238,6 @@ export async function searchAsText(
   const lines = found.map(
     (r, i) => `${i + 1}. ${r.title || r.url}\n   ${r.url}${r.snippet ? `\n   ${r.snippet}` : ''}`,
   );
-  return `${found.length} result${found.length === 1 ? '' : 's'} from ${provider.name} for "${q}":\n\n${lines.join('\n\n')}`;
+  const text = `${found.length} result${found.length === 1 ? '' : 's'} from ${provider.name} for "${q}":\n\n${lines.join('\n\n')}`;
+  return stripKnownSecrets(text, provider.secrets);
 }
