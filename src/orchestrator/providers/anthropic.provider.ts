@@ -2,6 +2,9 @@ import { tokenCount } from '../../usage/usage-call.js';
 import { parseChunk, postSse } from './http-stream.js';
 import { ProviderError, type CompletionEvent, type CompletionRequest, type Provider } from './provider.js';
 
+const documentedType = (type: unknown): string | undefined =>
+  typeof type === 'string' && ERROR_TYPES.has(type) ? type : undefined;
+
 /** The error types of Anthropic's API (its errors page); a stream's error names one of them, or is "an error". */
 const ERROR_TYPES: ReadonlySet<string> = new Set([
   'invalid_request_error',
@@ -85,7 +88,7 @@ export class AnthropicProvider implements Provider {
           throw new ProviderError(
             ev.error?.type === 'overloaded_error' ? 'provider_unavailable' : 'provider_error',
             // Only a type Anthropic documents is named: anything else the stream says could echo what it was sent.
-            `anthropic reported ${ERROR_TYPES.has(ev.error?.type as string) ? ev.error?.type : 'an error'} mid-stream`,
+            `anthropic reported ${documentedType(ev.error?.type) ?? 'an error'} mid-stream`,
             ev.error?.type === 'overloaded_error',
           );
         default:
