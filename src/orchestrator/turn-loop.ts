@@ -12,13 +12,16 @@ import type { ResolvedAgent } from '../registry/services/agents.js';
 import { CommandStep, frame, MAX_COMMANDS, mcpCallerOf, short } from './command-step.js';
 import { EchoProvider } from './providers/echo.model.js';
 import type { ModelRouter } from './providers/model-router.service.js';
-import type { ChatMessage, CompletionEvent, Provider } from './providers/provider.js';
+import { ProviderError, type ChatMessage, type CompletionEvent, type Provider } from './providers/provider.js';
 import type { RunContext, RunEvent } from './run-event.js';
 import { systemPrompt } from './system-prompt.js';
 import { toolHelp } from './tool-help.js';
 import type { MemoryService } from './tools/memory.service.js';
 import type { SearchProvider } from './tools/search.tool.js';
 import { WritScanner } from './writs.js';
+
+/** The longest answer one model call may give (characters): a provider streaming on and on is cut off here. */
+const MAX_ANSWER = 16 * 1024 * 1024;
 
 export interface TurnDeps {
   config: AppConfig;
@@ -138,6 +141,9 @@ export class TurnLoop {
       const take = (ev: CompletionEvent): void => {
         if (ev.type === 'text') {
           raw += ev.delta;
+          if (raw.length > MAX_ANSWER) {
+            throw new ProviderError('provider_error', `${provider.name} sent an answer longer than 16 MiB`);
+          }
           show(scanner.push(ev.delta));
         } else if (ev.type === 'usage') {
           callUsage = {

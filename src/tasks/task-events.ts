@@ -1,5 +1,5 @@
 import { extend } from '../common/extend.js';
-import type { ArtifactJson, MessageJson } from '../common/a2a-json.js';
+import type { ArtifactJson, MessageJson, PartJson } from '../common/a2a-json.js';
 import type { AccountedCall } from '../usage/usage-call.js';
 import type { TaskStateName } from './task-state.js';
 
@@ -39,6 +39,40 @@ export function foldArtifacts(base: ArtifactJson[], events: Iterable<TaskEventBo
   return fold.release();
 }
 
+/** The content of parts, in characters: text, file bytes (as base64) and links, data as JSON. */
+export function partsSize(parts: readonly PartJson[]): number {
+  let n = 0;
+  for (const p of parts) {
+    n += (p.text?.length ?? 0) + (p.raw?.length ?? 0) + (p.url?.length ?? 0);
+    if (p.data !== undefined) n += JSON.stringify(p.data)?.length ?? 0;
+  }
+  return n;
+}
+
+/** The content of artifacts (`partsSize` of all their parts). */
+export function artifactsSize(artifacts: readonly ArtifactJson[]): number {
+  let n = 0;
+  for (const a of artifacts) n += partsSize(a.parts);
+  return n;
+}
+
+/** A run gave its task more content than `ARBITER_MAX_TASK_OUTPUT_BYTES`: the task fails `output_too_large`. */
+export class OutputTooLarge extends Error {
+  constructor(readonly limit: number) {
+    super(`the task's output passed ${limit} bytes (ARBITER_MAX_TASK_OUTPUT_BYTES); the run was stopped`);
+  }
+}
+
+/** `foldArtifacts`, or undefined when the result would hold more than `limit` of content (`artifactsSize`). */
+export function foldWithin(
+  base: ArtifactJson[],
+  events: Iterable<TaskEventBody>,
+  limit: number,
+): ArtifactJson[] | undefined {
+  const folded = foldArtifacts(base, events);
+  return artifactsSize(folded) <= limit ? folded : undefined;
+}
+
 /** Above this many artifacts a fold finds them by id through a map; below, a scan of the list is cheaper. */
 const SCAN_LIMIT = 8;
 
@@ -52,14 +86,24 @@ export class ArtifactFold {
   private readonly artifacts: ArtifactJson[] = [];
   /** Place in `artifacts` by id, once there are more than `SCAN_LIMIT`. */
   private index: Map<string, number> | undefined;
+  /** The content the artifacts were given, base and events (`partsSize`; a replaced artifact's still counts). */
+  size = 0;
 
-  constructor(base: ArtifactJson[]) {
+  /** `limit`: the most content `add` takes; the event past it is refused (`OutputTooLarge`), the fold unchanged. */
+  constructor(
+    base: ArtifactJson[],
+    private readonly limit = Infinity,
+  ) {
     for (const a of base) this.put(a);
+    this.size = artifactsSize(base);
   }
 
   add(e: TaskEventBody): void {
     if (e.kind !== 'artifact') return;
     const { artifact, append } = e.payload;
+    const size = this.size + partsSize(artifact.parts);
+    if (size > this.limit) throw new OutputTooLarge(this.limit);
+    this.size = size;
     const at = this.find(artifact.artifactId);
     if (at < 0 || !append) {
       this.put(artifact, at);

@@ -22,6 +22,7 @@ describe('model providers (against a fake provider speaking each wire format)', 
         ANTHROPIC_BASE_URL: fake.url,
         ANTHROPIC_API_KEY: ANTHROPIC_KEY,
         ARBITER_DEFAULT_MODEL: 'openai/fake-default',
+        ARBITER_MAX_TASK_OUTPUT_BYTES: String(1024 * 1024),
         TEST_LOG_LEVEL: 'silent',
       },
     });
@@ -140,6 +141,19 @@ describe('model providers (against a fake provider speaking each wire format)', 
     const done = events[events.length - 1].data;
     assert.equal(done.ok, false);
     assert.equal(done.error_code, 'provider_error');
+  });
+
+  it('a model that answers more than ARBITER_MAX_TASK_OUTPUT_BYTES is cut off there: the task fails, stored', async () => {
+    const within = await on('gpt').send('flood 8'); // 512 KiB
+    assert.equal(within.result.task.status.state, 'TASK_STATE_COMPLETED');
+    const over = await on('gpt').send('flood 24'); // 1.5 MiB, past the 1 MiB this server allows
+    const task = over.result.task;
+    assert.equal(task.status.state, 'TASK_STATE_FAILED');
+    assert.match(task.metadata['x-arbiter.error'], /^output_too_large: the task's output passed 1048576 bytes/);
+    // What came before the limit is kept, and the task reads back as it ended.
+    const text: string = task.artifacts[0].parts[0].text;
+    assert.ok(text.length > 512 * 1024 && text.length <= 1024 * 1024, `${text.length}`);
+    assert.equal((await on('gpt').get(task.id)).result.status.state, 'TASK_STATE_FAILED');
   });
 
   it('an unconfigured provider or unknown model fails clearly, naming what is configured', async () => {

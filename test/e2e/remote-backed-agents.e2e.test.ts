@@ -75,6 +75,7 @@ describe('remote-backed agents (gateway mode): any A2A agent behind Arbiter, eve
         ARBITER_A2A_ALLOW_PRIVATE: 'true',
         ARBITER_A2A_CARD_TTL_MS: '0',
         ARBITER_SECRETS_KEY: randomBytes(32).toString('base64'),
+        ARBITER_MAX_TASK_OUTPUT_BYTES: String(1024 * 1024),
       },
     });
     a = await newTenant(server, 'gw-a');
@@ -90,6 +91,7 @@ describe('remote-backed agents (gateway mode): any A2A agent behind Arbiter, eve
       ['vendor-dirty', 'dirty'],
       ['vendor-badlink', 'badlink'],
       ['vendor-dirty-id', 'dirty-id'],
+      ['vendor-flood', 'flood'],
     ]) {
       const res = await a.client.post('/v1/remote-agents', { name, url: `${up.url}/${path}` });
       assert.equal(res.status, 201, res.text);
@@ -104,6 +106,7 @@ describe('remote-backed agents (gateway mode): any A2A agent behind Arbiter, eve
     await newAgent(a, { id: 'gw-dirty', backend: { remote: 'vendor-dirty' } });
     await newAgent(a, { id: 'gw-badlink', backend: { remote: 'vendor-badlink' } });
     await newAgent(a, { id: 'gw-dirty-id', backend: { remote: 'vendor-dirty-id' } });
+    await newAgent(a, { id: 'gw-flood', backend: { remote: 'vendor-flood' } });
     await newAgent(a, { id: 'gw-quiet', backend: { remote: 'vendor', timeouts: { idle_ms: 300 } } });
     jsonrpc = await v1Client(server.url, a.token, 'gw');
   });
@@ -336,6 +339,8 @@ describe('remote-backed agents (gateway mode): any A2A agent behind Arbiter, eve
       // A link a client could be made to open as script: refused as a caller's would be.
       ['gw-badlink', /upstream_protocol: the upstream sent a file part whose url is not an absolute http\(s\) URL/],
       ['gw-dirty-id', /upstream_protocol: the upstream sent an event whose task id or context id is not text/],
+      // 1.6 MiB of artifact in 400 KiB chunks, past the 1 MiB this server keeps of a task's output.
+      ['gw-flood', /output_too_large: the task's output passed 1048576 bytes/],
     ] as const) {
       const c = await v1Client(server.url, a.token, agent);
       const text = agent === 'gw-quiet' ? 'silent' : 'hi';

@@ -209,6 +209,10 @@ export class FakeProvider {
       res.end();
       return;
     }
+    if (verb === 'flood') {
+      // `flood <n>`: n chunks of 64 KiB at once, then the usual end.
+      for (let i = 0; i < Number(rest[0]); i++) chunk('x'.repeat(64 * 1024));
+    }
     if (verb === 'crash') {
       chunk('partial ');
       await new Promise((r) => setTimeout(r, 20));

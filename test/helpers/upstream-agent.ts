@@ -25,7 +25,7 @@ import { jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
  * `/linger` (a stream that completes its task with "lingering answer", then keeps the response open),
  * `/dirty` (an artifact whose name, file name, media type, data and metadata key hold a NUL and a lone surrogate,
  * then completed), `/badlink` (an artifact whose file part links to `javascript:`), `/dirty-id` (a task whose id
- * holds a NUL).
+ * holds a NUL), `/flood` (an artifact of four appended chunks of 400 KiB each, then completed).
  */
 export interface Upstream {
   url: string;
@@ -292,6 +292,7 @@ export async function startUpstream(): Promise<Upstream> {
       '/dirty',
       '/badlink',
       '/dirty-id',
+      '/flood',
     ]) {
       app.get(`${path}/agent-card.json`, (_req, res) => res.json(AgentCard.toJSON(cardOf(`${base()}${path}`, true))));
     }
@@ -347,6 +348,19 @@ export async function startUpstream(): Promise<Upstream> {
       '/dirty-id',
       express.json(),
       rawStream(() => [task('up\u00001')]),
+    );
+    const chunk = (i: number) => ({
+      artifactUpdate: {
+        taskId: 'up-1',
+        contextId: 'ctx-1',
+        append: i > 0,
+        artifact: { artifactId: 'flood', parts: [{ text: 'x'.repeat(400 * 1024) }] },
+      },
+    });
+    app.post(
+      '/flood',
+      express.json(),
+      rawStream(() => [task('up-1'), ...[0, 1, 2, 3].map(chunk), completed]),
     );
     let deep: unknown = 'bottom';
     for (let i = 0; i < 300; i++) deep = { deeper: deep };

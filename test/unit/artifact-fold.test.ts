@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ArtifactJson } from '../../src/common/a2a-json.js';
-import { ArtifactFold, foldArtifacts, type TaskEventBody } from '../../src/tasks/task-events.js';
+import {
+  ArtifactFold,
+  artifactsSize,
+  foldArtifacts,
+  foldWithin,
+  OutputTooLarge,
+  type TaskEventBody,
+} from '../../src/tasks/task-events.js';
 
 const art = (artifactId: string, text: string): ArtifactJson => ({ artifactId, parts: [{ text }] });
 const event = (artifact: ArtifactJson, append = false): TaskEventBody => ({
@@ -36,6 +43,28 @@ describe('artifact fold', () => {
       assert.deepEqual(fold.list()[1].parts, [{ text: 't1+!' }]);
     });
   }
+
+  it('counts the content it is given, and refuses the event past its limit without taking it', () => {
+    const base = [{ artifactId: 'f', parts: [{ raw: 'AAAA', mediaType: 'x/y' }, { data: { k: 1 } }] }];
+    assert.equal(artifactsSize(base), 4 + JSON.stringify({ k: 1 }).length);
+    const fold = new ArtifactFold(base, 20);
+    fold.add(event(art('t', 'abcd'), true));
+    assert.equal(fold.size, 15);
+    assert.throws(
+      () => fold.add(event(art('t', 'efghij'), true)),
+      (e) => e instanceof OutputTooLarge && e.limit === 20,
+    );
+    assert.equal(fold.size, 15);
+    assert.deepEqual(fold.list()[1].parts, [{ text: 'abcd' }], 'the refused chunk is not in the fold');
+    fold.add(event(art('t', 'efghi'), true)); // exactly at the limit
+    assert.equal(fold.size, 20);
+  });
+
+  it("a fold for a task's end is given up when its content would pass what can be stored", () => {
+    const events = [event(art('a', 'x'.repeat(10))), event(art('a', 'y'.repeat(10)), true)];
+    assert.deepEqual(foldWithin([], events, 20), [art('a', 'x'.repeat(10) + 'y'.repeat(10))]);
+    assert.equal(foldWithin([], events, 19), undefined);
+  });
 
   it('an append to an artifact not seen yet starts it; a repeated id in the base is one artifact', () => {
     const out = foldArtifacts([art('x', '1'), art('y', '2'), art('x', '3')], [event(art('z', 'new'), true)]);

@@ -1,5 +1,8 @@
 import { BytesEnv } from './setting.decorators.js';
 
+/** The most artifact content a task can be ended with: PostgreSQL holds a JSON string of at most 256 MiB. */
+export const MAX_STORABLE_OUTPUT = 192 * 1024 * 1024;
+
 /** How much file content a message may carry, and how much one page of a task list holds. */
 export class ContentLimitSettings {
   /**
@@ -18,4 +21,10 @@ export class ContentLimitSettings {
    * `GET /v1/requests` carries after its first task; a longer page is cut short with a token for the rest.
    */
   @BytesEnv('ARBITER_LIST_PAGE_BYTES', 64 * 1024, 256 * 1024 * 1024) listPageBytes = 4 * 1024 * 1024;
+
+  /**
+   * Most content a task's artifacts may be given (text, file bytes as base64, data as JSON), by its agent's model
+   * or its upstream; past it the run is stopped and the task fails (`output_too_large`).
+   */
+  @BytesEnv('ARBITER_MAX_TASK_OUTPUT_BYTES', 1024 * 1024, MAX_STORABLE_OUTPUT) maxTaskOutputBytes = 64 * 1024 * 1024;
 }

@@ -73,10 +73,16 @@ export class LeaseService implements OnApplicationBootstrap, BeforeApplicationSh
       await this.takeover
         .takeOver({ restarted: true })
         .catch((err: unknown) => this.logger.warn({ err: safeError(err) }, 'could not take over followed tasks'));
-      const ended = await this.ends.endTasks(
-        { kind: 'orphans', owner: this.identity.id, held: [], gone: [], restarted: true },
-        { state: 'TASK_STATE_FAILED', error: 'server restarted' },
-      );
+      // A task that cannot be ended now is left to the sweep: it does not keep the server from starting.
+      const ended = await this.ends
+        .endTasks(
+          { kind: 'orphans', owner: this.identity.id, held: [], gone: [], restarted: true },
+          { state: 'TASK_STATE_FAILED', error: 'server restarted' },
+        )
+        .catch((err: unknown) => {
+          this.logger.error({ err: safeError(err) }, 'could not end the tasks left running; the sweep tries again');
+          return [];
+        });
       if (ended.length) this.logger.warn(`ended ${ended.length} task(s) left running: server restarted`);
     }
     await this.purge();

@@ -6,7 +6,8 @@ import { EventLog } from '../event-log/event-log.service.js';
 import { TaskLogWriter } from '../repositories/task-log.writer.js';
 import type { EndCandidate, EndScope, StatusPayload, TaskRowChange } from '../repositories/task-log.types.js';
 import type { ArtifactJson, MessageJson } from '../../common/a2a-json.js';
-import { foldArtifacts, type StoredTaskEvent, type TaskEventBody } from '../task-events.js';
+import { foldArtifacts, foldWithin, type StoredTaskEvent, type TaskEventBody } from '../task-events.js';
+import { MAX_STORABLE_OUTPUT } from '../../config/settings/content-limits.settings.js';
 import { toSnapshot } from '../task-snapshot.js';
 import type { HeldRun } from './run-registry.js';
 import type { RunWriter } from './run-writer.js';
@@ -172,10 +173,19 @@ export class RunEnd {
     return ended;
   }
 
-  /** A task's artifacts with its artifact events folded in (a malformed log keeps the row's artifacts). */
+  /**
+   * A task's artifacts with its artifact events folded in. A malformed log keeps the row's artifacts, and so does
+   * one whose fold could not be stored (written before its content was bounded): the task still ends.
+   */
   private fold(task: EndCandidate, events: StoredTaskEvent[]): ArtifactJson[] {
     try {
-      return foldArtifacts(task.artifacts, events);
+      const folded = foldWithin(task.artifacts, events, MAX_STORABLE_OUTPUT);
+      if (folded) return folded;
+      this.logger.error(
+        { taskId: task.taskId },
+        'a task’s artifacts are too large to store; it ends with those it had',
+      );
+      return task.artifacts;
     } catch (err) {
       this.logger.error({ err: safeError(err), taskId: task.taskId }, 'could not fold a task’s artifacts');
       return task.artifacts;

@@ -14,7 +14,8 @@ import { TaskReads } from '../repositories/task-reads.repository.js';
 import { TaskFileRepository } from '../repositories/task-file.repository.js';
 import { fileIdsIn, withBytes } from '../task-files.js';
 import type { ArtifactJson } from '../../common/a2a-json.js';
-import { ArtifactFold, foldArtifacts, type TaskEventBody } from '../task-events.js';
+import { ArtifactFold, foldArtifacts, OutputTooLarge, type TaskEventBody } from '../task-events.js';
+import { AppConfig } from '../../config/app-config.js';
 import { isTerminal } from '../task-state.js';
 import { RunEnd, type RunEnding, type RunState } from './run-end.js';
 import { RunEventMapper, turnsIn, upstreamEvent, upstreamFiles, upstreamMetadata } from './run-event-mapper.js';
@@ -82,6 +83,7 @@ export class TaskRunner {
     private readonly stats: StatsRecorder,
     private readonly identity: InstanceIdentity,
     private readonly files: TaskFileRepository,
+    private readonly config: AppConfig,
   ) {
     metrics.onCollect(metrics.runsInFlight, (g) => g.set(registry.size));
   }
@@ -151,7 +153,7 @@ export class TaskRunner {
     const mapper = new RunEventMapper(ctx, turnsIn(ctx.taskId, start.artifacts), start.tokens, (provider, model) =>
       this.prices.of(provider, model),
     );
-    const artifacts = new ArtifactFold(start.artifacts);
+    const artifacts = new ArtifactFold(start.artifacts, this.config.maxTaskOutputBytes);
     const known = (): RunState => ({ artifacts: artifacts.list(), tokens: mapper.tokens });
     const inputs = new InboxInputs(run, start.first.seq);
     const abort = run.abort;
@@ -268,21 +270,22 @@ export class TaskRunner {
         mapper.nextTurn();
       }
     } catch (err) {
-      // Given up before its task was stored: there is nothing to end.
-      if (abort.reason instanceof RunAbandoned) return;
-      // Stopped because a write of its queued events failed: it fails for that write's error, whatever it threw.
+      if (abort.reason instanceof RunAbandoned) return; // given up before its task was stored: nothing to end
+      // Stopped because a write of its queued events failed, or for its output (closing its turn aborted the run
+      // too): it fails for that, whatever it threw, and is not canceled.
       const why = abort.reason;
       const failure = why instanceof RunWriteFailed ? why.cause : err;
-      if (abort.aborted && !(why instanceof RunWriteFailed)) {
+      if (abort.aborted && !(why instanceof RunWriteFailed) && !(err instanceof OutputTooLarge)) {
         const reason = why instanceof Error ? why.message : 'canceled';
         await this.ends.fromRun(run, writer, { state: 'TASK_STATE_CANCELED', error: reason }, known());
         return;
       }
       const outage = isDatabaseUnavailable(failure);
+      const tooLarge = failure instanceof OutputTooLarge ? `output_too_large: ${failure.message}` : undefined;
       const error = outage
         ? 'database_unavailable: the run could not be stored while the database was unreachable'
-        : 'internal_error: the run failed unexpectedly';
-      if (outage) this.logger.warn({ taskId: ctx.taskId }, 'run lost its database');
+        : (tooLarge ?? 'internal_error: the run failed unexpectedly');
+      if (outage || tooLarge) this.logger.warn({ taskId: ctx.taskId, error }, 'run stopped');
       else this.logger.error({ err: safeError(failure), taskId: ctx.taskId }, 'run failed');
       await this.ends.fromRun(
         run,
