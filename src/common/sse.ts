@@ -1,4 +1,3 @@
-import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { DomainError } from './errors.js';
 
@@ -153,7 +152,17 @@ export async function writeSse<T = SseFrame>(
     if (frame.event) chunk += `event: ${frame.event}\n`;
     return send(`${chunk}data: ${JSON.stringify(frame.data)}\n\n`);
   };
-  const drained = (): Promise<unknown> => Promise.race([once(res, 'drain'), once(res, 'close')]);
+  // Both listeners go once either fires: a race of two `once`s left the loser's behind, one more at every wait.
+  const drained = (): Promise<void> =>
+    new Promise((resolve) => {
+      const done = (): void => {
+        res.off('drain', done);
+        res.off('close', done);
+        resolve();
+      };
+      res.on('drain', done);
+      res.on('close', done);
+    });
   const toFrame = opts.frame ?? ((item: T) => item as SseFrame);
 
   try {

@@ -79,6 +79,49 @@ describe('the SSE writer (src/common/sse.ts)', () => {
     assert.equal(got.join(''), frames.map(text).join(''));
   });
 
+  it('waiting for a slow reader again and again leaves no listeners behind', async () => {
+    // 10 MiB to a reader that takes a pause at every piece: the writer waits for `drain` many times.
+    const frames = Array.from({ length: 40 }, (_, i) => frame(i, 256 * 1024));
+    let after: { close: number; error: number; drain: number } | undefined;
+    let waits = 0;
+    const s = createServer((_req, res) => {
+      const write = res.write.bind(res);
+      res.write = ((...args: Parameters<typeof res.write>) => {
+        const ok = write(...args);
+        if (!ok) waits++;
+        return ok;
+      }) as typeof res.write;
+      void writeSse(res, ready(frames), { heartbeatMs: 60_000 }).then(() => {
+        after = {
+          close: res.listenerCount('close'),
+          error: res.listenerCount('error'),
+          drain: res.listenerCount('drain'),
+        };
+      });
+    });
+    s.listen(0, '127.0.0.1');
+    await once(s, 'listening');
+    try {
+      const socket = connect((s.address() as AddressInfo).port, '127.0.0.1');
+      await once(socket, 'connect');
+      socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+      let tail = '';
+      for await (const d of socket) {
+        tail = (tail + (d as Buffer).toString('latin1')).slice(-16);
+        if (tail.endsWith('\r\n0\r\n\r\n')) break;
+        socket.pause();
+        await new Promise((r) => setTimeout(r, 2));
+        socket.resume();
+      }
+      socket.destroy();
+      assert.ok(waits >= 5, `the writer waited ${waits} times`);
+      assert.ok(after, 'the stream ended');
+      assert.ok(after.close <= 2 && after.error <= 2 && after.drain === 0, JSON.stringify(after));
+    } finally {
+      s.close();
+    }
+  });
+
   it('frames that come apart in time leave apart, with heartbeats between them when the wait is longer', async () => {
     // The heartbeat's timer (every 50 ms for a 100 ms period) falls due several times in the 430 ms wait.
     async function* slow(): AsyncGenerator<SseFrame> {
