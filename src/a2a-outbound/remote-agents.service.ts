@@ -21,7 +21,7 @@ import { TenantRemotes } from './tenant-remotes.service.js';
 import { partsText, replyText } from './remote-reply.js';
 import type { MessageJson } from '../common/a2a-json.js';
 import { OutboundCredentials } from '../outbound-auth/outbound-credentials.service.js';
-import { secretsOf, stripSecrets } from '../outbound-auth/credentials.js';
+import { forStripping, secretsOf, stripKnownSecrets, stripSecrets } from '../outbound-auth/credentials.js';
 
 const REPLY_CAP = 16 * 1024;
 
@@ -39,10 +39,15 @@ const capText = (text: string): string => capBytes(text, REPLY_CAP);
  * A failure's text as the calling agent (and so its task) sees it: the remote's own words can echo what Arbiter sent
  * it, so the entry's secrets, and anything shaped like a bearer token or a JWT, are taken out.
  */
-const shown = (remote: RemoteAgent, text: string): string => stripSecrets(text, secretsOf(remote.auth));
+const shown = (remote: RemoteAgent, text: string): string =>
+  stripSecrets(forStripping(text, REPLY_CAP), secretsOf(remote.auth));
+/** A reply as the calling agent sees it: the entry's secrets and the issued tokens out (a remote may quote them). */
+const replied = (remote: RemoteAgent, text: string): string =>
+  capText(stripKnownSecrets(forStripping(text, REPLY_CAP), secretsOf(remote.auth)));
 
 /** An entry's URL as the calling agent sees it: without its query, which may hold a key (`?code=…`). */
 function withoutQuery(u: string): string {
+  if (!/[?#]/.test(u)) return u; // a gRPC interface's host:port too
   try {
     const url = new URL(u);
     return url.search || url.hash ? `${url.origin}${url.pathname}${url.search ? '?…' : ''}` : u;
@@ -129,7 +134,9 @@ export class RemoteAgents {
       `url: ${withoutQuery(remote.url)}`,
       `card: ${withoutQuery(cached.source)}`,
       `signature: ${signatureLine(cached)}`,
-      ...c.supportedInterfaces.map((i) => `interface: ${i.protocolBinding} ${i.protocolVersion} ${i.url}`),
+      ...c.supportedInterfaces.map(
+        (i) => `interface: ${i.protocolBinding} ${i.protocolVersion} ${withoutQuery(i.url)}`,
+      ),
       `streaming: ${c.capabilities?.streaming ? 'yes' : 'no'}`,
       'skills:',
       ...(c.skills.length
@@ -202,7 +209,7 @@ export class RemoteAgents {
         result = await cached.client.sendMessage(request, { signal: callSignal });
       }
       if ('messageId' in result && !('status' in result)) {
-        return { body: capText(partsText((Message.toJSON(result) as Partial<MessageJson>).parts)) };
+        return { body: replied(remote, partsText((Message.toJSON(result) as Partial<MessageJson>).parts)) };
       }
       let task = result as Task;
       remoteTaskId = task.id;
@@ -217,7 +224,7 @@ export class RemoteAgents {
         reply = replyText(task, sentId);
       }
       const state = stateName(task);
-      if (state === 'TASK_STATE_COMPLETED') return { body: capText(reply), remoteTaskId };
+      if (state === 'TASK_STATE_COMPLETED') return { body: replied(remote, reply), remoteTaskId };
       if (INTERRUPTED.has(state)) {
         // The remote's question (or what it said before asking) goes to the calling agent.
         const waiting = state === 'TASK_STATE_AUTH_REQUIRED' ? 'authorization' : 'more input';

@@ -282,7 +282,7 @@ class Follower {
       throw protocol('an event without its task id and context id');
     }
     // Kept in the task's metadata: text the store can hold, of a bounded length.
-    if (taskId.length > 256 || contextId.length > 256 || wellFormed(taskId + contextId) !== taskId + contextId) {
+    if (![taskId, contextId].every((id) => id.length <= 256 && wellFormed(id) === id)) {
       throw protocol('an event whose task id or context id is not text of at most 256 characters');
     }
     if (this.bound) {

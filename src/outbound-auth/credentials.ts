@@ -1,7 +1,7 @@
 import { createHash, X509Certificate } from 'node:crypto';
 import type { SubjectToken } from '../common/subject-token.js';
 import { OutboundAuthError, type OAuthClient, type OutboundAuth, type TlsIdentity } from './outbound-auth.types.js';
-import { stripIssued } from './issued-tokens.js';
+import { MAX_TOKEN_LENGTH, stripIssued } from './issued-tokens.js';
 import { TokenCache } from './token-cache.js';
 import type { IssuedToken } from './token-endpoint.js';
 
@@ -170,6 +170,14 @@ export function secretsOf(auth: OutboundAuth): string[] {
     case 'none':
       return [];
   }
+}
+
+/**
+ * `text` as far as a cut to `cap` characters (or bytes) keeps it, and a token's length beyond: what to strip secrets
+ * from before that cut. The search stays bounded, and a token that begins before the cut is found whole.
+ */
+export function forStripping(text: string, cap: number): string {
+  return text.length > cap + MAX_TOKEN_LENGTH ? text.slice(0, cap + MAX_TOKEN_LENGTH) : text;
 }
 
 /**

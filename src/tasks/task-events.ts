@@ -1,5 +1,6 @@
 import { extend } from '../common/extend.js';
 import type { ArtifactJson, MessageJson, PartJson } from '../common/a2a-json.js';
+import { fileRefOf } from './task-files.js';
 import type { AccountedCall } from '../usage/usage-call.js';
 import type { TaskStateName } from './task-state.js';
 
@@ -39,12 +40,19 @@ export function foldArtifacts(base: ArtifactJson[], events: Iterable<TaskEventBo
   return fold.release();
 }
 
-/** The content of parts, in characters: text, file bytes (as base64) and links, data as JSON. */
+/**
+ * The content of parts, in characters: text, file bytes (as base64, inline or stored apart and referred to) and
+ * links, data as JSON.
+ */
 export function partsSize(parts: readonly PartJson[]): number {
   let n = 0;
   for (const p of parts) {
     n += (p.text?.length ?? 0) + (p.raw?.length ?? 0) + (p.url?.length ?? 0);
     if (p.data !== undefined) n += JSON.stringify(p.data)?.length ?? 0;
+    else if (p.metadata && p.text === undefined && p.raw === undefined && p.url === undefined) {
+      const ref = fileRefOf(p);
+      if (ref) n += Math.ceil(ref.size / 3) * 4;
+    }
   }
   return n;
 }
@@ -86,7 +94,7 @@ export class ArtifactFold {
   private readonly artifacts: ArtifactJson[] = [];
   /** Place in `artifacts` by id, once there are more than `SCAN_LIMIT`. */
   private index: Map<string, number> | undefined;
-  /** The content the artifacts were given, base and events (`partsSize`; a replaced artifact's still counts). */
+  /** The content of the artifacts now (`partsSize`): an append adds its parts', a replacement swaps the old for its. */
   size = 0;
 
   /** `limit`: the most content `add` takes; the event past it is refused (`OutputTooLarge`), the fold unchanged. */
@@ -101,10 +109,11 @@ export class ArtifactFold {
   add(e: TaskEventBody): void {
     if (e.kind !== 'artifact') return;
     const { artifact, append } = e.payload;
-    const size = this.size + partsSize(artifact.parts);
+    const at = this.find(artifact.artifactId);
+    const replaced = at >= 0 && !append ? partsSize(this.artifacts[at].parts) : 0;
+    const size = this.size - replaced + partsSize(artifact.parts);
     if (size > this.limit) throw new OutputTooLarge(this.limit);
     this.size = size;
-    const at = this.find(artifact.artifactId);
     if (at < 0 || !append) {
       this.put(artifact, at);
       return;

@@ -100,6 +100,7 @@ describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference
       notacard: { url: `${v1.url}/notacard` },
       broken: { url: `${v1.url}/broken` },
       rpc_error: { url: `${v1.url}/rpc-error`, auth: { token: RPC_ERROR_KEY } },
+      rpc_mirror: { url: `${v1.url}/rpc-mirror`, auth: { token: RPC_ERROR_KEY } },
       garbage: { url: `${v1.url}/garbage` },
       wrong_token: { url: `${server.url}/v1/a2a/agents/helper`, auth: { token: 'atr_not-a-valid-token' } },
       no_token: { url: `${server.url}/v1/a2a/agents/helper`, auth: { token_env: 'ARBITER_TEST_UNSET_VAR' } },
@@ -319,6 +320,12 @@ describe('A2A outbound: /a2a through the SDK client to Arbiter and SDK reference
     assert.match(results[9], /\nERR: usage: /);
     assert.ok(events.filter((e) => e.event === 'tool_call').every((e) => e.data.ok === false));
     assert.ok(!fed.includes(b.token) && !fed.includes(RPC_ERROR_KEY), 'tokens never reach the model');
+  });
+
+  it('a reply that quotes the credential it was sent reaches the calling agent without it', async () => {
+    const { fed, events } = await runCommands('/a2a call rpc_mirror hello');
+    assert.match(fed, /\[\/a2a call rpc_mirror hello\]\nyou sent Bearer \[redacted\]\n/);
+    assert.ok(!fed.includes(RPC_ERROR_KEY) && !JSON.stringify(events).includes(RPC_ERROR_KEY));
   });
 
   it("canceling the caller cancels the remote task (Arbiter's and an SDK server's)", async () => {

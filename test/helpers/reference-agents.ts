@@ -181,6 +181,18 @@ export async function startReferenceAgent(
         error: { code: -32603, message: `remote exploded${key}` },
       });
     });
+    app.get('/rpc-mirror/agent-card.json', (_req, res) => {
+      res.json(AgentCard.toJSON(card(`${url}/rpc-mirror`)));
+    });
+    app.post('/rpc-mirror', express.json(), (req, res) => {
+      // A reply that quotes the credential the request came with.
+      const message = {
+        messageId: 'mirror-1',
+        role: 'ROLE_AGENT',
+        parts: [{ text: `you sent ${req.headers.authorization}` }],
+      };
+      res.json({ jsonrpc: '2.0', id: (req.body as { id?: unknown }).id ?? null, result: { message } });
+    });
     app.get('/garbage/agent-card.json', (_req, res) => {
       res.json(AgentCard.toJSON(card(`${url}/garbage`)));
     });

@@ -25,7 +25,7 @@ import { jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
  * `/linger` (a stream that completes its task with "lingering answer", then keeps the response open),
  * `/dirty` (an artifact whose name, file name, media type, data and metadata key hold a NUL and a lone surrogate,
  * then completed), `/badlink` (an artifact whose file part links to `javascript:`), `/dirty-id` (a task whose id
- * holds a NUL), `/flood` (an artifact of four appended chunks of 400 KiB each, then completed).
+ * ends in half a surrogate pair, its context id beginning with the other half), `/flood` (an artifact of four appended chunks of 400 KiB each, then completed).
  */
 export interface Upstream {
   url: string;
@@ -347,7 +347,10 @@ export async function startUpstream(): Promise<Upstream> {
     app.post(
       '/dirty-id',
       express.json(),
-      rawStream(() => [task('up\u00001')]),
+      // Each id ill-formed, their concatenation a well-formed pair: each is checked on its own.
+      rawStream(() => [
+        { task: { id: 'up-1\ud800', contextId: '\udc00ctx', status: { state: 'TASK_STATE_WORKING' } } },
+      ]),
     );
     const chunk = (i: number) => ({
       artifactUpdate: {

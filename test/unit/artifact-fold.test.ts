@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { randomUUID } from 'node:crypto';
 import type { ArtifactJson } from '../../src/common/a2a-json.js';
+import { FILE_REF } from '../../src/tasks/task-files.js';
 import {
   ArtifactFold,
   artifactsSize,
@@ -58,6 +60,17 @@ describe('artifact fold', () => {
     assert.deepEqual(fold.list()[1].parts, [{ text: 'abcd' }], 'the refused chunk is not in the fold');
     fold.add(event(art('t', 'efghi'), true)); // exactly at the limit
     assert.equal(fold.size, 20);
+  });
+
+  it('a replacement swaps the old content for its own; a file stored apart counts as its base64', () => {
+    const fold = new ArtifactFold([], 100);
+    // A snapshot re-sent as it grows is the size of the last one, not of all of them together.
+    for (let n = 10; n <= 90; n += 10) fold.add(event(art('snap', 'x'.repeat(n))));
+    assert.equal(fold.size, 90);
+    const ref = { mediaType: 'image/png', metadata: { [FILE_REF]: { id: randomUUID(), size: 6 } } };
+    fold.add(event({ artifactId: 'img', parts: [ref] }));
+    assert.equal(fold.size, 98); // 6 bytes are 8 characters of base64
+    assert.throws(() => fold.add(event({ artifactId: 'img2', parts: [ref] })), OutputTooLarge);
   });
 
   it("a fold for a task's end is given up when its content would pass what can be stored", () => {

@@ -301,6 +301,21 @@ describe('gRPC codec (spec §10)', () => {
     assert.ok(refused instanceof MalformedMessage);
     assert.equal(refused.field, 'message.metadata.fields[0].key');
     assert.match(refused.problem, /"__proto__", a key the gRPC binding cannot carry/);
+    // The key's length written in two bytes (0x89 0x00: 9, not in its shortest form) is the same key to a decoder.
+    const entry = Buffer.concat([
+      Buffer.from([0x0a, 0x89, 0x00]),
+      Buffer.from('__proto__'),
+      Buffer.from([0x12, 0x09, 0x11]), // value: a Value whose number_value (field 2, 64-bit) is 1
+      Buffer.from(new Float64Array([1]).buffer),
+    ]);
+    const nested = (field: number, inner: Uint8Array, w = protobuf.Writer.create()) =>
+      w.uint32((field << 3) | 2).bytes(inner);
+    const struct = nested(1, entry).finish();
+    const msg = nested(6, struct, protobuf.Writer.create().uint32(0x0a).string('m').uint32(0x20).uint32(1)).finish();
+    const req = nested(2, msg, protobuf.Writer.create().uint32(0x0a).string('t')).finish();
+    const longForm = open(Buffer.from(req));
+    assert.ok(longForm instanceof MalformedMessage, 'refused however its length is written');
+    assert.equal(longForm.field, 'message.metadata.fields[0].key');
   });
 
   it('the wire check takes packed and unpacked repeated scalars, and refuses a packed run cut short', () => {

@@ -98,9 +98,6 @@ function checkValue(w: Walk, r: protobuf.Reader, slot: Slot, id: number, wt: num
   r.skipType(wt);
 }
 
-/** A string key `__proto__` as it is on the wire: its length, then its bytes. */
-const PROTO_KEY = Buffer.from([9, ...Buffer.from('__proto__')]);
-
 /** A map entry (`map<K, V>` is `repeated Entry { K key = 1; V value = 2; }` on the wire). */
 function checkMapEntry(w: Walk, field: protobuf.MapField, bytes: Uint8Array, at: string, depth: number): void {
   const r = protobuf.Reader.create(bytes);
@@ -113,7 +110,8 @@ function checkMapEntry(w: Walk, field: protobuf.MapField, bytes: Uint8Array, at:
       const start = r.pos;
       checkValue(w, r, key, id, tag & 7, `${at}.key`, depth);
       // protobufjs decodes a map into a plain object, where this key would set the prototype: the entry would vanish.
-      if (field.keyType === 'string' && PROTO_KEY.equals(r.buf.subarray(start, r.pos))) {
+      // Read as the decoder reads it (a length may be written in more bytes than it needs).
+      if (field.keyType === 'string' && protobuf.Reader.create(r.buf.subarray(start, r.pos)).string() === '__proto__') {
         const problem = 'is "__proto__", a key the gRPC binding cannot carry (JSON-RPC and HTTP+JSON can)';
         throw new WireProblem(`${at}.key ${problem}`, `${at}.key`);
       }

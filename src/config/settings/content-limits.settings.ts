@@ -1,7 +1,10 @@
 import { BytesEnv } from './setting.decorators.js';
 
-/** The most artifact content a task can be ended with: PostgreSQL holds a JSON string of at most 256 MiB. */
-export const MAX_STORABLE_OUTPUT = 192 * 1024 * 1024;
+/**
+ * The most artifact content (characters) a task can be ended with: PostgreSQL holds a JSON string of at most
+ * 256 MiB, and a character may take 3 bytes of UTF-8.
+ */
+export const MAX_STORABLE_OUTPUT = 80 * 1024 * 1024;
 
 /** How much file content a message may carry, and how much one page of a task list holds. */
 export class ContentLimitSettings {
