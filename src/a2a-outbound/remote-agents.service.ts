@@ -21,7 +21,7 @@ import { TenantRemotes } from './tenant-remotes.service.js';
 import { partsText, replyText } from './remote-reply.js';
 import type { MessageJson } from '../common/a2a-json.js';
 import { OutboundCredentials } from '../outbound-auth/outbound-credentials.service.js';
-import { forStripping, secretsOf, stripKnownSecrets, stripSecrets } from '../outbound-auth/credentials.js';
+import { secretsOf, strippedWithin, stripKnownSecrets, stripSecrets } from '../outbound-auth/credentials.js';
 
 const REPLY_CAP = 16 * 1024;
 
@@ -40,10 +40,10 @@ const capText = (text: string): string => capBytes(text, REPLY_CAP);
  * it, so the entry's secrets, and anything shaped like a bearer token or a JWT, are taken out.
  */
 const shown = (remote: RemoteAgent, text: string): string =>
-  stripSecrets(forStripping(text, REPLY_CAP), secretsOf(remote.auth));
+  strippedWithin(stripSecrets, text, secretsOf(remote.auth), REPLY_CAP);
 /** A reply as the calling agent sees it: the entry's secrets and the issued tokens out (a remote may quote them). */
 const replied = (remote: RemoteAgent, text: string): string =>
-  capText(stripKnownSecrets(forStripping(text, REPLY_CAP), secretsOf(remote.auth)));
+  strippedWithin(stripKnownSecrets, text, secretsOf(remote.auth), REPLY_CAP);
 
 /** An entry's URL as the calling agent sees it: without its query, which may hold a key (`?code=…`). */
 function withoutQuery(u: string): string {
@@ -230,12 +230,12 @@ export class RemoteAgents {
         const waiting = state === 'TASK_STATE_AUTH_REQUIRED' ? 'authorization' : 'more input';
         // What it asks with goes through the same filter as a failure: an auth request may quote the refused token.
         return {
-          body: capText(shown(remote, `(the remote agent needs ${waiting})${reply ? `\n${reply}` : ''}`)),
+          body: shown(remote, `(the remote agent needs ${waiting})${reply ? `\n${reply}` : ''}`),
           remoteTaskId,
         };
       }
       const what = state.replace('TASK_STATE_', '').toLowerCase();
-      return { body: capText(shown(remote, `ERR: remote task ${what}${reply ? `: ${reply}` : ''}`)), remoteTaskId };
+      return { body: shown(remote, `ERR: remote task ${what}${reply ? `: ${reply}` : ''}`), remoteTaskId };
     } catch (err) {
       if (callSignal.aborted) {
         if (remoteTaskId) await this.cancelRemote(cached.client, remoteTaskId);

@@ -11,7 +11,7 @@ import { OutboundCredentials } from '../outbound-auth/outbound-credentials.servi
 import { mcpFetch } from './mcp-fetch.js';
 import { loadMcpSdk, type McpSdk, type WatchedStdioTransport } from './mcp-sdk.js';
 import { serverSecrets, type McpServerConfig } from './mcp-registry.service.js';
-import { forStripping, stripSecrets } from '../outbound-auth/credentials.js';
+import { strippedWithin, stripSecrets } from '../outbound-auth/credentials.js';
 import { findJsonProblem, MAX_JSON_DEPTH } from '../common/json-guard.js';
 
 /** A failure with its `/mcp` result line (`ERR: …`); the detail, if any, went to the log. */
@@ -282,9 +282,11 @@ export class McpPool implements OnModuleDestroy {
     if (err instanceof McpError) {
       // The server's own words (without the SDK's prefix, which a server's own McpError carries once more) may quote
       // what it was sent: its entry's secrets and token-shaped values are taken out.
-      const said = stripSecrets(
-        forStripping(err.message.replace(/^(?:MCP error -?\d+: )+/, ''), 4096),
+      const said = strippedWithin(
+        stripSecrets,
+        err.message.replace(/^(?:MCP error -?\d+: )+/, ''),
         serverSecrets(conn.server),
+        4096,
       );
       return new McpFailure(`ERR: mcp server '${name}' error ${err.code}: ${oneLine(said)}`);
     }

@@ -5,7 +5,7 @@ import { capBytes } from '../common/text.js';
 import { jsonSyntaxProblem, parseJsonText } from '../common/json-guard.js';
 import { McpFailure, McpPool } from './mcp-pool.service.js';
 import { serverSecrets, type McpServerConfig } from './mcp-registry.service.js';
-import { forStripping, stripKnownSecrets, stripSecrets } from '../outbound-auth/credentials.js';
+import { strippedWithin, stripKnownSecrets, stripSecrets } from '../outbound-auth/credentials.js';
 import type { McpSdk } from './mcp-sdk.js';
 import { TenantMcpServers } from './tenant-mcp-servers.service.js';
 
@@ -142,9 +142,9 @@ export class McpTool {
       const result = await this.pool.call(c, name, args, signal);
       const text = render(result);
       return result.isError
-        ? `ERR: tool ${server.name}/${name} failed: ${capBytes(stripSecrets(forStripping(text, 4096), serverSecrets(server)), 4096)}`
+        ? `ERR: tool ${server.name}/${name} failed: ${strippedWithin(stripSecrets, text, serverSecrets(server), 4096)}`
         : // A result may quote what the server was sent: the entry's secrets come out (tokens of its own stay).
-          capBytes(stripKnownSecrets(forStripping(text, RESULT_CAP), serverSecrets(server)), RESULT_CAP);
+          strippedWithin(stripKnownSecrets, text, serverSecrets(server), RESULT_CAP);
     });
   }
 

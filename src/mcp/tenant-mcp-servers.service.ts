@@ -46,6 +46,12 @@ export class TenantMcpServers {
     return [...servers.values()].sort(byName);
   }
 
+  /** Whether the tenant sees any server: without reading each of its own (an agent card only asks that). */
+  async seesAny(tenantId: string): Promise<boolean> {
+    if (this.files.list().some((s) => visibleTo(s, tenantId))) return true;
+    return (await this.store.list(tenantId, 'mcp')).length > 0;
+  }
+
   /** The server of this name the tenant sees (its own first). */
   async get(tenantId: string, name: string): Promise<McpServerConfig | undefined> {
     const own = await this.store.get(tenantId, 'mcp', name);

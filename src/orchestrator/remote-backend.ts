@@ -5,6 +5,7 @@ import type { ArtifactJson, PartJson } from '../common/a2a-json.js';
 import { partsText } from '../a2a-outbound/remote-reply.js';
 import { onBehalfOf } from '../outbound-auth/caller-context.js';
 import { stripSecrets } from '../outbound-auth/credentials.js';
+import { storable } from '../common/text.js';
 import {
   artifactDelta,
   foldedParts,
@@ -13,7 +14,6 @@ import {
   mappedMessage,
   stateOf,
   UpstreamProblem,
-  wellFormed,
 } from './remote-content.js';
 import type { RemoteAgents } from '../a2a-outbound/remote-agents.service.js';
 import type { AgentBackend } from '../registry/backend.js';
@@ -282,7 +282,7 @@ class Follower {
       throw protocol('an event without its task id and context id');
     }
     // Kept in the task's metadata: text the store can hold, of a bounded length.
-    if (![taskId, contextId].every((id) => id.length <= 256 && wellFormed(id) === id)) {
+    if (![taskId, contextId].every((id) => id.length <= 256 && storable(id) === id)) {
       throw protocol('an event whose task id or context id is not text of at most 256 characters');
     }
     if (this.bound) {

@@ -3,6 +3,7 @@ import { TaskNotFoundError } from '@a2a-js/sdk/errors';
 import { describeCallError, UpstreamCardError } from '../a2a-outbound/remote-errors.js';
 import type { ArtifactJson, MessageJson, PartJson } from '../common/a2a-json.js';
 import { findJsonProblem } from '../common/json-guard.js';
+import { storable } from '../common/text.js';
 import type { RunContext } from './run-event.js';
 
 type Json = Record<string, unknown>;
@@ -24,23 +25,19 @@ export class UpstreamProblem extends Error {
 }
 
 /**
- * Text from an upstream as this task can hold it: a NUL becomes U+FFFD, as does an unpaired surrogate (PostgreSQL's
- * text and jsonb take neither; a caller sending them gets a 400, an upstream has them replaced).
+ * A JSON value from an upstream (`data`, `metadata`: nested at most 64 levels, as its answer was read) with its
+ * strings and keys `storable`: a caller sending a NUL or an unpaired surrogate gets a 400, an upstream has them
+ * replaced, as in its text.
  */
-export function wellFormed(text: string): string {
-  return text.replaceAll('\u0000', '\uFFFD').toWellFormed();
-}
-
-/** A JSON value from an upstream (`data`, `metadata`: nested at most 64 levels, as its answer was read) with its strings and keys `wellFormed`. */
-export function wellFormedJson(v: unknown): unknown {
+function wellFormedJson(v: unknown): unknown {
   if (findJsonProblem(v) === undefined) return v; // almost always: checked without copying
-  if (typeof v === 'string') return wellFormed(v);
+  if (typeof v === 'string') return storable(v);
   if (v === null || typeof v !== 'object') return v;
   if (Array.isArray(v)) return v.map(wellFormedJson);
   const out: Json = {};
   for (const [k, item] of Object.entries(v)) {
     // A `__proto__` key stays a key (an assignment would set the prototype).
-    Object.defineProperty(out, wellFormed(k), {
+    Object.defineProperty(out, storable(k), {
       value: wellFormedJson(item),
       enumerable: true,
       writable: true,
@@ -56,7 +53,7 @@ const wellFormedObject = (v: unknown): Json | undefined => (isObject(v) ? (wellF
 export function mappedMessage(ctx: Pick<RunContext, 'taskId' | 'contextId'>, m: Json, protocol: Protocol): MessageJson {
   const parts = mappedParts(m.parts, protocol);
   return {
-    messageId: typeof m.messageId === 'string' && m.messageId ? wellFormed(m.messageId.slice(0, 128)) : randomUUID(),
+    messageId: typeof m.messageId === 'string' && m.messageId ? storable(m.messageId.slice(0, 128)) : randomUUID(),
     role: 'ROLE_AGENT',
     parts,
     taskId: ctx.taskId,
@@ -68,9 +65,9 @@ export function mappedMessage(ctx: Pick<RunContext, 'taskId' | 'contextId'>, m: 
 export function mappedArtifact(a: unknown, protocol: Protocol): ArtifactJson {
   if (!isObject(a) || typeof a.artifactId !== 'string' || !a.artifactId) throw protocol('an artifact without an id');
   return {
-    artifactId: wellFormed(a.artifactId.slice(0, 256)),
-    ...(typeof a.name === 'string' && a.name ? { name: wellFormed(a.name) } : {}),
-    ...(typeof a.description === 'string' && a.description ? { description: wellFormed(a.description) } : {}),
+    artifactId: storable(a.artifactId.slice(0, 256)),
+    ...(typeof a.name === 'string' && a.name ? { name: storable(a.name) } : {}),
+    ...(typeof a.description === 'string' && a.description ? { description: storable(a.description) } : {}),
     parts: mappedParts(a.parts, protocol),
     ...(isObject(a.metadata) ? { metadata: wellFormedObject(a.metadata) } : {}),
   };
@@ -83,7 +80,7 @@ export function mappedParts(parts: unknown, protocol: Protocol): PartJson[] {
     const kinds = ['text', 'raw', 'url', 'data'].filter((k) => p[k] !== undefined);
     if (kinds.length !== 1) throw protocol('a part with no content, or more than one');
     const out: PartJson = {};
-    if (typeof p.text === 'string') out.text = wellFormed(p.text);
+    if (typeof p.text === 'string') out.text = storable(p.text);
     else if (typeof p.raw === 'string') {
       // Stored as the caller's are: padded standard base64 (what SQL's `decode` reads).
       const b64 = p.raw.replace(/\s+/g, '');
@@ -92,8 +89,8 @@ export function mappedParts(parts: unknown, protocol: Protocol): PartJson[] {
     } else if (typeof p.url === 'string') out.url = httpUrl(p.url, protocol);
     else if (p.data !== undefined) out.data = wellFormedJson(p.data);
     else throw protocol('a part of the wrong type');
-    if (typeof p.mediaType === 'string' && p.mediaType) out.mediaType = wellFormed(p.mediaType);
-    if (typeof p.filename === 'string' && p.filename) out.filename = wellFormed(p.filename);
+    if (typeof p.mediaType === 'string' && p.mediaType) out.mediaType = storable(p.mediaType);
+    if (typeof p.filename === 'string' && p.filename) out.filename = storable(p.filename);
     if (isObject(p.metadata)) out.metadata = wellFormedObject(p.metadata);
     return out;
   });

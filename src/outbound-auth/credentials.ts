@@ -1,6 +1,7 @@
 import { createHash, X509Certificate } from 'node:crypto';
 import type { SubjectToken } from '../common/subject-token.js';
 import { OutboundAuthError, type OAuthClient, type OutboundAuth, type TlsIdentity } from './outbound-auth.types.js';
+import { capBytes } from '../common/text.js';
 import { MAX_TOKEN_LENGTH, stripIssued } from './issued-tokens.js';
 import { TokenCache } from './token-cache.js';
 import type { IssuedToken } from './token-endpoint.js';
@@ -173,11 +174,17 @@ export function secretsOf(auth: OutboundAuth): string[] {
 }
 
 /**
- * `text` as far as a cut to `cap` characters (or bytes) keeps it, and a token's length beyond: what to strip secrets
- * from before that cut. The search stays bounded, and a token that begins before the cut is found whole.
+ * `strip(text, secrets)` cut to `cap` bytes. Stripped from what a cut to `cap` keeps and a token's length beyond,
+ * then cut: the search stays bounded on a long text, and a token that begins before the cut is found whole.
  */
-export function forStripping(text: string, cap: number): string {
-  return text.length > cap + MAX_TOKEN_LENGTH ? text.slice(0, cap + MAX_TOKEN_LENGTH) : text;
+export function strippedWithin(
+  strip: (text: string, secrets: readonly string[]) => string,
+  text: string,
+  secrets: readonly string[],
+  cap: number,
+): string {
+  const head = text.length > cap + MAX_TOKEN_LENGTH ? text.slice(0, cap + MAX_TOKEN_LENGTH) : text;
+  return capBytes(strip(head, secrets), cap);
 }
 
 /**

@@ -18,7 +18,9 @@ import {
   OversizeMessage,
   toProtoJson,
 } from '../../src/a2a-inbound/grpc/grpc-codec.js';
-import { wireProblem } from '../../src/a2a-inbound/grpc/grpc-wire-check.js';
+import { wireScan } from '../../src/a2a-inbound/grpc/grpc-wire-check.js';
+
+const wireProblem = (type: protobuf.Type, bytes: Uint8Array): string | undefined => wireScan(type, bytes).problem;
 import { decodeStatusDetails, STATUS_DETAILS_KEY, toGrpcError } from '../../src/a2a-inbound/grpc/grpc-errors.js';
 import { A2aError } from '../../src/a2a-wire/a2a-errors.js';
 import { V1Dialect } from '../../src/a2a-wire/dialects/v1.dialect.js';

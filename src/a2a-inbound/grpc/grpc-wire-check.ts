@@ -172,8 +172,3 @@ export function wireScan(type: protobuf.Type, bytes: Uint8Array, limits: RepeatL
     return { problem: err instanceof Error ? err.message.slice(0, 200) : 'undecodable' };
   }
 }
-
-/** `wireScan`'s problem alone. */
-export function wireProblem(type: protobuf.Type, bytes: Uint8Array): string | undefined {
-  return wireScan(type, bytes).problem;
-}

@@ -125,7 +125,7 @@ export class AgentCardService {
   private async usableTools(c: Constitution, tenantId: string): Promise<string[]> {
     const grants = toolGrants(c);
     if (grants.length > 0) return grants;
-    const mcp = (await this.mcpServers.forTenant(tenantId)).length > 0;
+    const mcp = await this.mcpServers.seesAny(tenantId);
     return [...(mcp ? ['/mcp'] : []), ...(this.config.activeSearchProvider ? ['/search'] : [])];
   }
 

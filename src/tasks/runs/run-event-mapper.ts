@@ -6,6 +6,7 @@ import {
   type RunInput,
 } from '../../orchestrator/run-event.js';
 import { isoTime } from '../../common/iso-time.js';
+import { storable } from '../../common/text.js';
 import { extend } from '../../common/extend.js';
 import { ARBITER_ARTIFACT_META, type ArtifactJson, type MessageJson, type PartJson } from '../../common/a2a-json.js';
 import type { TaskEventBody } from '../task-events.js';
@@ -62,11 +63,6 @@ export function responseArtifactId(taskId: string, turn: number): string {
 /** How many turns already wrote a response: the next turn's number. */
 export function turnsIn(taskId: string, artifacts: ArtifactJson[]): number {
   return artifacts.filter((a) => a.artifactId.startsWith(`${taskId}-text-`)).length;
-}
-
-/** Model text as PostgreSQL can store it: no NUL, no unpaired surrogate. */
-export function storable(text: string): string {
-  return text.replaceAll('\u0000', '\uFFFD').toWellFormed();
 }
 
 /**
