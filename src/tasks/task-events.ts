@@ -71,14 +71,15 @@ export class OutputTooLarge extends Error {
   }
 }
 
-/** `foldArtifacts`, or undefined when the result would hold more than `limit` of content (`artifactsSize`). */
+/** `foldArtifacts`, or undefined when the result would hold more than `limit` of content (the fold's `size`). */
 export function foldWithin(
   base: ArtifactJson[],
   events: Iterable<TaskEventBody>,
   limit: number,
 ): ArtifactJson[] | undefined {
-  const folded = foldArtifacts(base, events);
-  return artifactsSize(folded) <= limit ? folded : undefined;
+  const fold = new ArtifactFold(base);
+  for (const e of events) fold.add(e);
+  return fold.size <= limit ? fold.release() : undefined;
 }
 
 /** Above this many artifacts a fold finds them by id through a map; below, a scan of the list is cheaper. */
