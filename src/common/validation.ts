@@ -23,7 +23,7 @@ function declaredProperties(cls: ClassConstructor<object>): Set<string> {
 export const OmittableNotNull = (): PropertyDecorator => ValidateIf((_dto, value) => value !== undefined);
 
 /** Keys class-transformer takes for an object's own machinery: a nested one makes it throw (`prototype` does not). */
-const RESERVED_KEYS = new Set(['__proto__', 'constructor']);
+export const RESERVED_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor']);
 
 /** The paths of reserved keys at any depth of `value` (at most `max`; a parsed body's depth is bounded already). */
 function reservedKeyPaths(value: unknown, path: string, out: string[], max = 10): string[] {

@@ -16,6 +16,7 @@ import {
 import { checkAuthUrl, readOutboundAuth } from '../outbound-auth/auth-fields.js';
 import type { OutboundAuth } from '../outbound-auth/outbound-auth.types.js';
 import { secretsOf } from '../outbound-auth/credentials.js';
+import { RESERVED_KEYS } from '../common/validation.js';
 
 interface Common {
   name: string;
@@ -84,6 +85,8 @@ function stringMap(v: unknown, at: string, key: RegExp, value: RegExp, what: str
   const out: Record<string, string> = {};
   for (const [k, val] of Object.entries(v)) {
     if (!key.test(k)) throw new RegistryFileError(`${at}: "${k}" is not a valid ${what}`);
+    // As in the API's bodies: `__proto__` would set the map's prototype rather than a key, and the entry vanish.
+    if (RESERVED_KEYS.has(k)) throw new RegistryFileError(`${at}: "${k}" may not be a key here`);
     if (typeof val !== 'string' || !value.test(val)) {
       throw new RegistryFileError(
         `${at}.${k} must be a string${value === ENV_NAME ? ' naming an environment variable' : ' of printable characters'}`,

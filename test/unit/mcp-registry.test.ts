@@ -74,5 +74,14 @@ describe('mcp_servers.json parsing (the Claude Desktop / Cursor shape, *_env sec
       problem({ mcpServers: { a: { command: 'x', env_env: { K: 'not a name' } } } }),
       /env_env\.K must be a string naming/,
     );
+    // Written as text: an object literal's `__proto__` sets its prototype, as JSON.parse's own key did in the map.
+    assert.equal(
+      problem('{"mcpServers": {"a": {"url": "http://x/", "headers": {"__proto__": "v"}}}}'),
+      'mcpServers.a.headers: "__proto__" may not be a key here',
+    );
+    assert.equal(
+      problem('{"mcpServers": {"a": {"command": "x", "env_env": {"__proto__": "HOME"}}}}'),
+      'mcpServers.a.env_env: "__proto__" may not be a key here',
+    );
   });
 });
