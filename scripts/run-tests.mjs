@@ -3,8 +3,8 @@
 // under dist/test with Node's built-in test runner. Without DATABASE_URL it
 // first builds one migrated embedded database for the test servers to copy
 // (test/helpers/database.ts). At the end it lists what was skipped, why, and
-// how to run it (test/helpers/skip-summary.ts), and the slowest files
-// (test/helpers/timing-reporter.ts). Every temporary file of the run is made under one directory (TMPDIR), removed
+// how to run it (test/helpers/skip-summary.ts), and the slowest files, from the lines of its reporter
+// (test/helpers/run-reporter.ts). Every temporary file of the run is made under one directory (TMPDIR), removed
 // at the end.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
@@ -42,8 +42,7 @@ const runTmp = join(work, 'tmp');
 mkdirSync(runTmp);
 // Ctrl-C reaches the test runner too; this process waits for it to stop, then still cleans up and reports.
 process.on('SIGINT', () => undefined);
-const skipsFile = join(work, 'skipped.jsonl');
-const timingsFile = join(work, 'timings.jsonl');
+const reportFile = join(work, 'report.jsonl');
 const env = {
   ...process.env,
   NODE_ENV: 'test',
@@ -74,23 +73,23 @@ try {
       `--test-concurrency=${concurrency}`,
       '--test-reporter=spec',
       '--test-reporter-destination=stdout',
-      '--test-reporter=./dist/test/helpers/skip-reporter.js',
-      `--test-reporter-destination=${skipsFile}`,
-      '--test-reporter=./dist/test/helpers/timing-reporter.js',
-      `--test-reporter-destination=${timingsFile}`,
+      // One reporter of our own beside spec, not two: with three, Node warns of a listener leak at the start.
+      '--test-reporter=./dist/test/helpers/run-reporter.js',
+      `--test-reporter-destination=${reportFile}`,
       ...files,
     ],
     { stdio: 'inherit', env },
   );
   status = run.status ?? 1;
-  if (existsSync(skipsFile)) {
+  const report = existsSync(reportFile) ? readFileSync(reportFile, 'utf8') : undefined;
+  if (report !== undefined) {
     const { parseSkipped, summariseSkips } = await import('../dist/test/helpers/skip-summary.js');
-    const lines = summariseSkips(parseSkipped(readFileSync(skipsFile, 'utf8')));
+    const lines = summariseSkips(parseSkipped(report));
     if (lines.length) console.log(`\n${lines.join('\n')}`);
   }
-  if (existsSync(timingsFile) && files.length > 1) {
-    const { slowestFiles } = await import('../dist/test/helpers/timing-reporter.js');
-    const lines = slowestFiles(readFileSync(timingsFile, 'utf8'));
+  if (report !== undefined && files.length > 1) {
+    const { slowestFiles } = await import('../dist/test/helpers/run-reporter.js');
+    const lines = slowestFiles(report);
     if (lines.length) console.log(`\nslowest files:\n${lines.join('\n')}`);
   }
 } finally {

@@ -4,8 +4,8 @@ import { relative } from 'node:path';
  * What `npm test` did not run, and how to run it. The test runner's own
  * summary only counts skips ("skipped 4"), and a suite skipped as a whole
  * (every suite that needs a PostgreSQL server, without `DATABASE_URL`) is
- * one of them however many tests it holds. `skip-reporter.ts` writes one
- * line per skipped suite or test; `scripts/run-tests.mjs` prints
+ * one of them however many tests it holds. `run-reporter.ts` writes one
+ * line per skipped suite or test (among its timing lines); `scripts/run-tests.mjs` prints
  * `summariseSkips` of them after the run.
  */
 export interface Skipped {
@@ -73,7 +73,8 @@ export function parseSkipped(text: string): Skipped[] {
   for (const line of text.split('\n')) {
     if (!line.trim()) continue;
     try {
-      out.push(JSON.parse(line) as Skipped);
+      const entry = JSON.parse(line) as Partial<Skipped>;
+      if (typeof entry.reason === 'string') out.push(entry as Skipped); // not a timing line
     } catch {
       // a line cut off by a killed run: the rest still counts
     }

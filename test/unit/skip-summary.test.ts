@@ -104,7 +104,7 @@ describe('what npm test skipped, and how to run it (scripts/run-tests.mjs)', () 
         process.execPath,
         [
           '--test',
-          `--test-reporter=${resolve('dist/test/helpers/skip-reporter.js')}`,
+          `--test-reporter=${resolve('dist/test/helpers/run-reporter.js')}`,
           `--test-reporter-destination=${out}`,
           fixture,
         ],
