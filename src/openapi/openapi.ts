@@ -67,7 +67,7 @@ const param = (name: string, where: 'path' | 'query' | 'header', description?: s
   ...(description ? { description } : {}),
 });
 
-function restOperation(path: string, op: Operation, prefixed: boolean): OperationObject {
+function restOperation(path: string, op: Operation, prefixed: boolean, alias?: string): OperationObject {
   const spec = REST_OPS[op];
   const parameters = [
     param('agentId', 'path', 'the agent'),
@@ -85,7 +85,7 @@ function restOperation(path: string, op: Operation, prefixed: boolean): Operatio
   return {
     tags: ['A2A HTTP+JSON'],
     summary: spec.summary,
-    operationId: `a2aRest_${op}${prefixed ? '_tenant' : ''}`,
+    operationId: `a2aRest_${op}${alias ? `_${alias}` : ''}${prefixed ? '_tenant' : ''}`,
     security: anyOf(OPERATION_SCOPES[op]),
     parameters,
     ...(spec.body ? { requestBody: { required: true, content: json(ref(spec.body)) } } : {}),
@@ -170,10 +170,12 @@ export function buildOpenApi(app: INestApplication, version: string): OpenAPIObj
   rpc.post = JSONRPC_OPERATION;
   // Each route also after the agent's id as a tenant prefix, as the SDK's REST client sends it.
   for (const prefixed of [false, true]) {
-    for (const r of REST_ROUTE_PATHS) {
+    for (const [i, r] of REST_ROUTE_PATHS.entries()) {
       const path = `/v1/a2a/agents/{agentId}/${prefixed ? '{tenant}/' : ''}${r.path}`;
       const item = (doc.paths[path] ??= {}) as Record<string, unknown>;
-      item[r.method.toLowerCase()] = restOperation(r.path, r.op, prefixed);
+      // An operation served by a second method too (SubscribeToTask's GET) is named after that method.
+      const again = REST_ROUTE_PATHS.slice(0, i).some((x) => x.op === r.op);
+      item[r.method.toLowerCase()] = restOperation(r.path, r.op, prefixed, again ? r.method.toLowerCase() : undefined);
     }
   }
   return doc;

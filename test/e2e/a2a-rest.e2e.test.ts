@@ -111,22 +111,26 @@ describe('HTTP+JSON/REST binding (spec §11)', () => {
       assert.ok(events[0]?.data.task);
     });
 
-    it('POST tasks/{id}:subscribe then :cancel; a stream error after the first frame is an `error` event', async () => {
+    it('tasks/{id}:subscribe (POST, and GET as a2a.proto has it) then :cancel; a stream error after the first frame is an `error` event', async () => {
       const holding = await post('/message:send', { ...msg('hold'), configuration: { returnImmediately: true } });
       const id = holding.body.task.id as string;
-      const sub = followSse(
-        fetch(`${server.url}${base}/tasks/${id}:subscribe`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${t.token}`, ...V1 },
-        }),
-      );
-      await sub.opened; // subscribed while the task works
+      const subscribe = (method: string) =>
+        followSse(
+          fetch(`${server.url}${base}/tasks/${id}:subscribe`, {
+            method,
+            headers: { authorization: `Bearer ${t.token}`, ...V1 },
+          }),
+        );
+      const subs = [subscribe('POST'), subscribe('GET')];
+      for (const sub of subs) await sub.opened; // subscribed while the task works
       const canceled = await post(`/tasks/${id}:cancel`);
       assert.equal(canceled.status, 200);
       assert.equal(canceled.body.status.state, 'TASK_STATE_CANCELED');
-      const { events } = await sub.ended;
-      assert.equal(events[0]?.data.task.status.state, 'TASK_STATE_WORKING');
-      assert.equal(events[events.length - 1]?.data.statusUpdate.status.state, 'TASK_STATE_CANCELED');
+      for (const sub of subs) {
+        const { events } = await sub.ended;
+        assert.equal(events[0]?.data.task.status.state, 'TASK_STATE_WORKING');
+        assert.equal(events[events.length - 1]?.data.statusUpdate.status.state, 'TASK_STATE_CANCELED');
+      }
       // Terminal now: subscribing is an ordinary error response, not a stream.
       const again = await t.client.request('POST', `${base}/tasks/${id}:subscribe`, { headers: V1 });
       assertStatus(again, 400, 'UNSUPPORTED_OPERATION');

@@ -18,6 +18,7 @@ describe('HTTP+JSON routes (spec §11.3)', () => {
       ['GET', 'tasks/a%3Ab', { kind: 'route', op: 'get', taskId: 'a:b' }],
       ['POST', 'tasks/t1:cancel', { kind: 'route', op: 'cancel', taskId: 't1' }],
       ['POST', 'tasks/t1:subscribe', { kind: 'route', op: 'subscribe', taskId: 't1' }],
+      ['GET', 'tasks/t1:subscribe', { kind: 'route', op: 'subscribe', taskId: 't1' }],
       ['POST', 'tasks/t1/pushNotificationConfigs', { kind: 'route', op: 'push_set', taskId: 't1' }],
       ['GET', 'tasks/t1/pushNotificationConfigs', { kind: 'route', op: 'push_list', taskId: 't1' }],
       ['GET', 'tasks/t1/pushNotificationConfigs/c', { kind: 'route', op: 'push_get', taskId: 't1', configId: 'c' }],

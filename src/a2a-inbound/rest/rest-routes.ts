@@ -18,7 +18,9 @@ const ROUTES: { pattern: RegExp; methods: Readonly<Record<string, Operation>> }[
   { pattern: /^message:stream$/, methods: { POST: 'stream' } },
   { pattern: /^tasks$/, methods: { GET: 'list' } },
   { pattern: /^tasks\/([^/]+):cancel$/, methods: { POST: 'cancel' } },
-  { pattern: /^tasks\/([^/]+):subscribe$/, methods: { POST: 'subscribe' } },
+  // POST in the specification's prose (§11.3.2), GET in a2a.proto's HTTP annotation (which the proto calls
+  // normative, and which transcoding gateways generate from): both are served, as the SDK's server does.
+  { pattern: /^tasks\/([^/]+):subscribe$/, methods: { POST: 'subscribe', GET: 'subscribe' } },
   { pattern: /^tasks\/([^/]+)$/, methods: { GET: 'get' } },
   // §11.3.3: the push-config routes. They are matched here and answered by the request handler's push
   // operations (the same ones JSON-RPC's CreateTaskPushNotificationConfig … reach); see `restParams`.
@@ -203,6 +205,7 @@ export const REST_ROUTE_PATHS: readonly { path: string; method: 'GET' | 'POST' |
   { path: 'tasks/{taskId}', method: 'GET', op: 'get' },
   { path: 'tasks/{taskId}:cancel', method: 'POST', op: 'cancel' },
   { path: 'tasks/{taskId}:subscribe', method: 'POST', op: 'subscribe' },
+  { path: 'tasks/{taskId}:subscribe', method: 'GET', op: 'subscribe' },
   { path: 'tasks/{taskId}/pushNotificationConfigs', method: 'POST', op: 'push_set' },
   { path: 'tasks/{taskId}/pushNotificationConfigs', method: 'GET', op: 'push_list' },
   { path: 'tasks/{taskId}/pushNotificationConfigs/{configId}', method: 'GET', op: 'push_get' },
