@@ -9,12 +9,18 @@ import {
   ListTasksRequest,
   SubscribeToTaskRequest,
 } from '@a2a-js/sdk';
-import type { Client } from '@a2a-js/sdk/client';
+import {
+  ClientFactory,
+  ClientFactoryOptions,
+  DefaultAgentCardResolver,
+  JsonRpcTransportFactory,
+  type Client,
+} from '@a2a-js/sdk/client';
 import { FakeProvider } from '../helpers/fake-provider.js';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { Barrier } from '../helpers/patience.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { textMessage, v03Client, v1Client, waitFor } from '../helpers/a2a.js';
+import { authFetch, textMessage, v03Client, v1Client, waitFor } from '../helpers/a2a.js';
 
 function code(err: unknown): number | undefined {
   const e = err as { envelopeCode?: number; code?: number };
@@ -91,6 +97,34 @@ describe('A2A interop with the official @a2a-js/sdk client', () => {
         card.skills.map((s) => s.id),
         ['chat', 'fetch-url', 'repetition'],
       );
+    });
+
+    it("a client that knows only the server's address: the public card, read without a token, leads to the caller's index", async () => {
+      const factory = new ClientFactory(
+        ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+          transports: [new JsonRpcTransportFactory({ fetchImpl: authFetch(b.token) })],
+          cardResolver: new DefaultAgentCardResolver({ fetchImpl: fetch }),
+        }),
+      );
+      const root = await factory.createFromUrl(server.url); // /.well-known/agent-card.json
+      // The public card says an extended one exists: the client asks the interface for it, which is the token's index.
+      assert.equal((await root.getAgentCard()).name, 'index');
+      const res = await root.sendMessage(textMessage('hello, whoever you are'));
+      assert.ok('status' in res, 'a Task');
+      assert.equal(res.status?.state, TaskState.TASK_STATE_COMPLETED);
+      assert.equal(text(res), 'hello, whoever you are');
+      assert.equal(res.metadata?.['x-arbiter.agent_id'], 'index');
+      // The task is the caller's tenant's, and only its.
+      const get = (tenant: TestTenant) =>
+        tenant.client.post(
+          '/v1/a2a/agents/index',
+          { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: res.id } },
+          {
+            'a2a-version': '1.0',
+          },
+        );
+      assert.equal((await get(b)).body.result?.id, res.id);
+      assert.equal((await get(a)).body.error?.code, -32001);
     });
 
     it('SendMessage blocks until the task completes and returns it', async () => {

@@ -2,6 +2,9 @@
 import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { Ajv } from 'ajv';
 import { after, before, describe, it } from 'node:test';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -11,6 +14,7 @@ import { within } from '../helpers/patience.js';
 import { EventBus } from '../../src/tasks/event-log/event-bus.js';
 
 const V1 = { 'a2a-version': '1.0' };
+const V03_SCHEMA = resolve('../shared/reference/a2a-v0.3-schema.json');
 
 function send(method: string, text: string, extra: Record<string, unknown> = {}, id: unknown = 1) {
   const v03 = method.includes('/');
@@ -657,14 +661,52 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
   });
 
   describe('agent cards', () => {
-    it('the well-known stub is public and lists no agents', async () => {
-      const res = await fetch(`${url}/.well-known/agent-card.json`);
+    it('the public card (no token) is the master agent every tenant has, listing none of its agents', async () => {
+      const res = await fetch(`${url}/.well-known/agent-card.json`, { headers: V1 });
       assert.equal(res.status, 200);
+      assert.equal(res.headers.get('vary'), 'A2A-Version');
       const card = (await res.json()) as any;
-      assert.deepEqual(card.skills, []);
-      assert.match(card.description, /agent-card\.json/);
-      assert.match(card.description, /Bearer/);
+      // §4.4.1 and §5.7: at least one interface and one skill, each interface one a client can call.
+      const index = `${url}/v1/a2a/agents/index`;
+      assert.deepEqual(
+        card.supportedInterfaces.map((i: any) => [i.url, i.protocolBinding, i.protocolVersion, i.tenant]),
+        [
+          [index, 'JSONRPC', '1.0', 'index'],
+          [index, 'JSONRPC', '0.3', undefined],
+          [index, 'HTTP+JSON', '1.0', 'index'],
+        ],
+      );
+      assert.deepEqual(
+        card.skills.map((s: any) => s.id),
+        ['chat'],
+      );
+      assert.match(card.description, /v1\/a2a\/agents\/<agent id>\/agent-card\.json/);
+      assert.deepEqual(Object.keys(card.securitySchemes), ['bearer']);
+      assert.equal(card.url, undefined, 'a pure v1.0 card');
+      assert.ok(!JSON.stringify(card).includes('helper'), "no tenant's agent");
+      // Without a version: the same card with v0.3's fields, as an agent's card (the v0.3 schema checks both below).
+      const compat = (await (await fetch(`${url}/.well-known/agent-card.json`)).json()) as any;
+      assert.equal(compat.url, index);
+      assert.equal(compat.protocolVersion, '0.3.0');
+      assert.deepEqual(compat.security, [{ bearer: [] }]);
     });
+
+    it(
+      "the cards a v0.3 client reads (the public one and an agent's) are AgentCards of the v0.3 schema",
+      { skip: !existsSync(V03_SCHEMA) && `no reference a2a-v0.3-schema.json at ${V03_SCHEMA}` },
+      async () => {
+        const schema = JSON.parse(readFileSync(V03_SCHEMA, 'utf8'));
+        const valid = new Ajv({ strict: false, allErrors: true }).compile({
+          ...schema,
+          $ref: '#/definitions/AgentCard',
+        });
+        const cards = [
+          await (await fetch(`${url}/.well-known/agent-card.json`)).json(),
+          (await t.client.get('/v1/a2a/agents/helper/agent-card.json')).body,
+        ];
+        for (const card of cards) assert.ok(valid(card), JSON.stringify(valid.errors));
+      },
+    );
 
     it('per-agent card: 401 without a token, 404 for another tenant, ETag and 304', async () => {
       assert.equal((await fetch(`${url}/v1/a2a/agents/helper/agent-card.json`)).status, 401);

@@ -164,9 +164,15 @@ describe('the OpenAPI document (/openapi.json) and the docs page (/docs)', () =>
     assert.deepEqual(of('get', '/v1/a2a/agents/{agentId}/extendedAgentCard'), [
       'a2a:invoke',
       'agents:read',
+      'agents:write',
       'tasks:read',
     ]);
-    assert.deepEqual(of('post', '/v1/a2a/agents/{agentId}').sort(), ['a2a:invoke', 'agents:read', 'tasks:read']);
+    assert.deepEqual(of('post', '/v1/a2a/agents/{agentId}').sort(), [
+      'a2a:invoke',
+      'agents:read',
+      'agents:write',
+      'tasks:read',
+    ]);
     assert.match(doc.paths['/v1/a2a/agents/{agentId}'].post.description, /a2a:invoke: SendMessage, /);
     for (const o of ops) {
       for (const name of o.names) {

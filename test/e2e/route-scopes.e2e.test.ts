@@ -43,7 +43,7 @@ const INVOKE = ['a2a:invoke'] as const;
 const TASKS = ['a2a:invoke', 'tasks:read'] as const;
 const AGENTS_READ = ['agents:read', 'agents:write'] as const;
 const AGENTS_WRITE = ['agents:write'] as const;
-const CARD = ['a2a:invoke', 'agents:read', 'tasks:read'] as const;
+const CARD = ['a2a:invoke', 'agents:read', 'agents:write', 'tasks:read'] as const;
 const USAGE = ['tasks:read', 'agents:read', 'agents:write'] as const;
 const STATS = ['tasks:read'] as const;
 
@@ -161,6 +161,7 @@ const REST_ROUTES: Readonly<Record<string, readonly TenantScope[]>> = {
   'GET tasks/{taskId}': INVOKE,
   'POST tasks/{taskId}:cancel': INVOKE,
   'POST tasks/{taskId}:subscribe': INVOKE,
+  'GET tasks/{taskId}:subscribe': INVOKE,
   'POST tasks/{taskId}/pushNotificationConfigs': INVOKE,
   'GET tasks/{taskId}/pushNotificationConfigs': INVOKE,
   'GET tasks/{taskId}/pushNotificationConfigs/{configId}': INVOKE,

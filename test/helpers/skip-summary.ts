@@ -32,7 +32,7 @@ const HINTS: { pattern: RegExp; needs: string; prefix: string }[] = [
   { pattern: /Chromium/, needs: 'Chromium at /usr/bin/chromium (Debian: apt-get install chromium)', prefix: '' },
   { pattern: /nginx/, needs: 'nginx (Debian: apt-get install nginx-light)', prefix: '' },
   {
-    pattern: /reference a2a.*proto/,
+    pattern: /reference a2a/,
     needs: 'the A2A reference documents beside the project (../shared/reference)',
     prefix: '',
   },

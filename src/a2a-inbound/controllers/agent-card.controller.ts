@@ -9,6 +9,7 @@ import { AgentCardService } from '../services/agent-card.service.js';
 import { UpstreamCards } from '../services/upstream-card.js';
 import { CardSigner, JWKS_PATH } from '../services/card-signer.service.js';
 import { cardEtag, etagMatches } from '../services/card-etag.js';
+import { CARD_SCOPES } from '../handler/a2a-call.js';
 import { ApiTags } from '@nestjs/swagger';
 import { AnyQuery } from '../../common/body-reader.interceptor.js';
 
@@ -26,6 +27,23 @@ function send(req: Request, res: Response, card: unknown, cacheControl: string):
   res.status(200).type('application/json').send(body);
 }
 
+/**
+ * Which card a request asks for: `1.0` when it names 1.0 (`A2A-Version`, header or query), else `compat` — the
+ * 1.0 card with v0.3's fields, which a client that names no version (a v0.3 one) reads.
+ */
+function cardVersion(req: Request): '1.0' | 'compat' {
+  const version = negotiateVersion(req.headers['a2a-version'], req.query['A2A-Version']);
+  if (typeof version === 'object') {
+    throw new DomainError(
+      'validation_failed',
+      `A2A-Version '${version.unsupported}' is not supported; use 1.0 or 0.3`,
+      [{ field: 'A2A-Version', messages: ['must be 1.0 or 0.3'] }],
+    );
+  }
+  const explicit = Boolean(req.headers['a2a-version'] ?? req.query['A2A-Version']);
+  return version === '1.0' && explicit ? '1.0' : 'compat';
+}
+
 @ApiTags('A2A cards')
 @AnyQuery()
 @Controller()
@@ -37,12 +55,16 @@ export class AgentCardController {
     private readonly signer: CardSigner,
   ) {}
 
-  /** Unauthenticated discovery stub (seed 000): lists no agents. Signed, as every card, when a key is configured. */
+  /**
+   * The public card (no token): the master agent every tenant has, at one URL for all (see
+   * `AgentCardService.wellKnown`). Signed, as every card, when a key is configured.
+   */
   @Public()
   @Get('.well-known/agent-card.json')
   async wellKnown(@Req() req: Request, @Res() res: Response): Promise<void> {
     const base = this.cards.baseUrl(req);
-    send(req, res, await this.signer.sign(this.cards.wellKnown(base), base), 'public, max-age=300');
+    const card = this.cards.wellKnown(base, cardVersion(req) === '1.0' ? '1.0' : 'compat');
+    send(req, res, await this.signer.sign(card, base), 'public, max-age=300');
   }
 
   /**
@@ -61,7 +83,7 @@ export class AgentCardController {
    * `<agent url>/.well-known/agent-card.json` (the SDK's `createFromUrl`, the
    * TCK) and the older `<agent url>/.well-known/agent.json`.
    */
-  @RequireScope('a2a:invoke', 'agents:read', 'tasks:read')
+  @RequireScope(...CARD_SCOPES)
   @Get([
     'v1/a2a/agents/:id/agent-card.json',
     'v1/a2a/agents/:id/.well-known/agent-card.json',
@@ -75,19 +97,11 @@ export class AgentCardController {
   ): Promise<void> {
     const agent = AGENT_ID_PATTERN.test(id) ? await this.catalog.resolve(t.tenantId, id) : null;
     if (!agent) throw DomainError.notFound(`agent '${id.slice(0, 64)}'`);
-    const version = negotiateVersion(req.headers['a2a-version'], req.query['A2A-Version']);
-    if (typeof version === 'object') {
-      throw new DomainError(
-        'validation_failed',
-        `A2A-Version '${version.unsupported}' is not supported; use 1.0 or 0.3`,
-        [{ field: 'A2A-Version', messages: ['must be 1.0 or 0.3'] }],
-      );
-    }
-    const explicit = Boolean(req.headers['a2a-version'] ?? req.query['A2A-Version']);
+    const version = cardVersion(req);
     const base = this.cards.baseUrl(req);
     const upstream = await this.upstreams.profile(t.tenantId, agent);
     const card =
-      version === '1.0' && explicit
+      version === '1.0'
         ? await this.cards.v1Card(agent, base, t.tenantId, upstream)
         : await this.cards.compatCard(agent, base, t.tenantId, upstream);
     send(req, res, await this.signer.sign(card, base), 'private, max-age=60');

@@ -21,6 +21,9 @@ import { checkBesidesFiles } from './size-limits.js';
 
 const INVOKE: readonly TenantScope[] = ['a2a:invoke'];
 
+/** Who may read an agent's card, public or extended: every tenant scope (each can see the agent). */
+export const CARD_SCOPES = ['a2a:invoke', 'agents:read', 'agents:write', 'tasks:read'] as const satisfies TenantScope[];
+
 /**
  * The scopes each operation accepts (any one is enough). Every A2A method
  * acts on the caller's tasks, so it needs `a2a:invoke`; the extended card
@@ -37,7 +40,7 @@ export const OPERATION_SCOPES: Readonly<Record<Operation, readonly TenantScope[]
   push_get: INVOKE,
   push_list: INVOKE,
   push_delete: INVOKE,
-  extended_card: ['a2a:invoke', 'agents:read', 'tasks:read'],
+  extended_card: CARD_SCOPES,
 };
 
 /** One A2A call as a binding read it from its envelope (JSON-RPC), route (HTTP+JSON) or message (gRPC). */

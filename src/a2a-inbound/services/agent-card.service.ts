@@ -4,32 +4,16 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { AppConfig } from '../../config/app-config.js';
 import { descriptiveSkills, mcpServerGrants, toolGrants, type Constitution } from '../../registry/constitution.js';
 import { TenantMcpServers } from '../../mcp/tenant-mcp-servers.service.js';
-import type { ResolvedAgent } from '../../registry/services/agents.js';
+import { MASTER, type ResolvedAgent } from '../../registry/services/agents.js';
 import { routeModel } from '../../config/model-routes.js';
 import { KNOWN_TOOLS, TOOL_DESCRIPTIONS, TOOL_SKILL_IDS, isKnownTool, type ToolName } from '../../registry/tools.js';
 import { INPUT_MODES, OUTPUT_MODES } from '../../a2a-wire/dialects/message-input.js';
 import { IssuerDirectory } from '../../tenants/identity/issuer-directory.service.js';
 import { GrpcEndpoint } from '../grpc/grpc-endpoint.js';
+import { wellFormedHost } from '../../common/net/host-header.js';
 import type { UpstreamProfile } from './upstream-card.js';
 
 type Json = Record<string, unknown>;
-
-const HOST = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]{1,253})(?::(\d{1,5}))?$/;
-const LABEL = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
-
-/** A `Host` header that is a host name (labels of letters, digits and inner hyphens) or an IP literal, and a port. */
-function wellFormedHost(host: string | undefined): host is string {
-  const m = host === undefined ? null : HOST.exec(host);
-  if (!m) return false;
-  if (m[2] !== undefined && Number(m[2]) > 65535) return false;
-  if (!m[1].startsWith('[') && !m[1].split('.').every((label) => LABEL.test(label))) return false;
-  // As a URL reads it: an address such as 1.2.3.999 or [1:2] is none, and 127.1 is another spelling of one.
-  try {
-    return new URL(`http://${m[1]}`).hostname === m[1].toLowerCase();
-  } catch {
-    return false;
-  }
-}
 
 function slug(s: string): string {
   return (
@@ -222,10 +206,11 @@ export class AgentCardService {
    * `openIdConnect` scheme with its discovery URL and the scopes A2A calls
    * need. Each requirement is an alternative.
    */
-  private security(tenantId: string): { schemes: Json; requirements: { name: string; scopes: string[] }[] } {
+  private security(tenantId: string | null): { schemes: Json; requirements: { name: string; scopes: string[] }[] } {
     const schemes: Json = {};
     const requirements = [{ name: 'bearer', scopes: [] as string[] }];
-    for (const issuer of this.issuers.all()) {
+    // No tenant (the public card): the bearer alone, naming no issuer.
+    for (const issuer of tenantId === null ? [] : this.issuers.all()) {
       if (issuer.tenantId !== tenantId && !issuer.tenantClaim) continue;
       const name = `oidc-${issuer.id.slice(0, 8)}`;
       schemes[name] = {
@@ -237,7 +222,13 @@ export class AgentCardService {
     return { schemes, requirements };
   }
 
-  private v1Json(agent: ResolvedAgent, base: string, tenantId: string, skills: Json[], up?: UpstreamProfile): Json {
+  private v1Json(
+    agent: ResolvedAgent,
+    base: string,
+    tenantId: string | null,
+    skills: Json[],
+    up?: UpstreamProfile,
+  ): Json {
     const security = this.security(tenantId);
     const c = agent.constitution;
     const url = this.endpointUrl(base, agent.id);
@@ -279,7 +270,7 @@ export class AgentCardService {
    * for v0.3: the HTTP+JSON binding serves the v1.0 URL patterns, not v0.3's
    * `/v1/message:send` proto-JSON ones (see NOTES-rest.md).
    */
-  private withV03Fields(v1: Json, agent: ResolvedAgent, base: string, tenantId: string): Json {
+  private withV03Fields(v1: Json, agent: ResolvedAgent, base: string, tenantId: string | null): Json {
     const url = this.endpointUrl(base, agent.id);
     const security = this.security(tenantId);
     return {
@@ -306,23 +297,21 @@ export class AgentCardService {
     };
   }
 
-  /** The unauthenticated discovery stub: how to authenticate, where the cards are; no agents. */
-  wellKnown(base: string): Json {
-    return {
-      name: 'Arbiter',
-      description:
-        `Multi-tenant A2A gateway. This stub lists no agents. Authenticate with your tenant bearer token ` +
-        `(Authorization: Bearer atr_…) and fetch an agent's card at ${base}/v1/a2a/agents/{agentId}/agent-card.json; ` +
-        `each agent's JSON-RPC endpoint (and the base URL of its HTTP+JSON binding) is ${base}/v1/a2a/agents/{agentId}.`,
-      supportedInterfaces: [],
-      version: '1',
-      capabilities: { streaming: true, pushNotifications: true, extendedAgentCard: false },
-      securitySchemes: { bearer: { httpAuthSecurityScheme: { scheme: 'Bearer' } } },
-      securityRequirements: [{ schemes: { bearer: { list: [] } } }],
-      defaultInputModes: INPUT_MODES,
-      defaultOutputModes: OUTPUT_MODES,
-      skills: [],
-      documentationUrl: `${base}/v1/a2a/agents/{agentId}/agent-card.json`,
-    };
+  /**
+   * The public card at `/.well-known/agent-card.json`: the master agent `index`, which every tenant has at the
+   * same URL (the tenant is the caller's token's), so a client that starts from the server's origin reaches an
+   * agent that delegates to the tenant's own. It lists none of them, nor any issuer: it is read without a token.
+   * `version` as for an agent's card: 1.0 when asked for, else the card with v0.3's fields too.
+   */
+  wellKnown(base: string, version: '1.0' | 'compat'): Json {
+    const v1 = this.v1Json(MASTER, base, null, [chatSkill(MASTER)]);
+    v1.name = 'Arbiter';
+    v1.description =
+      `A multi-tenant A2A gateway. Calls to this card's interfaces, with your tenant's bearer token ` +
+      `(Authorization: Bearer atr_…, or a JWT of an issuer the operator trusts), reach your tenant's master ` +
+      `agent 'index', which answers or delegates to your tenant's agents. Each agent's own card is at ` +
+      `${base}/v1/a2a/agents/<agent id>/agent-card.json, with the same token.`;
+    const card = AgentCard.toJSON(AgentCard.fromJSON(v1)) as Json;
+    return version === '1.0' ? card : this.withV03Fields(card, MASTER, base, null);
   }
 }
