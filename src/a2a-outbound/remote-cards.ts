@@ -15,6 +15,7 @@ import { EgressGrpcTransportFactory } from './egress-grpc.js';
 import type { RemoteAgent } from './remote-registry.service.js';
 import { unusableCard } from './remote-errors.js';
 import { checkCard, type CardTrust } from './card-pinning.js';
+import { secretsOf, stripKnownSecrets } from '../outbound-auth/credentials.js';
 
 const MAX_TTL_MS = 86_400_000;
 const MAX_CARDS = 4_096;
@@ -25,9 +26,11 @@ type Json = Record<string, unknown>;
 export interface CachedCard {
   /** url, card url and credential: a registry edit that changes any makes a new entry. */
   key: string;
+  /**
+   * The card as Arbiter shows it — to the model (`/a2a list`, `/a2a card`, the roster) and as a remote-backed
+   * agent's own card: what the remote says of itself, with the entry's secrets taken out (`shownCard`).
+   */
   card: AgentCard;
-  /** The card as the remote sent it (ProtoJSON or v0.3 JSON), for rendering. */
-  raw: Json;
   client: Client;
   expiresAt: number;
   etag?: string;
@@ -165,8 +168,7 @@ export class RemoteCards {
     const etag = res.headers.get('etag') ?? undefined;
     return {
       key,
-      card,
-      raw,
+      card: shownCard(card, secretsOf(remote.auth)),
       client,
       expiresAt: Date.now() + ttl,
       etag,
@@ -185,6 +187,35 @@ function looksLikeCard(v: unknown): v is Json {
   const c = v as Json;
   if (typeof c.name !== 'string') return false;
   return (Array.isArray(c.supportedInterfaces) && c.supportedInterfaces.length > 0) || typeof c.url === 'string';
+}
+
+/**
+ * What a remote says of itself — its name, description, provider, version and skills — with the entry's secrets
+ * and the tokens Arbiter was issued taken out: a remote may quote the credential it was sent (a header it echoes
+ * into its card), which tenants' readers of cards and the model must not see. Its interfaces and security schemes
+ * stay as they are; the client, built from the card as sent, calls them.
+ */
+export function shownCard(card: AgentCard, secrets: readonly string[]): AgentCard {
+  // A card normalised from v0.3 may leave out what the 1.0 type says is there: each field is taken as it is.
+  const strip = <T>(text: T): T => (typeof text === 'string' ? (stripKnownSecrets(text, secrets) as T) : text);
+  const each = <T>(list: T[] | undefined): T[] | undefined => list?.map(strip);
+  return {
+    ...card,
+    name: strip(card.name),
+    description: strip(card.description),
+    version: strip(card.version),
+    provider: card.provider && { url: strip(card.provider.url), organization: strip(card.provider.organization) },
+    documentationUrl: strip(card.documentationUrl),
+    iconUrl: strip(card.iconUrl),
+    skills: (card.skills as AgentCard['skills'] | undefined)?.map((skill) => ({
+      ...skill,
+      id: strip(skill.id),
+      name: strip(skill.name),
+      description: strip(skill.description),
+      tags: each(skill.tags)!,
+      examples: each(skill.examples)!,
+    }))!,
+  };
 }
 
 /** Cache lifetime: `max-age` when the remote sends one (`no-store`/`no-cache`: revalidate every use). */

@@ -11,7 +11,7 @@ import { OutboundCredentials } from '../outbound-auth/outbound-credentials.servi
 import { mcpFetch } from './mcp-fetch.js';
 import { loadMcpSdk, type McpSdk, type WatchedStdioTransport } from './mcp-sdk.js';
 import { serverSecrets, type McpServerConfig } from './mcp-registry.service.js';
-import { strippedWithin, stripSecrets } from '../outbound-auth/credentials.js';
+import { strippedWithin, stripKnownSecrets, stripSecrets } from '../outbound-auth/credentials.js';
 import { findJsonProblem, MAX_JSON_DEPTH } from '../common/json-guard.js';
 
 /** A failure with its `/mcp` result line (`ERR: …`); the detail, if any, went to the log. */
@@ -105,6 +105,7 @@ export class McpPool implements OnModuleDestroy {
   async tools(conn: Connection, signal: AbortSignal): Promise<Tool[]> {
     if (conn.tools) return conn.tools;
     const tools: Tool[] = [];
+    const secrets = serverSecrets(conn.server);
     let cursor: string | undefined;
     for (let page = 0; page < MAX_TOOL_PAGES; page++) {
       const res = await conn.client.listTools(cursor ? { cursor } : undefined, this.requestOptions(signal));
@@ -117,7 +118,8 @@ export class McpPool implements OnModuleDestroy {
           );
           continue;
         }
-        tools.push(tool);
+        const shown = withoutSecrets(tool, secrets);
+        if (shown) tools.push(shown);
       }
       cursor = res.nextCursor;
       if (!cursor) break;
@@ -308,4 +310,20 @@ export class McpPool implements OnModuleDestroy {
 function oneLine(s: string): string {
   const t = s.replace(/\s+/g, ' ').trim();
   return t.length > 300 ? `${t.slice(0, 300)}…` : t;
+}
+
+/**
+ * A tool as the server listed it, with the entry's secrets (its headers, its credential) and the tokens Arbiter was
+ * issued taken out of every text of it — name, description, schema — since a server may quote what it was sent.
+ * Undefined when taking them out left no JSON (a secret that spanned its syntax): such a tool is not offered.
+ */
+function withoutSecrets(tool: Tool, secrets: readonly string[]): Tool | undefined {
+  const text = JSON.stringify(tool);
+  const clean = stripKnownSecrets(text, secrets);
+  if (clean === text) return tool;
+  try {
+    return JSON.parse(clean) as Tool;
+  } catch {
+    return undefined;
+  }
 }

@@ -3,6 +3,8 @@ import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { getDataSourceToken } from '@nestjs/typeorm';
@@ -349,10 +351,80 @@ describe('per-tenant registries: /v1/remote-agents and /v1/mcp-servers', () => {
       assert.match(tools, /^quote — /m);
       assert.match(tools, /^explode — /m);
       assert.doesNotMatch(tools, /deep/);
+      // What it says of its tools (a description, a schema) is the server's word too: the secrets taken out.
+      assert.match(tools, /listed for key \[redacted\], token \[redacted\]/);
+      assert.match(tools, /"description":"key \[redacted\], token \[redacted\]/);
+      assert.ok(!tools.includes(key) && !tools.includes(token), tools);
       assert.match(await run(a, '/mcp call quoting deep {}'), /ERR: mcp server 'quoting' has no tool 'deep'/);
       assert.equal((await a.client.delete('/v1/mcp-servers/quoting')).status, 204);
     } finally {
       await quoting.close();
+    }
+  });
+
+  it("an entry's own headers never follow a redirect to another origin; what a remote's card says has its secrets taken out", async () => {
+    /** A loopback server answering each request with `handle`; its URL. */
+    const listen = async (handle: (req: IncomingMessage, res: ServerResponse) => void) => {
+      const http = createServer(handle);
+      await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
+      const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+      return { url, close: () => (http.closeAllConnections(), new Promise((r) => http.close(r))) };
+    };
+    const quoting = await startQuotingHttp();
+    // Moves every request to the quoting MCP server, on another origin (307: the method and body go on).
+    const mover = await listen((_req, res) => res.writeHead(307, { location: quoting.url }).end());
+    const key = `hdr-key-${randomBytes(6).toString('hex')}`;
+    // An A2A remote whose card quotes the header it was sent, in every text of it.
+    const peer = await listen((req, res) => {
+      const heard = String(req.headers['x-api-key'] ?? '');
+      res.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          name: `quoter ${heard}`,
+          description: `a card fetched with ${heard}`,
+          supportedInterfaces: [{ url: `${peer.url}/rpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+          version: '1',
+          capabilities: {},
+          defaultInputModes: ['text/plain'],
+          defaultOutputModes: ['text/plain'],
+          skills: [{ id: 'quote', name: 'quoting', description: `says ${heard}`, tags: [heard] }],
+        }),
+      );
+    });
+    try {
+      const token = `mcp-token-${randomBytes(6).toString('hex')}`;
+      const moved = await a.client.post('/v1/mcp-servers', {
+        name: 'moved',
+        url: `${mover.url}/mcp`,
+        headers: { 'x-api-key': key },
+        auth: { type: 'bearer', token },
+      });
+      assert.equal(moved.status, 201, moved.text);
+      // The tool is reached at the other origin, which was sent neither the entry's header nor its token.
+      assert.match(await run(a, '/mcp call moved mirror {}'), /you sent: key , token {2}\(sent as ""\)/);
+
+      const remote = await a.client.post('/v1/remote-agents', {
+        name: 'quoter',
+        url: `${peer.url}/rpc`,
+        auth: { type: 'header', name: 'X-Api-Key', value: key },
+      });
+      assert.equal(remote.status, 201, remote.text);
+      const card = await run(a, '/a2a card quoter');
+      assert.match(card, /^name: quoter \[redacted\]$/m);
+      assert.match(card, /^description: a card fetched with \[redacted\]$/m);
+      assert.match(card, /^ {2}- quoting: says \[redacted\]$/m);
+      const list = await run(a, '/a2a list');
+      assert.match(list, /\nquoter — a card fetched with \[redacted\] \(skills: quoting\)/);
+      await newAgent(a, { id: 'front-quoter', backend: { remote: 'quoter' } });
+      const own = await a.client.get('/v1/a2a/agents/front-quoter/agent-card.json', { 'a2a-version': '1.0' });
+      assert.equal(own.status, 200, own.text);
+      assert.equal(own.body.description, 'a card fetched with [redacted]');
+      assert.deepEqual(own.body.skills[0].tags, ['[redacted]']);
+      for (const text of [card, list, own.text]) assert.ok(!text.includes(key), text);
+    } finally {
+      await a.client.delete('/v1/agents/front-quoter');
+      await a.client.delete('/v1/remote-agents/quoter');
+      await a.client.delete('/v1/mcp-servers/moved');
+      await Promise.all([quoting.close(), mover.close(), peer.close()]);
     }
   });
 });

@@ -126,18 +126,25 @@ export async function startQuotingHttp(): Promise<{ url: string; close: () => Pr
   return listenMcp(async (req, res) => {
     const server = new SdkServer({ name: 'quoting', version: '1.0.0' }, { capabilities: { tools: {} } });
     const noArgs = { type: 'object' as const, properties: {} };
-    server.setRequestHandler(ListToolsRequestSchema, () => ({
+    const quoted = (headers: Record<string, string | string[] | undefined>): string => {
+      const auth = String(headers.authorization ?? '');
+      return `key ${String(headers['x-api-key'] ?? '')}, token ${auth.replace(/^Bearer /, '')} (sent as "${auth}")`;
+    };
+    server.setRequestHandler(ListToolsRequestSchema, (_request, extra) => ({
       tools: [
         { name: 'quote', description: 'fails, quoting what it was sent', inputSchema: noArgs },
         { name: 'explode', description: 'errs, quoting what it was sent', inputSchema: noArgs },
-        { name: 'mirror', description: 'succeeds, quoting what it was sent', inputSchema: noArgs },
+        {
+          name: 'mirror',
+          // Its listing quotes what the listing was sent, in its description and its schema.
+          description: `succeeds, quoting what it was sent; listed for ${quoted(extra.requestInfo?.headers ?? {})}`,
+          inputSchema: { ...noArgs, description: quoted(extra.requestInfo?.headers ?? {}) },
+        },
         { name: 'deep', description: 'an input schema nested 200 levels', inputSchema: deepSchema(200) },
       ],
     }));
     server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
-      const headers = extra.requestInfo?.headers ?? {};
-      const auth = String(headers.authorization ?? '');
-      const said = `key ${String(headers['x-api-key'] ?? '')}, token ${auth.replace(/^Bearer /, '')} (sent as "${auth}")`;
+      const said = quoted(extra.requestInfo?.headers ?? {});
       if (request.params.name === 'explode') throw new McpError(ErrorCode.InternalError, `exploded: ${said}`);
       if (request.params.name === 'mirror') return { content: [{ type: 'text', text: `you sent: ${said}` }] };
       return { isError: true, content: [{ type: 'text', text: `refused: ${said}` }] };

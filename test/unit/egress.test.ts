@@ -285,7 +285,7 @@ describe('egress over real sockets', () => {
     }
   });
 
-  it('drops credentials when a redirect leaves the origin', async () => {
+  it('drops credentials, and every header but the plain ones, when a redirect leaves the origin', async () => {
     const seen: IncomingHttpHeaders[] = [];
     const target = createServer((req, res) => {
       seen.push(req.headers);
@@ -306,14 +306,26 @@ describe('egress over real sockets', () => {
         {
           timeoutMs: 2000,
           maxBytes: 100,
-          headers: { authorization: 'Bearer secret', cookie: 'a=b', accept: 'text/plain' },
+          headers: {
+            authorization: 'Bearer secret',
+            cookie: 'a=b',
+            accept: 'text/plain',
+            'A2A-Version': '1.0',
+            // A credential of the `header` type, an MCP server's own header: meant for the first origin only.
+            'X-Api-Key': 'key-secret',
+            'mcp-session-id': 's1',
+          },
         },
       );
       assert.equal(res.body.toString(), 'ok');
       assert.equal(seen[0]?.authorization, 'Bearer secret');
+      assert.equal(seen[0]?.['x-api-key'], 'key-secret');
       assert.equal(seen[1]?.authorization, undefined);
       assert.equal(seen[1]?.cookie, undefined);
+      assert.equal(seen[1]?.['x-api-key'], undefined);
+      assert.equal(seen[1]?.['mcp-session-id'], undefined);
       assert.equal(seen[1]?.accept, 'text/plain');
+      assert.equal(seen[1]?.['a2a-version'], '1.0');
       await assert.rejects(
         egressRequest(
           'http://127.0.0.1:1/',

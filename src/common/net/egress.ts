@@ -5,6 +5,7 @@ import { isIP, type LookupFunction } from 'node:net';
 import { blockedRange, OPENABLE } from './address-ranges.js';
 import { egressAgent } from './egress-agents.js';
 import { childSpan, fail, injectTraceHeaders, SpanKind, tracing } from '../../tracing/spans.js';
+import { forAnotherOrigin } from './redirect-headers.js';
 
 /**
  * Outbound HTTP that cannot be pointed at the inside of the network (SSRF):
@@ -187,9 +188,9 @@ async function follow(
       } catch {
         throw new EgressError('bad_url', 'the redirect location is not a valid URL');
       }
-      // Credentials never follow a redirect to another origin.
+      // Credentials, and whatever else was meant for this origin alone, never follow a redirect to another.
       if (next.origin !== url.origin) {
-        headers = withoutCredentials(headers);
+        headers = forAnotherOrigin(headers);
         tls = undefined;
       }
       url = checkUrl(next, policy);
@@ -307,14 +308,6 @@ async function readBody(
     throw new EgressError('transport', (err as NodeJS.ErrnoException).code ?? 'connection lost');
   }
   return { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), truncated, url };
-}
-
-function withoutCredentials(headers: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(headers).filter(
-      ([k]) => !['authorization', 'cookie', 'proxy-authorization'].includes(k.toLowerCase()),
-    ),
-  );
 }
 
 /** Parses `ARBITER_*_ALLOWLIST`-style values: comma-separated `host` or `host:port`. */
