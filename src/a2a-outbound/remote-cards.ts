@@ -198,7 +198,7 @@ function looksLikeCard(v: unknown): v is Json {
 export function shownCard(card: AgentCard, secrets: readonly string[]): AgentCard {
   // A card normalised from v0.3 may leave out what the 1.0 type says is there: each field is taken as it is.
   const strip = <T>(text: T): T => (typeof text === 'string' ? (stripKnownSecrets(text, secrets) as T) : text);
-  const each = <T>(list: T[] | undefined): T[] | undefined => list?.map(strip);
+  const each = <L extends unknown[] | undefined>(list: L): L => list?.map(strip) as L;
   return {
     ...card,
     name: strip(card.name),
@@ -212,9 +212,9 @@ export function shownCard(card: AgentCard, secrets: readonly string[]): AgentCar
       id: strip(skill.id),
       name: strip(skill.name),
       description: strip(skill.description),
-      tags: each(skill.tags)!,
-      examples: each(skill.examples)!,
-    }))!,
+      tags: each(skill.tags),
+      examples: each(skill.examples),
+    })) as AgentCard['skills'],
   };
 }
 
