@@ -71,6 +71,10 @@ export async function startTracing(
           const url = req.url ?? '';
           return url.startsWith('/v1/health') || url === '/metrics' || url.startsWith('/metrics?');
         },
+        // Every outbound request Arbiter sends over node:http goes through the egress guard, which makes its own
+        // client span (origin and path only: a query string may hold a secret) and sends `traceparent` itself.
+        // This instrumentation's own would name the full URL, query included.
+        ignoreOutgoingRequestHook: () => true,
       }),
       // Route handlers only: a span per Nest middleware layer says nothing useful.
       new ExpressInstrumentation({ ignoreLayersType: [ExpressLayerType.MIDDLEWARE] }),

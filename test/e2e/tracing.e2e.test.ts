@@ -31,6 +31,7 @@ describe('OpenTelemetry: one trace from the caller through a run, its model and 
   let b: TestServer;
   let page: Server;
   let pageUrl: string;
+  const QUERY_SECRET = 'query-secret-0123456789';
   const pageHeaders: IncomingHttpHeaders[] = [];
 
   before(async () => {
@@ -68,7 +69,9 @@ describe('OpenTelemetry: one trace from the caller through a run, its model and 
       JSON.stringify({ agents: { arbiter_b: { url: `${b.url}/v1/a2a/agents/helper`, auth: { token: tb.token } } } }),
     );
     fake.scripts.set('caller-m', (c) =>
-      c.call === 1 ? `Asking B and reading.\n/a2a call arbiter_b summarise the plan\n/fetch ${pageUrl}` : 'all done',
+      c.call === 1
+        ? `Asking B and reading.\n/a2a call arbiter_b summarise the plan\n/fetch ${pageUrl}?access_token=${QUERY_SECRET}`
+        : 'all done',
     );
     await newAgent(ta, { id: 'caller', model: 'openai/caller-m' });
 
@@ -134,6 +137,18 @@ describe('OpenTelemetry: one trace from the caller through a run, its model and 
     // /fetch: the loopback page received the W3C header of the same trace.
     const sent = pageHeaders.at(-1)?.traceparent;
     assert.match(String(sent), new RegExp(`^00-${TRACE_ID}-[0-9a-f]{16}-01$`));
+    // Its span names the page's origin and path; no span of Arbiter's holds the query (a secret, perhaps). The
+    // page's own server span, of this test's process, records it as a server does.
+    assert.ok(spans.some((s) => s.kind === SpanKind.CLIENT && s.attributes['url.full'] === pageUrl));
+    const pagePort = Number(new URL(pageUrl).port);
+    const ours = exporter
+      .getFinishedSpans()
+      .filter((s) => !(s.kind === SpanKind.SERVER && s.attributes['server.port'] === pagePort));
+    const all = JSON.stringify(ours.map((s) => [s.name, s.attributes]));
+    assert.ok(
+      !all.includes(QUERY_SECRET),
+      `a query string in a span: ${all.slice(Math.max(0, all.indexOf(QUERY_SECRET) - 600), all.indexOf(QUERY_SECRET) + 100)}`,
+    );
   });
 
   it('without an inbound traceparent a request starts its own trace', async () => {
