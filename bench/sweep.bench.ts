@@ -1,9 +1,10 @@
 /**
  * `npm run bench:sweep`: how long orphaned tasks stay running after their
  * owner dies, in leases. A server process runs with a short lease on a fresh
- * PostgreSQL database; N tasks are written as if a replica had just renewed
- * their leases and died; the time until the last of them is ended ("owner
- * lost") is measured from that moment. The promise is about 1.25 leases plus
+ * PostgreSQL database; a replica that the server has seen connected (its
+ * notice connection, `arbiter:<id>`) renews the leases of N tasks and dies —
+ * its connection closes; the time until the last of them is ended ("owner
+ * lost") is measured from that moment. The promise is 1 to 1.5 leases plus
  * the sweep itself. The end time is each task's status timestamp (same
  * machine, same clock). Repeated, medians with min–max.
  */
@@ -45,22 +46,28 @@ async function startServer(env: Record<string, string>): Promise<ChildProcess> {
   return child;
 }
 
-async function measure(db: pg.Client, orphans: number): Promise<number> {
+async function measure(db: pg.Client, url: string, orphans: number): Promise<number> {
   const tenant = randomUUID();
+  const owner = `dead-${tenant.slice(0, 8)}`;
   await db.query(`INSERT INTO tenants (id, name) VALUES ($1, $2)`, [tenant, `bench-${tenant.slice(0, 8)}`]);
-  // The owner renewed these leases just now, then died.
+  // The owner is connected as a replica is, long enough for the server's sweeps to see it…
+  const replica = new pg.Client({ connectionString: url, application_name: `arbiter:${owner}` });
+  await replica.connect();
+  await new Promise((r) => setTimeout(r, LEASE_MS));
+  // …renews these leases, and dies: its connection closes.
   const [{ t0 }] = (
     await db.query<{ t0: Date }>(
       `WITH ins AS (
          INSERT INTO a2a_tasks (task_id, tenant_id, agent_id, context_id, state, updated_at, last_seq, owner_instance, lease_expires_at)
-         SELECT $1::text || '-' || i, $1::uuid, 'index', 'ctx', 'TASK_STATE_WORKING', now(), 3, 'dead-replica',
+         SELECT $1::text || '-' || i, $1::uuid, 'index', 'ctx', 'TASK_STATE_WORKING', now(), 3, $4::text,
                 now() + make_interval(secs => $3::int / 1000.0)
            FROM generate_series(1, $2::int) AS i
          RETURNING 1)
        SELECT now() AS t0, count(*) FROM ins`,
-      [tenant, orphans, LEASE_MS],
+      [tenant, orphans, LEASE_MS, owner],
     )
   ).rows;
+  await replica.end();
   for (;;) {
     const { rows } = await db.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM a2a_tasks WHERE tenant_id = $1 AND state = 'TASK_STATE_WORKING'`,
@@ -100,7 +107,7 @@ async function main(): Promise<void> {
     console.log('orphans   last ended after (ms)        in leases (median, min–max)');
     for (const n of SIZES) {
       const ms: number[] = [];
-      for (let i = 0; i < REPS; i++) ms.push(await measure(db, n));
+      for (let i = 0; i < REPS; i++) ms.push(await measure(db, url.toString(), n));
       const leases = ms.map((x) => x / LEASE_MS);
       console.log(
         `${String(n).padStart(7)}   ${ms

@@ -39,7 +39,7 @@ export class StorageSettings {
 
   /**
    * A running task's lease: renewed every third of it; a task whose owner is gone (its lease out, its connection
-   * absent for a lease) is ended `failed` ("owner lost") by another replica about 1.25–1.5× this after the owner died.
+   * absent for a lease) is ended `failed` ("owner lost") by another replica about 1–1.5× this after the owner died.
    */
   @DurationEnv('ARBITER_LEASE_MS', 500, 600_000) leaseMs = 30_000;
 

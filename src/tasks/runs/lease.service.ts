@@ -11,6 +11,7 @@ import { RunEnd } from './run-end.js';
 import { RunAbandoned, RunRegistry, type HeldRun } from './run-registry.js';
 import { Metrics } from '../../metrics/metrics.service.js';
 import { FollowTakeover } from './follow-takeover.service.js';
+import { OwnerWatch } from './owner-watch.js';
 
 /**
  * No task stays running forever, and no live run is ended by another
@@ -22,7 +23,7 @@ import { FollowTakeover } from './follow-takeover.service.js';
  * hold: its lease ran out (by the database's clock), and its owner has been
  * gone for a full lease — its notice connection absent from
  * `pg_stat_activity` at every sweep for that long, watched without a break
- * by this replica. A database restart drops every connection, so the count
+ * by this replica, counted from the first sweep that missed it (`OwnerWatch`). A database restart drops every connection, so the count
  * starts again when it is back, and owners reconnect within a second: an
  * outage of any length ends no live run. An owner that is alive but slow
  * (its renewals late) keeps its connection, and its runs. A replica's own
@@ -41,10 +42,8 @@ export class LeaseService implements OnApplicationBootstrap, BeforeApplicationSh
   private timers: NodeJS.Timeout[] = [];
   /** When this replica last had an answer from the database on its own connection (ms, as the request was sent). */
   private lastContact = Date.now();
-  /** Owners seen gone at every sweep since the time given (this replica's clock). */
-  private readonly gone = new Map<string, number>();
-  /** When the last sweep looked (0: never); a longer gap than half a lease starts every count again. */
-  private lastLook = 0;
+  /** Which owners are gone, by this replica's unbroken watch of their connections. */
+  private readonly owners: OwnerWatch;
   private sweeping = false;
   private renewing = false;
 
@@ -60,6 +59,7 @@ export class LeaseService implements OnApplicationBootstrap, BeforeApplicationSh
     private readonly fence: LeaseFence,
     private readonly takeover: FollowTakeover,
   ) {
+    this.owners = new OwnerWatch(config.leaseMs);
     metrics.onCollect(metrics.runsFenced, (g) => g.set(fence.waiting));
   }
 
@@ -177,15 +177,8 @@ export class LeaseService implements OnApplicationBootstrap, BeforeApplicationSh
     this.sweeping = true;
     try {
       const { expired, live } = await this.leases.expiredOwners(this.identity.id);
-      const now = Date.now();
-      // Only an unbroken watch counts: after a gap (this replica's own outage, a hang) every count starts again.
-      if (now - this.lastLook > this.config.leaseMs / 2) this.gone.clear();
-      this.lastLook = now;
       // With the embedded database there is one process: no other owner can be alive.
-      const alive = (owner: string): boolean => this.channel.enabled && live.has(owner);
-      for (const owner of [...this.gone.keys()]) if (!expired.includes(owner) || alive(owner)) this.gone.delete(owner);
-      for (const owner of expired) if (!alive(owner) && !this.gone.has(owner)) this.gone.set(owner, now);
-      const gone = [...this.gone].filter(([, since]) => now - since >= this.config.leaseMs).map(([owner]) => owner);
+      const gone = this.owners.look(Date.now(), expired, this.channel.enabled ? live : new Set());
       this.metrics.leaseSweeps.inc();
       // Tasks that follow an upstream task are taken over and resumed here; the others end `failed`.
       if (this.takeover.enabled) await this.takeover.takeOver({ gone });
