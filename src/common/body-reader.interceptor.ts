@@ -10,7 +10,7 @@ import express, { type Request, type RequestHandler, type Response } from 'expre
 import type { Observable } from 'rxjs';
 import { AppConfig } from '../config/app-config.js';
 import { DomainError, requestIdOf } from './errors.js';
-import { bodyProblem } from './http/read-body.js';
+import { bodyProblem, checkUtf8 } from './http/read-body.js';
 import { findJsonProblem, JsonTextError, MAX_JSON_DEPTH, parseJsonText, tooDeep, tooDeepAt } from './json-guard.js';
 
 const JSON_TYPES = ['application/json', 'application/*+json'];
@@ -76,6 +76,7 @@ export class BodyReader implements NestInterceptor {
       type: JSON_TYPES,
       // Nesting is bounded before body-parser's JSON.parse, whose cost on deep nesting is far from linear.
       verify: (_req, _res, buf, encoding) => {
+        if (/^utf-?8$/i.test(encoding ?? 'utf-8')) checkUtf8(buf);
         const text = buf.toString((encoding as BufferEncoding | undefined) ?? 'utf8');
         const at = tooDeepAt(text);
         if (at !== -1) throw tooDeep(text, at, MAX_JSON_DEPTH);

@@ -127,6 +127,41 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
       assert.equal(r.id, null);
     });
 
+    it('-32700 for a body that is not UTF-8 (a Latin-1 é), on every A2A binding over HTTP and the native API; nothing stored', async () => {
+      const latin1 = (json: string): Buffer => {
+        const at = json.indexOf('café');
+        return Buffer.concat([
+          Buffer.from(json.slice(0, at + 3)),
+          Buffer.from([0xe9]),
+          Buffer.from(json.slice(at + 4)),
+        ]);
+      };
+      const message = { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'café' }] };
+      const post = (path: string, body: unknown) =>
+        fetch(`${url}${path}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${t.token}`, 'content-type': 'application/json', ...V1 },
+          body: latin1(JSON.stringify(body)),
+        });
+      const rpc = await post('/v1/a2a/agents/helper', {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendMessage',
+        params: { message },
+      });
+      const refused = (await rpc.json()) as any;
+      assert.equal(refused.error?.code, -32700, JSON.stringify(refused).slice(0, 400));
+      assert.match(refused.error.message, /not valid UTF-8/);
+      const rest = await post('/v1/a2a/agents/helper/message:send', { message });
+      assert.equal(rest.status, 400);
+      assert.match(JSON.stringify(await rest.json()), /not valid UTF-8/);
+      const native = await post('/v1/agents', { id: 'café', role: 'x' });
+      assert.equal(native.status, 400);
+      assert.match(JSON.stringify(await native.json()), /not valid UTF-8/);
+      const listed = await call({ jsonrpc: '2.0', id: 2, method: 'ListTasks', params: { pageSize: 100 } });
+      assert.ok(!JSON.stringify(listed.result).includes(message.messageId), 'no task was made');
+    });
+
     it('-32600 invalid request', async () => {
       for (const body of [
         [],

@@ -76,6 +76,13 @@ export class JsonRpcBinding {
       x.json(503, { jsonrpc: '2.0', id: null, error: toJsonRpcError(err, askedDialect(x.req.headers['a2a-version'])) });
       return;
     }
+    if (err instanceof DomainError && err.code === 'invalid_json' && !(err instanceof A2aError)) {
+      // A body that is no JSON text (bytes that are not UTF-8, an encoding that does not decode): a parse error.
+      x.closeIfUnread();
+      const parse = new A2aError('parse_error', err.message);
+      this.reply(x, null, this.error(x, parse, askedDialect(x.req.headers['a2a-version'])));
+      return;
+    }
     x.refuse(err);
   }
 
