@@ -109,12 +109,16 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
       }
     });
 
-    it('anything else → VersionNotSupportedError -32009 with id null', async () => {
+    it("anything else → VersionNotSupportedError -32009, with the request's id where it can be read", async () => {
       for (const v of ['2.0', '0.2', 'latest', '1.1']) {
         const r = await call(send('SendMessage', 'v', {}, 77), { 'a2a-version': v });
         assert.equal(r.error?.code, -32009, v);
-        assert.equal(r.id, null);
+        assert.equal(r.id, 77);
       }
+      // Where it cannot (the body is no JSON-RPC request), null (JSON-RPC 2.0 §5).
+      const unreadable = await call('{"id": 5, "method": ', { 'a2a-version': '2.0' });
+      assert.equal(unreadable.error?.code, -32009);
+      assert.equal(unreadable.id, null);
       const q = await rpc(url, t.token, 'helper?A2A-Version=9.9', send('SendMessage', 'q'), {});
       assert.equal(((await q.json()) as { error: { code: number } }).error.code, -32009);
     });

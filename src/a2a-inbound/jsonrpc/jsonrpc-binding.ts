@@ -96,8 +96,8 @@ export class JsonRpcBinding {
     try {
       dialect = requestedDialect(x.req.headers['a2a-version'], x.query['A2A-Version']);
     } catch (err) {
-      // Before any envelope parsing, so the id is null (seed 002).
-      this.reply(x, null, this.error(x, err, '1.0'));
+      // With the request's id when it can be read (JSON-RPC 2.0 §5), else null.
+      this.reply(x, idOf(body, x.bodyScan), this.error(x, err, '1.0'));
       return;
     }
     let id: RpcId = null;
@@ -187,5 +187,14 @@ export class JsonRpcBinding {
       JSON_TYPE,
       JSON.stringify(error ? { jsonrpc: '2.0', id, error } : { jsonrpc: '2.0', id, result: result ?? null }),
     );
+  }
+}
+
+/** The id of a request, as far as its envelope can be read (null where it cannot). */
+function idOf(body: string, scan: HttpExchange['bodyScan']): RpcId {
+  try {
+    return parseEnvelope(body, scan).id;
+  } catch (err) {
+    return err instanceof EnvelopeError ? err.id : null;
   }
 }
