@@ -7,6 +7,7 @@ import protobuf from 'protobufjs';
 import { jsonNameOf, readProtoNames, REQUEST_TYPES, spellingsOf } from '../../src/a2a-wire/dialects/proto-names.js';
 import { A2A_ROOT } from '../../src/a2a-inbound/grpc/grpc-codec.js';
 import type { Json } from '../../src/a2a-wire/dialects/params.js';
+import { v1PushConfig } from '../../src/a2a-wire/dialects/push-params.js';
 
 const v1 = new V1Dialect();
 const v03 = new V03Dialect();
@@ -113,6 +114,17 @@ describe('v1.0 reads ProtoJSON field names: the JSON name or the proto name (spe
         includeArtifacts: true,
       }),
     );
+    // ProtoJSON enums by number too (a2a.proto: 2 is TASK_STATE_WORKING; 0, unspecified, filters nothing).
+    assert.deepEqual(v1.parse('list', { ...list, status: 2 }), v1.parse('list', list));
+    assert.equal((v1.parse('list', { status: 0 }).params as { state?: string }).state, undefined);
+    assert.match(refusal(() => v1.parse('list', { status: 99 })).message, /\(got 99\)$/);
+    assert.match(refusal(() => v1.parse('list', { status: 2.5 })).message, /must be a string/);
+    assert.match(refusal(() => v03.parse('list', { status: 2 })).message, /must be a string/);
+    // A push config read back: its fields in a2a.proto's order, as the SDK's codec writes them; no secret.
+    const view = { id: 'c', taskId: 't', url: 'https://example.test/h', dialect: '1.0' as const, tokenSet: true };
+    const shown = v1PushConfig({ ...view, authentication: { scheme: 'Bearer', credentialsSet: true } });
+    assert.deepEqual(Object.keys(shown), ['id', 'taskId', 'url', 'authentication']);
+    assert.deepEqual(shown.authentication, { scheme: 'Bearer' });
     assert.deepEqual(v1.parse('get', { id: 't', history_length: 3 }), {
       op: 'get',
       params: { id: 't', historyLength: 3 },

@@ -18,8 +18,8 @@ export interface ParamHooks {
   pushGet(p: Json): PushGetParams;
   pushList(p: Json): PushListParams;
   pushDelete(p: Json): PushDeleteParams;
-  /** ListTasks' `status` in the dialect's spelling → the internal state. */
-  state(status: string | undefined): TaskStateName | undefined;
+  /** ListTasks' `status` as sent, in the dialect's spelling → the internal state. */
+  state(status: unknown): TaskStateName | undefined;
   /** Integers may come as decimal strings (ProtoJSON int32, v1.0). */
   intStrings: boolean;
 }
@@ -99,7 +99,7 @@ export function parseParams(op: Operation, p: Json, hooks: ParamHooks): ParsedPa
         op,
         params: {
           contextId: optStr(p.contextId, 'params.contextId'),
-          state: hooks.state(optStr(p.status, 'params.status', 32)),
+          state: hooks.state(p.status),
           pageSize: optInt(p.pageSize, 'params.pageSize', 1, MAX_PAGE_SIZE, hooks.intStrings) ?? DEFAULT_PAGE_SIZE,
           pageToken: optStr(p.pageToken, 'params.pageToken', 512),
           historyLength: optInt(p.historyLength, 'params.historyLength', 0, MAX_INT32, hooks.intStrings),

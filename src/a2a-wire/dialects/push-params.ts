@@ -154,9 +154,10 @@ export function v03PushDelete(p: Json): PushDeleteParams {
 
 /** v1.0 `TaskPushNotificationConfig` as reads return it: no token, no credentials. */
 export function v1PushConfig(v: PushConfigView): Json {
+  // In a2a.proto's field order, as the SDK's codec writes it.
   return {
-    taskId: v.taskId,
     id: v.id,
+    taskId: v.taskId,
     url: v.url,
     ...(v.authentication ? { authentication: { scheme: v.authentication.scheme } } : {}),
   };

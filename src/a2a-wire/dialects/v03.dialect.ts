@@ -156,7 +156,8 @@ export class V03Dialect implements WireDialect {
       pushGet: v03PushGet,
       pushList: v03PushList,
       pushDelete: v03PushDelete,
-      state: (status) => {
+      state: (raw) => {
+        const status = optStr(raw, 'params.status', 32);
         if (status === undefined) return undefined;
         const state = Object.hasOwn(STATE_FROM_V03, status) ? STATE_FROM_V03[status] : undefined;
         if (!state)

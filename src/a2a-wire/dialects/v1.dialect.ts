@@ -17,6 +17,19 @@ import type { PushConfigView } from '../push-config.js';
 import { v1PushConfig, v1PushDelete, v1PushGet, v1PushList, v1PushSet, v1SendPush } from './push-params.js';
 import { got, obj, optBool, optObj, optStr, shapeOf, str, type Json } from './params.js';
 import { readProtoNames, REQUEST_TYPES } from './proto-names.js';
+
+/** a2a.proto's `TaskState` by number. */
+const PROTO_TASK_STATES: readonly string[] = [
+  'TASK_STATE_UNSPECIFIED',
+  'TASK_STATE_SUBMITTED',
+  'TASK_STATE_WORKING',
+  'TASK_STATE_COMPLETED',
+  'TASK_STATE_FAILED',
+  'TASK_STATE_CANCELED',
+  'TASK_STATE_INPUT_REQUIRED',
+  'TASK_STATE_REJECTED',
+  'TASK_STATE_AUTH_REQUIRED',
+];
 import { protoArtifactUpdate, protoStatusUpdate, protoTask } from './proto-json.js';
 
 /** Part's `content` oneof (a2a.proto). */
@@ -109,7 +122,11 @@ export class V1Dialect implements WireDialect {
       pushGet: v1PushGet,
       pushList: v1PushList,
       pushDelete: v1PushDelete,
-      state: (status) => {
+      state: (raw) => {
+        // ProtoJSON: an enum by its name, or by its number (a2a.proto's TaskState).
+        const status = Number.isInteger(raw)
+          ? (PROTO_TASK_STATES[raw as number] ?? raw)
+          : optStr(raw, 'params.status', 32);
         if (status === undefined || status === 'TASK_STATE_UNSPECIFIED') return undefined;
         if (!isTaskState(status)) {
           throw A2aError.invalidParams('params.status', `must be a TASK_STATE_* value (got ${got(status)})`);
