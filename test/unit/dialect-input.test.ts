@@ -310,6 +310,9 @@ describe('refusals say what they received, briefly, never a long value', () => {
       /file must have bytes or uri \(got keys: name\)$/,
     );
     assert.match(refusal(() => v03.parse('list', { status: 'done' })).message, /\(got "done"\)$/);
+    // A 1.0 message without the header: the refusal says which header is missing.
+    const v1Message = { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'hi' }] } };
+    assert.match(refusal(() => v03.parse('send', v1Message)).message, /send the header A2A-Version: 1\.0$/);
     assert.match(refusal(() => v1.parse('list', { status: 'RUNNING' })).message, /\(got "RUNNING"\)$/);
     assert.match(refusal(() => v1.parse('list', { pageSize: 1000 })).message, /between 1 and 100 \(got 1000\)$/);
     assert.match(refusal(() => v1.parse('get', { id: 5 })).message, /non-empty string \(got a number\)$/);

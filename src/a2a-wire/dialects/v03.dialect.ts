@@ -71,9 +71,15 @@ function parsePart(v: unknown, field: string): PartJson {
 function parseMessage(v: unknown, field: string): MessageJson {
   const m = obj(v, field);
   if (m.kind !== 'message') {
+    // A 1.0 message (`ROLE_USER`, no kind) sent without the header that says so.
+    const v1 = m.kind === undefined && typeof m.role === 'string' && m.role.startsWith('ROLE_');
     throw A2aError.invalidParams(
       `${field}.kind`,
-      m.kind === undefined ? 'is required: "message"' : `must be "message" (got ${got(m.kind)})`,
+      m.kind !== undefined
+        ? `must be "message" (got ${got(m.kind)})`
+        : v1
+          ? 'is required: "message" — this is an A2A 1.0 message, and a request without A2A-Version is A2A 0.3; send the header A2A-Version: 1.0'
+          : 'is required: "message"',
     );
   }
   // A client sends user messages.
