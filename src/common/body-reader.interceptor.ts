@@ -6,14 +6,13 @@ import {
   type ExecutionContext,
   type NestInterceptor,
 } from '@nestjs/common';
-import express, { type Request, type RequestHandler, type Response } from 'express';
+import type { Request, Response } from 'express';
 import type { Observable } from 'rxjs';
 import { AppConfig } from '../config/app-config.js';
 import { DomainError, requestIdOf } from './errors.js';
-import { bodyProblem, checkUtf8 } from './http/read-body.js';
+import { bodyProblem, hasBody, isJsonType, isUtf8, mediaTypeOf, readBody } from './http/read-body.js';
+import { safeError } from './safe-error.js';
 import { findJsonProblem, JsonTextError, MAX_JSON_DEPTH, parseJsonText, tooDeep, tooDeepAt } from './json-guard.js';
-
-const JSON_TYPES = ['application/json', 'application/*+json'];
 
 /** Nest's route-argument metadata, and its kind for `@Query()` (`RouteParamtypes.QUERY`). */
 const ROUTE_ARGS = '__routeArguments__';
@@ -45,43 +44,25 @@ function readsQuery(ctx: ExecutionContext): boolean {
   return known;
 }
 
-/** Runs an Express middleware to completion; its error (a body-parser `HttpError`) rejects. */
-const run = (mw: RequestHandler, req: Request, res: Response): Promise<void> =>
-  new Promise((resolve, reject) =>
-    mw(req, res, (err?: unknown) =>
-      err ? reject(err instanceof Error ? err : new Error('body could not be read')) : resolve(),
-    ),
-  );
-
 /**
  * Reads request bodies after the access guard has accepted the bearer, never
  * before: an unauthenticated request is refused without its body being read
  * (the refusal closes the connection; see `sendError`), so it costs a few
- * KiB of headers at most. JSON only, up to `ARBITER_MAX_BODY_BYTES`; a body
- * of another media type is a 415, malformed JSON a 400, an oversize body a 413.
+ * KiB of headers at most. JSON only (UTF-8; gzip, deflate or br allowed), up
+ * to `ARBITER_MAX_BODY_BYTES`, read as the A2A routes read theirs
+ * (`readBody`): a body of another media type is a 415, malformed JSON a 400,
+ * an oversize body a 413 at once — a declared length before a byte is read, a
+ * stream as it passes the limit — and the connection closed, the rest unread.
  * Path parameters and the query string are held to the same text rules as
  * the body (no NUL, no unpaired surrogate: a 400 naming the parameter).
  */
 @Injectable()
 export class BodyReader implements NestInterceptor {
   private readonly logger = new Logger('BodyReader');
-  private readonly json: RequestHandler;
   private readonly limit: number;
 
   constructor(config: AppConfig) {
     this.limit = config.maxBodyBytes;
-    this.json = express.json({
-      limit: this.limit,
-      strict: true,
-      type: JSON_TYPES,
-      // Nesting is bounded before body-parser's JSON.parse, whose cost on deep nesting is far from linear.
-      verify: (_req, _res, buf, encoding) => {
-        if (/^utf-?8$/i.test(encoding ?? 'utf-8')) checkUtf8(buf);
-        const text = buf.toString((encoding as BufferEncoding | undefined) ?? 'utf8');
-        const at = tooDeepAt(text);
-        if (at !== -1) throw tooDeep(text, at, MAX_JSON_DEPTH);
-      },
-    });
   }
 
   async intercept(ctx: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
@@ -103,22 +84,34 @@ export class BodyReader implements NestInterceptor {
       throw DomainError.validation(unknown.map((k) => ({ field: k, messages: [`${k} should not exist`] })));
     }
     try {
-      await this.readJson(req, res, this.json);
+      await this.readJson(req);
     } catch (err) {
-      throw this.refusal(err, req, this.limit);
+      // Refused before its body was read whole (too large, say): the answer closes the connection rather than
+      // read what is still coming.
+      if (!req.complete) res.setHeader('Connection', 'close');
+      throw this.refusal(err, req);
     }
     return next.handle();
   }
 
-  private async readJson(req: Request, res: Response, json: RequestHandler): Promise<void> {
-    const hasBody =
-      req.headers['transfer-encoding'] !== undefined ||
-      (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
-    if (!hasBody) return;
-    if (!req.is(JSON_TYPES)) {
+  private async readJson(req: Request): Promise<void> {
+    if (!hasBody(req)) return;
+    const media = mediaTypeOf(req.headers['content-type'] ?? '');
+    if (!media || !isJsonType(media.type)) {
       throw new DomainError('unsupported_media_type', 'request bodies must be JSON (Content-Type: application/json)');
     }
-    await run(json, req, res);
+    if (!isUtf8(media.charset)) {
+      throw new DomainError(
+        'unsupported_media_type',
+        'request bodies must be UTF-8 JSON (Content-Type: application/json)',
+      );
+    }
+    // Within the limit as it arrives (a declared length over it is refused before a byte is read), UTF-8 checked.
+    const { text } = await readBody(req, this.limit);
+    // Nesting is bounded before JSON.parse, whose cost on deep nesting is far from linear.
+    const deep = tooDeepAt(text);
+    if (deep !== -1) throw tooDeep(text, deep, MAX_JSON_DEPTH);
+    req.body = /\S/.test(text) ? strictJson(text) : {};
     const problem = typeof req.body === 'object' ? findJsonProblem(req.body) : undefined;
     if (problem) {
       throw DomainError.validation(
@@ -128,47 +121,23 @@ export class BodyReader implements NestInterceptor {
     }
   }
 
-  /** A body-parser failure as the error the client gets. */
-  private refusal(err: unknown, req: Request, limit: number): unknown {
+  /** A failure to read a body as the error the client gets. */
+  private refusal(err: unknown, req: Request): unknown {
     if (err instanceof DomainError) return err;
     if (err instanceof JsonTextError) return bodyProblem(err);
-    const e = err as { type?: string; status?: number };
     this.logger.warn(
-      {
-        request_id: requestIdOf(req),
-        method: req.method,
-        url: req.originalUrl.split('?')[0],
-        reason: e.type ?? e.status,
-      },
+      { request_id: requestIdOf(req), method: req.method, url: req.originalUrl.split('?')[0], reason: safeError(err) },
       'request body refused',
     );
-    if (e.type === 'entity.too.large')
-      return new DomainError('payload_too_large', `request body exceeds ${limit} bytes`);
-    if (e.type === 'entity.parse.failed') return invalidJson((err as { body?: unknown }).body);
-    if (e.status === 415) {
-      return new DomainError(
-        'unsupported_media_type',
-        'request bodies must be UTF-8 JSON (Content-Type: application/json)',
-      );
-    }
-    if (typeof e.status === 'number' && e.status >= 400 && e.status < 500) {
-      return new DomainError('invalid_json', 'malformed request body');
-    }
-    return err;
+    return new DomainError('invalid_json', 'malformed request body');
   }
 }
 
-/** body-parser's parse failure, located: the text is parsed again only to say where it broke (never quoted). */
-function invalidJson(text: unknown): DomainError {
-  if (typeof text !== 'string') return new DomainError('invalid_json', 'request body is not valid JSON');
+/** A body's JSON: an object or an array (as body-parser's `strict`); a text that is not says where it broke. */
+function strictJson(text: string): unknown {
   const first = /\S/.exec(text)?.[0];
   if (first !== '{' && first !== '[') {
-    return new DomainError('invalid_json', 'request body is not valid JSON: it must be an object or an array');
+    throw new DomainError('invalid_json', 'request body is not valid JSON: it must be an object or an array');
   }
-  try {
-    parseJsonText(text);
-  } catch (err) {
-    if (err instanceof JsonTextError) return bodyProblem(err);
-  }
-  return new DomainError('invalid_json', 'request body is not valid JSON');
+  return parseJsonText(text);
 }

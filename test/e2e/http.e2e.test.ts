@@ -1,6 +1,7 @@
 // Also loaded by the test runner (--import); here too so that running this file alone keeps the tripwire.
 import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
+import { request, type IncomingMessage } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { REAL_POSTGRES } from '../helpers/database.js';
 import type { HttpClient } from '../helpers/http.js';
@@ -280,6 +281,37 @@ describe('HTTP surface', () => {
     assert.equal(res.status, 413);
     assert.equal(res.body.code, 'payload_too_large');
     assert.equal((await t.client.get('/v1/agents/big')).status, 404);
+  });
+
+  it('a body that passes the limit as it streams is answered 413 at once and its connection closed, the rest unread', async () => {
+    const url = new URL('/v1/agents', server.url);
+    const req = request(url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${t.token}`, 'content-type': 'application/json' }, // chunked: no length
+    });
+    const answered = new Promise<IncomingMessage>((resolve, reject) => {
+      req.once('response', resolve);
+      req.once('error', reject);
+    });
+    // Up to 64 MiB (the limit here is 2 KiB), written as fast as the server reads, and never ended: a server that
+    // read it all before answering would answer only once it ended.
+    const chunk = Buffer.alloc(64 * 1024, 0x20);
+    let sent = 0;
+    let response: IncomingMessage | undefined;
+    void answered.then(
+      (r) => (response = r),
+      () => undefined,
+    );
+    while (!response && sent < 64 * 1024 * 1024 && !req.destroyed) {
+      sent += chunk.length;
+      if (!req.write(chunk)) await new Promise((r) => req.once('drain', r).once('close', r));
+    }
+    const res = await answered;
+    assert.equal(res.statusCode, 413);
+    assert.equal(res.headers.connection, 'close');
+    assert.ok(sent < 64 * 1024 * 1024, `the server read ${sent} bytes before answering`);
+    res.resume();
+    req.destroy();
   });
 
   it('a non-JSON body → 415', async () => {
