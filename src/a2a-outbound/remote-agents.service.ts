@@ -135,7 +135,9 @@ export class RemoteAgents {
       `card: ${withoutQuery(cached.source)}`,
       `signature: ${signatureLine(cached)}`,
       ...c.supportedInterfaces.map(
-        (i) => `interface: ${i.protocolBinding} ${i.protocolVersion} ${withoutQuery(i.url)}`,
+        // Shown, the card's links lose the entry's secrets too (the client calls them as sent).
+        (i) =>
+          `interface: ${i.protocolBinding} ${i.protocolVersion} ${stripKnownSecrets(withoutQuery(i.url), secretsOf(remote.auth))}`,
       ),
       `streaming: ${c.capabilities?.streaming ? 'yes' : 'no'}`,
       'skills:',

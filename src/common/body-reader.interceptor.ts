@@ -111,7 +111,8 @@ export class BodyReader implements NestInterceptor {
     // Nesting is bounded before JSON.parse, whose cost on deep nesting is far from linear.
     const deep = tooDeepAt(text);
     if (deep !== -1) throw tooDeep(text, deep, MAX_JSON_DEPTH);
-    req.body = /\S/.test(text) ? strictJson(text) : {};
+    // Empty is an empty object (as body-parser has it); blanks alone are no JSON text.
+    req.body = text.length > 0 ? strictJson(text) : {};
     const problem = typeof req.body === 'object' ? findJsonProblem(req.body) : undefined;
     if (problem) {
       throw DomainError.validation(

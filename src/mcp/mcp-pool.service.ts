@@ -11,7 +11,8 @@ import { OutboundCredentials } from '../outbound-auth/outbound-credentials.servi
 import { mcpFetch } from './mcp-fetch.js';
 import { loadMcpSdk, type McpSdk, type WatchedStdioTransport } from './mcp-sdk.js';
 import { serverSecrets, type McpServerConfig } from './mcp-registry.service.js';
-import { strippedWithin, stripKnownSecrets, stripSecrets } from '../outbound-auth/credentials.js';
+import { strippedWithin, stripSecrets } from '../outbound-auth/credentials.js';
+import { shownTool } from './shown-tool.js';
 import { findJsonProblem, MAX_JSON_DEPTH } from '../common/json-guard.js';
 
 /** A failure with its `/mcp` result line (`ERR: …`); the detail, if any, went to the log. */
@@ -118,8 +119,9 @@ export class McpPool implements OnModuleDestroy {
           );
           continue;
         }
-        const shown = withoutSecrets(tool, secrets);
+        const shown = shownTool(tool, secrets);
         if (shown) tools.push(shown);
+        else this.logger.warn({ server: conn.server.name }, 'mcp: tool left out: its name holds a secret of the entry');
       }
       cursor = res.nextCursor;
       if (!cursor) break;
@@ -310,20 +312,4 @@ export class McpPool implements OnModuleDestroy {
 function oneLine(s: string): string {
   const t = s.replace(/\s+/g, ' ').trim();
   return t.length > 300 ? `${t.slice(0, 300)}…` : t;
-}
-
-/**
- * A tool as the server listed it, with the entry's secrets (its headers, its credential) and the tokens Arbiter was
- * issued taken out of every text of it — name, description, schema — since a server may quote what it was sent.
- * Undefined when taking them out left no JSON (a secret that spanned its syntax): such a tool is not offered.
- */
-function withoutSecrets(tool: Tool, secrets: readonly string[]): Tool | undefined {
-  const text = JSON.stringify(tool);
-  const clean = stripKnownSecrets(text, secrets);
-  if (clean === text) return tool;
-  try {
-    return JSON.parse(clean) as Tool;
-  } catch {
-    return undefined;
-  }
 }

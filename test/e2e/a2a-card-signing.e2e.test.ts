@@ -183,6 +183,10 @@ describe('signed agent cards behind a gateway, with an RSA JWK key', () => {
     );
     const card = (await t.client.get('/v1/a2a/agents/index/agent-card.json', V1)).body;
     assert.equal(card.supportedInterfaces[0].url, 'https://agents.example.com/v1/a2a/agents/index');
+    // The public card's URLs come from the configured base, never the request's Host: a shared cache may keep it.
+    const open = await server.http.get('/.well-known/agent-card.json', { host: 'evil.example' });
+    assert.equal(open.body.url, 'https://agents.example.com/v1/a2a/agents/index');
+    assert.equal(open.headers.get('cache-control'), 'public, max-age=300');
     assert.equal(headersOf(card)[0].jku, 'https://agents.example.com/.well-known/jwks.json');
     assert.equal(await verifyIndependently(card, jwks), 'rsa-2026');
     await verifyWithSdk(card, jwks);

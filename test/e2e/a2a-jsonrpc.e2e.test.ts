@@ -704,6 +704,8 @@ describe('JSON-RPC endpoint /v1/a2a/agents/:id (spec §9, seed 002)', () => {
       const res = await fetch(`${url}/.well-known/agent-card.json`, { headers: V1 });
       assert.equal(res.status, 200);
       assert.equal(res.headers.get('vary'), 'A2A-Version');
+      // Built from this request's Host (no public base URL is configured): no shared cache may keep it.
+      assert.equal(res.headers.get('cache-control'), 'private, max-age=60');
       const card = (await res.json()) as any;
       // §4.4.1 and §5.7: at least one interface and one skill, each interface one a client can call.
       const index = `${url}/v1/a2a/agents/index`;

@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { REAL_POSTGRES } from '../helpers/database.js';
 import type { HttpClient } from '../helpers/http.js';
 import { newTenant, type TestTenant } from '../helpers/factories.js';
+import { within } from '../helpers/patience.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /** Routes that are open on purpose. Anything else must refuse a request without a token. */
@@ -304,14 +305,26 @@ describe('HTTP surface', () => {
     );
     while (!response && sent < 64 * 1024 * 1024 && !req.destroyed) {
       sent += chunk.length;
-      if (!req.write(chunk)) await new Promise((r) => req.once('drain', r).once('close', r));
+      if (!req.write(chunk)) {
+        // A server that stops reading without answering fails the test here rather than hangs it.
+        await within(new Promise((r) => req.once('drain', r).once('close', r)), 'the body to be read or refused');
+      }
     }
-    const res = await answered;
+    const res = await within(answered, 'an answer to the body');
     assert.equal(res.statusCode, 413);
     assert.equal(res.headers.connection, 'close');
     assert.ok(sent < 64 * 1024 * 1024, `the server read ${sent} bytes before answering`);
     res.resume();
     req.destroy();
+  });
+
+  it('a body of blanks alone is no JSON: 400', async () => {
+    const res = await t.client.request('POST', '/v1/agents', {
+      raw: '   \n ',
+      headers: { 'content-type': 'application/json' },
+    });
+    assert.equal(res.status, 400);
+    assert.equal(res.body.code, 'invalid_json');
   });
 
   it('a non-JSON body → 415', async () => {

@@ -381,7 +381,9 @@ describe('per-tenant registries: /v1/remote-agents and /v1/mcp-servers', () => {
         JSON.stringify({
           name: `quoter ${heard}`,
           description: `a card fetched with ${heard}`,
-          supportedInterfaces: [{ url: `${peer.url}/rpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+          supportedInterfaces: [
+            { url: `${peer.url}/rpc/${heard}`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+          ],
           version: '1',
           capabilities: {},
           defaultInputModes: ['text/plain'],
@@ -412,6 +414,7 @@ describe('per-tenant registries: /v1/remote-agents and /v1/mcp-servers', () => {
       assert.match(card, /^name: quoter \[redacted\]$/m);
       assert.match(card, /^description: a card fetched with \[redacted\]$/m);
       assert.match(card, /^ {2}- quoting: says \[redacted\]$/m);
+      assert.match(card, /^interface: JSONRPC 1\.0 http:\/\/127\.0\.0\.1:\d+\/rpc\/\[redacted\]$/m);
       const list = await run(a, '/a2a list');
       assert.match(list, /\nquoter — a card fetched with \[redacted\] \(skills: quoting\)/);
       await newAgent(a, { id: 'front-quoter', backend: { remote: 'quoter' } });

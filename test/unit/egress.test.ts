@@ -313,6 +313,7 @@ describe('egress over real sockets', () => {
             'A2A-Version': '1.0',
             // A credential of the `header` type, an MCP server's own header: meant for the first origin only.
             'X-Api-Key': 'key-secret',
+            // Issued by the server the request is moved to: it goes on.
             'mcp-session-id': 's1',
           },
         },
@@ -323,7 +324,7 @@ describe('egress over real sockets', () => {
       assert.equal(seen[1]?.authorization, undefined);
       assert.equal(seen[1]?.cookie, undefined);
       assert.equal(seen[1]?.['x-api-key'], undefined);
-      assert.equal(seen[1]?.['mcp-session-id'], undefined);
+      assert.equal(seen[1]?.['mcp-session-id'], 's1');
       assert.equal(seen[1]?.accept, 'text/plain');
       assert.equal(seen[1]?.['a2a-version'], '1.0');
       await assert.rejects(

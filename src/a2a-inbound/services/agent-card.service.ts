@@ -129,6 +129,11 @@ export class AgentCardService {
     return `${req.protocol}://${safeHost}`;
   }
 
+  /** Whether the public base URL is configured (`ARBITER_PUBLIC_BASE_URL`), not read from each request. */
+  get configuredBase(): boolean {
+    return Boolean(this.config.publicBaseUrl);
+  }
+
   /** The base URL when there is no request to read it from: configured, else the listening address. */
   configuredBaseUrl(): string {
     return (this.config.publicBaseUrl ?? `http://${this.config.bind}:${this.config.port}`).replace(/\/+$/, '');
@@ -215,7 +220,7 @@ export class AgentCardService {
       const name = `oidc-${issuer.id.slice(0, 8)}`;
       schemes[name] = {
         openIdConnectUrl: `${issuer.issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`,
-        description: `Access tokens of ${issuer.issuer} (audience ${issuer.audiences.join(' or ')}); scopes: a2a:invoke to call, agents:read or tasks:read to read this card`,
+        description: `Access tokens of ${issuer.issuer} (audience ${issuer.audiences.join(' or ')}); scopes: a2a:invoke to call; any of a2a:invoke, agents:read, agents:write or tasks:read to read this card`,
       };
       requirements.push({ name, scopes: ['a2a:invoke'] });
     }

@@ -1,3 +1,4 @@
+import { taskStateToJSON } from '@a2a-js/sdk';
 import { A2aError } from '../a2a-errors.js';
 import type { TaskSnapshot } from '../../tasks/task-snapshot.js';
 import type { MessageJson, PartJson } from '../../common/a2a-json.js';
@@ -18,19 +19,13 @@ import { v1PushConfig, v1PushDelete, v1PushGet, v1PushList, v1PushSet, v1SendPus
 import { got, obj, optBool, optObj, optStr, shapeOf, str, type Json } from './params.js';
 import { readProtoNames, REQUEST_TYPES } from './proto-names.js';
 
-/** a2a.proto's `TaskState` by number. */
-const PROTO_TASK_STATES: readonly string[] = [
-  'TASK_STATE_UNSPECIFIED',
-  'TASK_STATE_SUBMITTED',
-  'TASK_STATE_WORKING',
-  'TASK_STATE_COMPLETED',
-  'TASK_STATE_FAILED',
-  'TASK_STATE_CANCELED',
-  'TASK_STATE_INPUT_REQUIRED',
-  'TASK_STATE_REJECTED',
-  'TASK_STATE_AUTH_REQUIRED',
-];
 import { protoArtifactUpdate, protoStatusUpdate, protoTask } from './proto-json.js';
+
+/** a2a.proto's `TaskState` by its number (the number itself when it names none, for the refusal to quote). */
+function protoStateName(n: number): string | number {
+  const name = taskStateToJSON(n);
+  return name === 'UNRECOGNIZED' ? n : name;
+}
 
 /** Part's `content` oneof (a2a.proto). */
 const CONTENT = ['text', 'raw', 'url', 'data'];
@@ -124,11 +119,9 @@ export class V1Dialect implements WireDialect {
       pushDelete: v1PushDelete,
       state: (raw) => {
         // ProtoJSON: an enum by its name, or by its number (a2a.proto's TaskState).
-        const status = Number.isInteger(raw)
-          ? (PROTO_TASK_STATES[raw as number] ?? raw)
-          : optStr(raw, 'params.status', 32);
+        const status = Number.isInteger(raw) ? protoStateName(raw as number) : optStr(raw, 'params.status', 32);
         if (status === undefined || status === 'TASK_STATE_UNSPECIFIED') return undefined;
-        if (!isTaskState(status)) {
+        if (typeof status !== 'string' || !isTaskState(status)) {
           throw A2aError.invalidParams('params.status', `must be a TASK_STATE_* value (got ${got(status)})`);
         }
         return status;

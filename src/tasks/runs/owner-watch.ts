@@ -39,7 +39,9 @@ export class OwnerWatch {
     for (const owner of expired) {
       if (!live.has(owner) && !this.gone.has(owner)) this.gone.set(owner, this.absent.get(owner) ?? now);
     }
-    // A replica that left with nothing running never shows up as expired: forgotten after a few leases.
+    // A replica that left with nothing running never shows up as expired: forgotten after a few leases. An owner
+    // forgotten so is counted afresh if its tasks' leases are found out later — which a replica that renews cannot
+    // be, since it renews on the connection whose absence is counted.
     for (const [id, since] of this.absent)
       if (now - since > 4 * this.leaseMs && !this.gone.has(id)) this.absent.delete(id);
     return [...this.gone].filter(([, since]) => now - since >= this.leaseMs).map(([owner]) => owner);
