@@ -15,7 +15,7 @@ describe("an MCP server's tool as the model is shown it (src/mcp/shown-tool.ts)"
       properties: { limit: { type: 'integer', default: 10, description: `at most 10, for ${KEY}` } },
       required: ['limit'],
       additionalProperties: false,
-    } as Tool['inputSchema'],
+    },
   };
 
   it('the secrets come out of its words — titles and descriptions at any depth — and nothing else changes', () => {
