@@ -63,7 +63,7 @@ export class AgentCardController {
   @Get('.well-known/agent-card.json')
   async wellKnown(@Req() req: Request, @Res() res: Response): Promise<void> {
     const base = this.cards.baseUrl(req);
-    const card = this.cards.wellKnown(base, cardVersion(req) === '1.0' ? '1.0' : 'compat');
+    const card = this.cards.wellKnown(base, cardVersion(req));
     // Its URLs are where clients send their tokens: a shared cache may keep it only when they come from the
     // configured base, never from a request's Host (which such a cache may not key on).
     const shared = this.cards.configuredBase ? 'public, max-age=300' : 'private, max-age=60';
