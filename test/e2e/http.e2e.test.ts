@@ -307,7 +307,14 @@ describe('HTTP surface', () => {
       sent += chunk.length;
       if (!req.write(chunk)) {
         // A server that stops reading without answering fails the test here rather than hangs it.
-        await within(new Promise((r) => req.once('drain', r).once('close', r)), 'the body to be read or refused');
+        const moved = new Promise<void>((resolve) => {
+          const done = (): void => {
+            req.off('drain', done).off('close', done);
+            resolve();
+          };
+          req.once('drain', done).once('close', done);
+        });
+        await within(moved, 'the body to be read or refused');
       }
     }
     const res = await within(answered, 'an answer to the body');
