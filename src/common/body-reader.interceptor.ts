@@ -10,9 +10,9 @@ import type { Request, Response } from 'express';
 import type { Observable } from 'rxjs';
 import { AppConfig } from '../config/app-config.js';
 import { DomainError, requestIdOf } from './errors.js';
-import { bodyProblem, hasBody, isJsonType, isUtf8, mediaTypeOf, readBody } from './http/read-body.js';
+import { bodyProblem, hasBody, isJsonType, isUtf8, jsonBody, mediaTypeOf, readBody } from './http/read-body.js';
 import { safeError } from './safe-error.js';
-import { findJsonProblem, JsonTextError, MAX_JSON_DEPTH, parseJsonText, tooDeep, tooDeepAt } from './json-guard.js';
+import { findJsonProblem, JsonTextError, MAX_JSON_DEPTH, tooDeep, tooDeepAt } from './json-guard.js';
 
 /** Nest's route-argument metadata, and its kind for `@Query()` (`RouteParamtypes.QUERY`). */
 const ROUTE_ARGS = '__routeArguments__';
@@ -112,14 +112,7 @@ export class BodyReader implements NestInterceptor {
     const deep = tooDeepAt(text);
     if (deep !== -1) throw tooDeep(text, deep, MAX_JSON_DEPTH);
     // Empty is an empty object (as body-parser has it); blanks alone are no JSON text.
-    req.body = text.length > 0 ? strictJson(text) : {};
-    const problem = typeof req.body === 'object' ? findJsonProblem(req.body) : undefined;
-    if (problem) {
-      throw DomainError.validation(
-        [{ field: problem.path.replace(/^body\.?/, '') || 'body', messages: [problem.problem] }],
-        `${problem.path} ${problem.problem}`,
-      );
-    }
+    req.body = text.length > 0 ? jsonBody(text) : {};
   }
 
   /** A failure to read a body as the error the client gets. */
@@ -132,13 +125,4 @@ export class BodyReader implements NestInterceptor {
     );
     return new DomainError('invalid_json', 'malformed request body');
   }
-}
-
-/** A body's JSON: an object or an array (as body-parser's `strict`); a text that is not says where it broke. */
-function strictJson(text: string): unknown {
-  const first = /\S/.exec(text)?.[0];
-  if (first !== '{' && first !== '[') {
-    throw new DomainError('invalid_json', 'request body is not valid JSON: it must be an object or an array');
-  }
-  return parseJsonText(text);
 }

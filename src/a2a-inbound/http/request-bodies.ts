@@ -1,6 +1,6 @@
 import { DomainError } from '../../common/errors.js';
-import { findJsonProblem, type JsonTextError, parseJsonText, scanJson } from '../../common/json-guard.js';
-import { bodyProblem, hasBody, isJsonType, isUtf8, mediaTypeOf, readBody } from '../../common/http/read-body.js';
+import { scanJson } from '../../common/json-guard.js';
+import { hasBody, isJsonType, isUtf8, jsonBody, mediaTypeOf, readBody } from '../../common/http/read-body.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { checkScanBesidesFiles } from '../handler/size-limits.js';
 import type { HttpExchange } from './exchange.js';
@@ -49,23 +49,6 @@ export async function readRestBody(x: HttpExchange, config: AppConfig): Promise<
   x.bodyBytes = bytes;
   const scan = scanJson(text);
   checkScanBesidesFiles(bytes, scan, config);
-  const first = /\S/.exec(text)?.[0];
-  if (first === undefined) return undefined;
-  if (first !== '{' && first !== '[') {
-    throw new DomainError('invalid_json', 'request body is not valid JSON: it must be an object or an array');
-  }
-  let body: unknown;
-  try {
-    body = parseJsonText(text, { scan });
-  } catch (err) {
-    throw bodyProblem(err as JsonTextError);
-  }
-  const problem = findJsonProblem(body);
-  if (problem) {
-    throw DomainError.validation(
-      [{ field: problem.path.replace(/^body\.?/, '') || 'body', messages: [problem.problem] }],
-      `${problem.path} ${problem.problem}`,
-    );
-  }
-  return body;
+  // No text, or blanks alone: no body.
+  return /\S/.test(text) ? jsonBody(text, scan) : undefined;
 }

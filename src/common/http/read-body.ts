@@ -4,7 +4,7 @@ import type { Readable } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { parse as parseContentType } from 'content-type';
 import { DomainError } from '../errors.js';
-import type { JsonTextError } from '../json-guard.js';
+import { findJsonProblem, JsonTextError, parseJsonText, type JsonScan } from '../json-guard.js';
 
 /** A request's media type and charset (both lower case), or null when the header is malformed. */
 export function mediaTypeOf(header: string): { type: string; charset?: string } | null {
@@ -173,4 +173,30 @@ export function bodyProblem(err: JsonTextError): DomainError {
     );
   }
   return new DomainError('invalid_json', `request body is ${err.message}`);
+}
+
+/**
+ * A request body's JSON text as a value, for every route: an object or an array (a scalar is refused, as
+ * body-parser's `strict` does), a syntax error located, its strings held to the text rules (no NUL, no unpaired
+ * surrogate: a 400 naming the field). `scan`: the text's scan when the caller made one.
+ */
+export function jsonBody(text: string, scan?: JsonScan): unknown {
+  const first = /\S/.exec(text)?.[0];
+  if (first !== '{' && first !== '[') {
+    throw new DomainError('invalid_json', 'request body is not valid JSON: it must be an object or an array');
+  }
+  let body: unknown;
+  try {
+    body = parseJsonText(text, scan ? { scan } : undefined);
+  } catch (err) {
+    throw err instanceof JsonTextError ? bodyProblem(err) : err;
+  }
+  const problem = findJsonProblem(body);
+  if (problem) {
+    throw DomainError.validation(
+      [{ field: problem.path.replace(/^body\.?/, '') || 'body', messages: [problem.problem] }],
+      `${problem.path} ${problem.problem}`,
+    );
+  }
+  return body;
 }
