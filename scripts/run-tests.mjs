@@ -59,16 +59,13 @@ try {
     const { PGDATA_TEMPLATE_ENV } = await import('../dist/test/helpers/database.js');
     env[PGDATA_TEMPLATE_ENV] = await buildPgdataTemplate(join(work, 'template'));
   }
+  const { TEST_NODE_FLAGS } = await import('../dist/test/helpers/runtime-flags.js');
   const concurrency = process.env.TEST_CONCURRENCY ?? '2';
   const run = spawnSync(
     process.execPath,
     [
-      // Every test process refuses (and fails on) any connection off loopback: see test/helpers/loopback-only.ts.
-      '--import',
-      './dist/test/helpers/loopback-only.js',
-      // …and runs the embedded database's WebAssembly without optimising it: see test/helpers/wasm-baseline.ts.
-      '--import',
-      './dist/test/helpers/wasm-baseline.js',
+      // Every test process refuses connections off loopback, and runs with baseline compilers: runtime-flags.ts.
+      ...TEST_NODE_FLAGS,
       '--test',
       `--test-concurrency=${concurrency}`,
       '--test-reporter=spec',

@@ -1,4 +1,6 @@
 import './quiet.js';
+import { appendFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { loadConfig } from '../../src/config/app-config.js';
 import { dataSourceOptions } from '../../src/database/data-source-options.js';
@@ -9,6 +11,12 @@ import { ENTITIES } from '../../src/entities.js';
  * Creates a migrated embedded database under `home` (`home/pgdata`, as the
  * app would) and closes it; returns its path. `scripts/run-tests.mjs` builds
  * one per run for `seedEmbeddedDatabase` (see `database.ts`) to copy.
+ *
+ * Its copies start with a smaller buffer pool than PostgreSQL's default 128 MB: every embedded test server
+ * allocates and clears the whole pool as it opens the database, and under the tests' baseline-only WebAssembly
+ * (`wasm-baseline.ts`) clearing 128 MB costs about half a second of CPU per server — more than the rest of the
+ * open. A test database of a few MB fits in 16 MB. A server started without the template (a first start, the
+ * migrations test) keeps the default, as in production.
  */
 export async function buildPgdataTemplate(home: string): Promise<string> {
   const config = loadConfig({ ARBITER_HOME: home, LOG_LEVEL: 'silent' });
@@ -19,5 +27,9 @@ export async function buildPgdataTemplate(home: string): Promise<string> {
   } finally {
     await ds.destroy();
   }
+  appendFileSync(
+    join(config.embeddedDataDir, 'postgresql.conf'),
+    "\n# The run's test servers (test/helpers/pgdata-template.ts)\nshared_buffers = 16MB\n",
+  );
   return config.embeddedDataDir;
 }

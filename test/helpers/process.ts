@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { PATIENCE_MS } from './patience.js';
+import { TEST_NODE_FLAGS } from './runtime-flags.js';
 
 export interface ServerProcess {
   child: ChildProcess;
@@ -14,13 +15,8 @@ export interface ServerProcess {
 }
 
 const MAIN = 'dist/src/main.js';
-/** The servers a test starts carry the loopback-only tripwire too, and run WebAssembly as tests do (`wasm-baseline.ts`). */
-const TRIPWIRE = [
-  '--import',
-  './dist/test/helpers/loopback-only.js',
-  '--import',
-  './dist/test/helpers/wasm-baseline.js',
-];
+/** The servers a test starts run as the tests do: the loopback-only tripwire, baseline compilers (`runtime-flags.ts`). */
+const TRIPWIRE = TEST_NODE_FLAGS;
 
 /**
  * What a server process takes from the test's environment: the path, and the run's compile cache and temporary
