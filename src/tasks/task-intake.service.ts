@@ -13,6 +13,7 @@ import type { RunContext } from '../orchestrator/run-event.js';
 import type { ResolvedAgent } from '../registry/services/agents.js';
 import { EventLog, type Watch } from './event-log/event-log.service.js';
 import { messageHash } from './message-hash.js';
+import type { NewPushConfig } from './repositories/task-log.types.js';
 import { TaskLogWriter } from './repositories/task-log.writer.js';
 import { TaskReads } from './repositories/task-reads.repository.js';
 import { LeaseService } from './runs/lease.service.js';
@@ -55,6 +56,8 @@ export interface CreateOptions {
   watch?: boolean;
   /** The tenant's running-task cap (0 or absent: none), held exactly by the creation's statement. */
   runningCap?: number;
+  /** The push notification config the message carries, for the new task's id: stored by the creation's statement. */
+  push?: (taskId: string) => NewPushConfig;
 }
 
 /** How a message is added to a task (see `TaskIntake.continue`). */
@@ -140,6 +143,7 @@ export class TaskIntake {
       agentId: input.agent.id,
       contextId,
       metadata: input.metadata ?? {},
+      ...(opts.push ? { push: opts.push(taskId) } : {}),
     };
     const creating = this.writer.create(task, first, 'TASK_STATE_WORKING', this.leases.lease(), files);
     // The run's `durable`: settled once the task is stored, or once its run is abandoned for a creation that failed.

@@ -3,6 +3,7 @@ import '../helpers/loopback-only.js';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { SendMessageRequest, type Task } from '@a2a-js/sdk';
+import { DataSource } from 'typeorm';
 import type { Client } from '@a2a-js/sdk/client';
 import { newAgent, newTenant, type TestTenant } from '../helpers/factories.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -456,6 +457,53 @@ describe('push notifications (spec §3.1.7–3.1.10, §4.3)', () => {
       });
       assert.equal(view.state, 'active');
       assert.equal(view.delivered_seq, view.last_seq);
+    });
+
+    it('a new task and the config its message carries are stored together: a config that cannot be stored leaves no task; the resend creates it and pushes from the first status', async () => {
+      // The database itself refuses this one config (a fault of the test's own database, not of the code): the
+      // task must not be created, run and answered without the webhook it was asked for.
+      const ds = server.running.app.get(DataSource);
+      await ds.query(`CREATE FUNCTION test_refuse_push() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          IF NEW.url LIKE '%/refused-here' THEN RAISE EXCEPTION 'push config refused by the test'; END IF;
+          RETURN NEW;
+        END $$`);
+      await ds.query(
+        'CREATE TRIGGER test_refuse_push BEFORE INSERT ON push_configs FOR EACH ROW EXECUTE FUNCTION test_refuse_push()',
+      );
+      try {
+        const contextId = crypto.randomUUID();
+        const params = {
+          message: { messageId: crypto.randomUUID(), contextId, role: 'ROLE_USER', parts: [{ text: 'hello once' }] },
+          configuration: { taskPushNotificationConfig: { url: `${receiver.url}/refused-here` } },
+        };
+        const refused = await call(server, a.token, 'SendMessage', params);
+        assert.ok(refused.error, JSON.stringify(refused));
+        const listed = await call(server, a.token, 'ListTasks', { contextId });
+        assert.deepEqual(listed.result?.tasks, [], 'no task was created without its config');
+
+        // The same message again, its webhook one that can be stored: now the task is created, and it is pushed
+        // every update from its first status.
+        const again = await call(server, a.token, 'SendMessage', {
+          ...params,
+          configuration: { taskPushNotificationConfig: { url: receiver.url } },
+        });
+        const taskId = again.result?.task?.id as string;
+        assert.ok(taskId, JSON.stringify(again));
+        const { expected, got } = await receivedAll(server, a.token, taskId, receiver);
+        assert.deepEqual(got, expected, 'every pushable event, in order, from the first status');
+        assert.equal((await deliveries(server, a.token, taskId)).length, 1);
+        // Sent once more (a client that did not hear the answer): the same task, and still one config.
+        const third = await call(server, a.token, 'SendMessage', {
+          ...params,
+          configuration: { taskPushNotificationConfig: { url: receiver.url } },
+        });
+        assert.equal(third.result?.task?.id, taskId, JSON.stringify(third));
+        assert.equal((await deliveries(server, a.token, taskId)).length, 1, 'the config is not added twice');
+      } finally {
+        await ds.query('DROP TRIGGER test_refuse_push ON push_configs');
+        await ds.query('DROP FUNCTION test_refuse_push()');
+      }
     });
 
     it('a file a tool wrote reaches the webhook with its bytes (the log holds only a reference)', async () => {

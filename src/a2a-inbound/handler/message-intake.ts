@@ -64,8 +64,10 @@ export class MessageIntake {
       if (p.push) await this.push.attach(pushScope(ctx), taskId, p.push.config, p.push.dialect, seq - 1);
       return { taskId, afterSeq: seq };
     }
+    // The message's push config is stored with the task, by one statement: the task never runs without it.
+    const push = p.push && this.push.forNewTask(pushScope(ctx), p.push.config, p.push.dialect);
     const { taskId, snapshot, run, watch, duplicate } = await this.quotas.admitRun(ctx.principal, (held, cap) =>
-      this.tasks.create(input, { held, watch: stream, runningCap: cap }),
+      this.tasks.create(input, { held, watch: stream, runningCap: cap, ...(push ? { push } : {}) }),
     );
     // A messageId sent again gets the task it created — only with the same message: another message is a mistake.
     if (duplicate && !duplicate.sameMessage) {
@@ -75,12 +77,12 @@ export class MessageIntake {
           'every new message needs a new messageId (the same message sent again gets the same task)',
       );
     }
-    try {
-      // The cursor at 0: the webhook gets every update of the new task, the first status included.
-      if (p.push) await this.push.attach(pushScope(ctx), taskId, p.push.config, p.push.dialect, 0);
-    } catch (err) {
-      watch?.close();
-      throw err;
+    if (p.push && duplicate) {
+      // The same message again (a retry): the task has the config its creation stored, if that message carried
+      // one; one it did not carry is added, the cursor at 0 (every update of the task, the first status included).
+      await this.push.attachOnce(pushScope(ctx), taskId, p.push.config, p.push.dialect, 0);
+    } else if (p.push) {
+      this.push.delivering(taskId);
     }
     const taken: TakenMessage = { taskId, afterSeq: 0, created: snapshot, run };
     if (watch) taken.watch = watch;

@@ -6,6 +6,7 @@ import type { PushConfigState } from '../entities/push-config.entity.js';
 import type { PushConfigInput, PushConfigView, PushDialect } from '../../a2a-wire/push-config.js';
 import type { PushDeliveryView } from '../push-config.js';
 import { SecretBox } from '../../secrets/secret-box.js';
+import type { NewPushConfig } from '../../tasks/repositories/task-log.types.js';
 import { pushSecretAad } from '../push-secrets.js';
 
 interface ConfigRow {
@@ -81,6 +82,38 @@ export class PushConfigRepository {
   }
 
   /**
+   * A new task's config as its creation stores it (`NewTask.push`): a row id, and the token and credentials
+   * sealed for their place, as `upsert` seals them. Delivered from the task's first event.
+   */
+  newTaskConfig(
+    tenantId: string,
+    taskId: string,
+    configId: string,
+    input: PushConfigInput,
+    dialect: PushDialect,
+  ): NewPushConfig {
+    return {
+      id: randomUUID(),
+      configId,
+      dialect,
+      url: input.url,
+      token: this.sealed(tenantId, taskId, configId, input.token, 'token'),
+      authScheme: input.authentication?.scheme ?? null,
+      credentials: this.sealed(tenantId, taskId, configId, input.authentication?.credentials, 'credentials'),
+    };
+  }
+
+  private sealed(
+    tenantId: string,
+    taskId: string,
+    configId: string,
+    value: string | undefined,
+    field: 'token' | 'credentials',
+  ): string | null {
+    return value === undefined ? null : this.box.toStored(value, pushSecretAad(tenantId, taskId, configId, field));
+  }
+
+  /**
    * Creates the config, or replaces the one with the same id (which
    * revives a dead-lettered one: it resumes from its cursor). Its token and
    * credentials are stored sealed when a sealing key is set (`SecretBox`). A new
@@ -97,7 +130,7 @@ export class PushConfigRepository {
     fromSeq?: number,
   ): Promise<PushConfigView | null> {
     const stored = (value: string | undefined, field: 'token' | 'credentials'): string | null =>
-      value === undefined ? null : this.box.toStored(value, pushSecretAad(tenantId, taskId, configId, field));
+      this.sealed(tenantId, taskId, configId, value, field);
     const rows = await this.ds.query<ConfigRow[]>(
       `INSERT INTO push_configs AS c (id, tenant_id, task_id, config_id, dialect, url, token, auth_scheme, credentials,
                                       delivered_seq)

@@ -5,6 +5,7 @@ import { Injectable } from '@nestjs/common';
 import { DomainError } from '../../common/errors.js';
 import { checkUrl, EgressError, parseHostList, refusal, type EgressPolicy } from '../../common/net/egress.js';
 import { AppConfig } from '../../config/app-config.js';
+import type { NewPushConfig } from '../../tasks/repositories/task-log.types.js';
 import { TaskError } from '../../tasks/task.errors.js';
 import type { PushConfigInput, PushConfigView, PushDialect } from '../../a2a-wire/push-config.js';
 import { MAX_CONFIGS_PER_TASK, type PushDeliveryView } from '../push-config.js';
@@ -88,6 +89,20 @@ export class PushService {
   }
 
   /**
+   * The config a message that creates a task carries, as the creation stores it (`CreateOptions.push`): in the
+   * same statement as the task, so the task never runs without it. `delivering` tells the worker once stored.
+   */
+  forNewTask(scope: PushScope, input: PushConfigInput, dialect: PushDialect): (taskId: string) => NewPushConfig {
+    return (taskId) =>
+      this.configs.newTaskConfig(scope.tenantId, taskId, configIdOf(input, dialect, taskId), input, dialect);
+  }
+
+  /** A new task's config is stored (`forNewTask`): its updates are delivered. */
+  delivering(taskId: string): void {
+    this.worker.watch(taskId);
+  }
+
+  /**
    * The config a SendMessage carries (its URL, and for a task it continues
    * its room, already checked; a new task has none yet): stored with the
    * cursor at `fromSeq`, so the webhook gets the task's updates from the
@@ -101,6 +116,24 @@ export class PushService {
     fromSeq: number,
   ): Promise<PushConfigView> {
     return this.store(scope, taskId, input, dialect, fromSeq);
+  }
+
+  /**
+   * A resent message's config (`attach`), unless the task has it already: a 1.0 config without an id gets a
+   * new id each time it is sent, so one to a URL the task already pushes to is the same config sent again.
+   */
+  async attachOnce(
+    scope: PushScope,
+    taskId: string,
+    input: PushConfigInput,
+    dialect: PushDialect,
+    fromSeq: number,
+  ): Promise<void> {
+    if (input.id === undefined && dialect === '1.0') {
+      const existing = await this.configs.list(scope.tenantId, scope.agentId, taskId);
+      if (existing.some((c) => c.url === input.url)) return;
+    }
+    await this.store(scope, taskId, input, dialect, fromSeq);
   }
 
   /** §3.1.8; v0.3 may leave out the config id: then the one named after the task, else the first. */
@@ -163,13 +196,17 @@ export class PushService {
     dialect: PushDialect,
     fromSeq?: number,
   ): Promise<PushConfigView> {
-    // v0.3 clients (and the official SDK) name a config without an id after its task.
-    const id = input.id ?? (dialect === '0.3' ? taskId : randomUUID());
+    const id = configIdOf(input, dialect, taskId);
     const view = await this.configs.upsert(scope.tenantId, scope.agentId, taskId, id, input, dialect, fromSeq);
     if (!view) throw TaskError.notFound(taskId);
     this.worker.watch(taskId);
     return view;
   }
+}
+
+/** A config's id: its own, else (v0.3 clients and the official SDK name a config without one after its task) the task's, else a new one. */
+function configIdOf(input: PushConfigInput, dialect: PushDialect, taskId: string): string {
+  return input.id ?? (dialect === '0.3' ? taskId : randomUUID());
 }
 
 function policyHint(why: string): string {

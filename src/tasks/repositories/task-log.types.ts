@@ -24,6 +24,24 @@ export interface NewTask {
   agentId: string;
   contextId: string;
   metadata: Record<string, unknown>;
+  /** The push notification config the creating message carries, stored by the creation's statement. */
+  push?: NewPushConfig;
+}
+
+/**
+ * A push notification config stored with the task it is for (`push_configs`), its secrets already sealed
+ * (`PushConfigRepository.creationRow`): a new task's webhook hears of every update from the first, and a task
+ * never runs without the config its message asked for.
+ */
+export interface NewPushConfig {
+  /** The row's id. */
+  id: string;
+  configId: string;
+  dialect: string;
+  url: string;
+  token: string | null;
+  authScheme: string | null;
+  credentials: string | null;
 }
 
 /** Row changes that go with an append, applied in the same statement. */

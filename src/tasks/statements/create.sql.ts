@@ -1,7 +1,7 @@
 import type { MessageJson } from '../../common/a2a-json.js';
 import type { Statement } from '../../database/sql.service.js';
 import { lastInputOf, type Folded } from '../repositories/merged-creation.js';
-import type { Lease, NewTask } from '../repositories/task-log.types.js';
+import type { Lease, NewPushConfig, NewTask } from '../repositories/task-log.types.js';
 import type { TaskEventBody } from '../task-events.js';
 import { isRunning } from '../task-state.js';
 import { FILE_RECORD, fileRow, RUNNING_SQL, statusTimestamp } from './fragments.sql.js';
@@ -30,7 +30,8 @@ const X = `x AS (
       FROM jsonb_to_recordset($1::jsonb) AS r(i int, task_id varchar, tenant_id uuid, agent_id varchar,
       context_id varchar, state varchar, status_at timestamptz, history_refs jsonb, metadata jsonb, n int, last_input int,
       owner varchar, lease_ms int, message_id varchar, message_hash varchar, events jsonb, files jsonb, status_ref jsonb,
-      error_message text, artifacts jsonb, input_tokens int, output_tokens int, cap int, calls jsonb, count_request boolean)
+      error_message text, artifacts jsonb, input_tokens int, output_tokens int, cap int, calls jsonb, count_request boolean,
+      push jsonb)
   )`;
 
 /** The row insert of `source`'s records, and their events (CTEs `t` and `e`). */
@@ -68,9 +69,10 @@ const insertTasks = (source: string): string => `t AS (
  * which wrote nothing. A task created already settled (its run ended before
  * the statement was sent) starts no run and is never refused.
  *
- * `extras`: the task's files; the model calls of merged usage events,
- * accounted with it; and each task counted as a message taken (request
- * budgets, `usage.sql.ts`).
+ * `extras`: the task's files; the push notification config its message
+ * carries (delivered from the first event); the model calls of merged usage
+ * events, accounted with it; and each task counted as a message taken
+ * (request budgets, `usage.sql.ts`).
  *
  * No notice: nobody can watch a task before its creation commits.
  * $1: the tasks (`createRecord`).
@@ -99,6 +101,11 @@ function createStatementOf(capped: boolean, extras: boolean): Statement {
     INSERT INTO task_files (id, tenant_id, task_id, media_type, filename, size, bytes)
     SELECT ff.id, x.tenant_id, x.task_id, ff.media_type, ff.filename, ff.size, decode(ff.b64, 'base64')
       FROM t JOIN x ON x.task_id = t.task_id, jsonb_to_recordset(COALESCE(x.files, '[]'::jsonb)) AS ${FILE_RECORD}
+  ), pc AS (
+    INSERT INTO push_configs (id, tenant_id, task_id, config_id, dialect, url, token, auth_scheme, credentials)
+    SELECT (x.push->>'id')::uuid, x.tenant_id, x.task_id, x.push->>'config_id', x.push->>'dialect', x.push->>'url',
+           x.push->>'token', x.push->>'auth_scheme', x.push->>'credentials'
+      FROM t JOIN x ON x.task_id = t.task_id WHERE x.push IS NOT NULL
   )${requestsCte('SELECT x.tenant_id, x.agent_id FROM t JOIN x ON x.task_id = t.task_id WHERE x.count_request')}${usageCtes(
     'SELECT x.tenant_id, x.task_id, x.calls FROM t JOIN x ON x.task_id = t.task_id WHERE x.calls IS NOT NULL',
   )}`
@@ -122,9 +129,9 @@ const CREATES = [
 
 /** Whether a creation record starts a run under a running-task cap. */
 const capped = (r: ReturnType<typeof createRecord>): boolean => (r.cap as number) > 0 && isRunning(r.state as string);
-/** Whether a creation record has files, model calls or a request to count. */
+/** Whether a creation record has files, a push config, model calls or a request to count. */
 const extras = (r: ReturnType<typeof createRecord>): boolean =>
-  r.files !== undefined || r.calls !== undefined || r.count_request === true;
+  r.files !== undefined || r.push !== undefined || r.calls !== undefined || r.count_request === true;
 
 /** The creation statement for a batch of `createRecord`s: the shape with the parts the batch needs. */
 export const createStatement = (records: readonly ReturnType<typeof createRecord>[]): Statement =>
@@ -181,5 +188,15 @@ export function createRecord(
   const calls = callsOf(f.events);
   if (calls) r.calls = calls;
   if (task.countRequest) r.count_request = true;
+  if (task.push) r.push = pushRow(task.push);
   return r;
+}
+
+/** A push config as the statement's `x.push` reads it (a secret left out is NULL). */
+function pushRow(p: NewPushConfig): Record<string, string> {
+  const row: Record<string, string> = { id: p.id, config_id: p.configId, dialect: p.dialect, url: p.url };
+  if (p.token !== null) row.token = p.token;
+  if (p.authScheme !== null) row.auth_scheme = p.authScheme;
+  if (p.credentials !== null) row.credentials = p.credentials;
+  return row;
 }
