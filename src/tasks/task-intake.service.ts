@@ -64,6 +64,8 @@ export interface CreateOptions {
 export interface ContinueOptions {
   /** The tenant's running-task cap (0 or absent: none): an interrupted task resumes only under it. */
   runningCap?: number;
+  /** The push notification config the message carries: stored by the statement that adds the message. */
+  push?: (taskId: string) => NewPushConfig;
 }
 
 /** How much of a context's past a new turn replays to the model. */
@@ -230,6 +232,7 @@ export class TaskIntake {
       files,
       cap,
       counted,
+      opts.push?.(row.taskId) ?? null,
     );
     if (!r) {
       const state = (await this.tasks.stateOf(input.tenantId, row.taskId))?.state ?? 'a terminal state';

@@ -500,6 +500,29 @@ describe('push notifications (spec §3.1.7–3.1.10, §4.3)', () => {
         });
         assert.equal(third.result?.task?.id, taskId, JSON.stringify(third));
         assert.equal((await deliveries(server, a.token, taskId)).length, 1, 'the config is not added twice');
+
+        // A message that continues a task, the same: not taken without its config; taken with one that is stored,
+        // whose webhook gets the updates from that message on.
+        const waiting = (await call(server, a.token, 'SendMessage', message('ask'))).result.task;
+        assert.equal(waiting.status.state, 'TASK_STATE_INPUT_REQUIRED');
+        const before = (await server.as(a.token).get(`/v1/requests/${waiting.id}`)).body;
+        const answer = (url: string) => ({
+          message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', taskId: waiting.id, parts: [{ text: 'yes' }] },
+          configuration: { taskPushNotificationConfig: { url } },
+        });
+        const notTaken = await call(server, a.token, 'SendMessage', answer(`${receiver.url}/refused-here`));
+        assert.ok(notTaken.error, JSON.stringify(notTaken));
+        const after = (await server.as(a.token).get(`/v1/requests/${waiting.id}`)).body;
+        assert.equal(after.state, 'input-required');
+        assert.equal(after.last_seq, before.last_seq, 'the message was not taken without its config');
+        const taken = await call(server, a.token, 'SendMessage', answer(receiver.url));
+        assert.equal(taken.result?.task?.status?.state, 'TASK_STATE_COMPLETED', JSON.stringify(taken));
+        const fromAnswer = (await pushableSeqs(server, a.token, waiting.id)).filter((seq) => seq > before.last_seq);
+        const pushed = await waitFor(async () => {
+          const { seqs } = acceptedInOrder(receiver.accepted.filter((d) => bodyTask(d) === waiting.id));
+          return seqs.length >= fromAnswer.length ? seqs : undefined;
+        });
+        assert.deepEqual(pushed, fromAnswer, 'the updates from the answer on, in order');
       } finally {
         await ds.query('DROP TRIGGER test_refuse_push ON push_configs');
         await ds.query('DROP FUNCTION test_refuse_push()');

@@ -54,18 +54,19 @@ export class MessageIntake {
     if (p.push) await this.push.checkWebhook(p.push.config.url, p.push.urlField);
     const input: SendInput = { tenantId: ctx.principal.tenantId, agent: ctx.agent, message: p.message };
     if (ctx.principal.subject) input.subject = ctx.principal.subject;
+    // The message's push config is stored by the statement that takes the message: with a new task, or with the
+    // message that continues one (delivering what follows it).
+    const push = p.push && this.push.withMessage(pushScope(ctx), p.push.config, p.push.dialect);
     if (p.message.taskId) {
       // A config the task has no room for refuses the message before it is taken.
       if (p.push) await this.push.checkRoom(pushScope(ctx), p.message.taskId, p.push.config, p.push.dialect);
       const { taskId, seq } = await this.tasks.continue(
         { ...input, taskId: p.message.taskId },
-        { runningCap: this.quotas.runningCap(ctx.principal) },
+        { runningCap: this.quotas.runningCap(ctx.principal), ...(push ? { push } : {}) },
       );
-      if (p.push) await this.push.attach(pushScope(ctx), taskId, p.push.config, p.push.dialect, seq - 1);
+      if (push) this.push.delivering(taskId);
       return { taskId, afterSeq: seq };
     }
-    // The message's push config is stored with the task, by one statement: the task never runs without it.
-    const push = p.push && this.push.forNewTask(pushScope(ctx), p.push.config, p.push.dialect);
     const { taskId, snapshot, run, watch, duplicate } = await this.quotas.admitRun(ctx.principal, (held, cap) =>
       this.tasks.create(input, { held, watch: stream, runningCap: cap, ...(push ? { push } : {}) }),
     );

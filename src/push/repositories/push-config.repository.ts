@@ -7,6 +7,7 @@ import type { PushConfigInput, PushConfigView, PushDialect } from '../../a2a-wir
 import type { PushDeliveryView } from '../push-config.js';
 import { SecretBox } from '../../secrets/secret-box.js';
 import type { NewPushConfig } from '../../tasks/repositories/task-log.types.js';
+import { PUSH_REPLACES } from '../../tasks/statements/fragments.sql.js';
 import { pushSecretAad } from '../push-secrets.js';
 
 interface ConfigRow {
@@ -82,10 +83,10 @@ export class PushConfigRepository {
   }
 
   /**
-   * A new task's config as its creation stores it (`NewTask.push`): a row id, and the token and credentials
-   * sealed for their place, as `upsert` seals them. Delivered from the task's first event.
+   * A config as the statement that takes its message stores it (`NewTask.push`, `continueWith`): a row id, and
+   * the token and credentials sealed for their place, as `upsert` seals them.
    */
-  newTaskConfig(
+  sealedConfig(
     tenantId: string,
     taskId: string,
     configId: string,
@@ -136,10 +137,7 @@ export class PushConfigRepository {
                                       delivered_seq)
        SELECT $4, a.tenant_id, a.task_id, $5, $6, $7, $8, $9, $10, COALESCE($11::int, a.last_seq)
          FROM a2a_tasks a WHERE ${TASK_OF}
-       ON CONFLICT (task_id, config_id) DO UPDATE SET
-         dialect = EXCLUDED.dialect, url = EXCLUDED.url, token = EXCLUDED.token, auth_scheme = EXCLUDED.auth_scheme,
-         credentials = EXCLUDED.credentials, state = 'active', attempts = 0, next_attempt_at = now(),
-         first_failed_at = NULL, last_error = NULL, updated_at = now()
+       ${PUSH_REPLACES}
        RETURNING ${VIEW}`,
       [
         taskId,

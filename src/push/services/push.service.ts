@@ -89,38 +89,24 @@ export class PushService {
   }
 
   /**
-   * The config a message that creates a task carries, as the creation stores it (`CreateOptions.push`): in the
-   * same statement as the task, so the task never runs without it. `delivering` tells the worker once stored.
+   * The config a message carries, as the statement that takes the message stores it (`CreateOptions.push`,
+   * `ContinueOptions.push`): in one statement with the task or the message, so a task never runs without the
+   * config its message asked for. `delivering` tells the worker once it is stored.
    */
-  forNewTask(scope: PushScope, input: PushConfigInput, dialect: PushDialect): (taskId: string) => NewPushConfig {
+  withMessage(scope: PushScope, input: PushConfigInput, dialect: PushDialect): (taskId: string) => NewPushConfig {
     return (taskId) =>
-      this.configs.newTaskConfig(scope.tenantId, taskId, configIdOf(input, dialect, taskId), input, dialect);
+      this.configs.sealedConfig(scope.tenantId, taskId, configIdOf(input, dialect, taskId), input, dialect);
   }
 
-  /** A new task's config is stored (`forNewTask`): its updates are delivered. */
+  /** A config a message carried is stored (`withMessage`): the task's updates are delivered. */
   delivering(taskId: string): void {
     this.worker.watch(taskId);
   }
 
   /**
-   * The config a SendMessage carries (its URL, and for a task it continues
-   * its room, already checked; a new task has none yet): stored with the
-   * cursor at `fromSeq`, so the webhook gets the task's updates from the
-   * start of this message on.
-   */
-  async attach(
-    scope: PushScope,
-    taskId: string,
-    input: PushConfigInput,
-    dialect: PushDialect,
-    fromSeq: number,
-  ): Promise<PushConfigView> {
-    return this.store(scope, taskId, input, dialect, fromSeq);
-  }
-
-  /**
-   * A resent message's config (`attach`), unless the task has it already: a 1.0 config without an id gets a
-   * new id each time it is sent, so one to a URL the task already pushes to is the same config sent again.
+   * The config of a message sent again (the task it created is the answer), stored with its cursor at `fromSeq`
+   * — unless the task has it already: a 1.0 config without an id gets a new id each time it is sent, so one to a
+   * URL the task already pushes to is the same config sent again.
    */
   async attachOnce(
     scope: PushScope,

@@ -14,7 +14,7 @@ import { APPEND, appendRecord } from '../statements/append.sql.js';
 import { CONTINUE } from '../statements/continue.sql.js';
 import { createRecord, createStatement } from '../statements/create.sql.js';
 import { anyLeftSql, endManySql, lockCandidatesSql } from '../statements/end.sql.js';
-import { fileRow, toStoredEvents, type EventRow } from '../statements/fragments.sql.js';
+import { fileRow, pushRow, toStoredEvents, type EventRow } from '../statements/fragments.sql.js';
 import { DELETE_ENDED_IN_CONTEXT, PURGE_ENDED } from '../statements/remove.sql.js';
 import { callsOf } from '../statements/usage.sql.js';
 import { StatsRecorder } from '../../stats/stats-recorder.service.js';
@@ -32,6 +32,7 @@ import type {
   EndCandidate,
   EndScope,
   Lease,
+  NewPushConfig,
   NewTask,
   ResumedRow,
   StatusPayload,
@@ -185,6 +186,7 @@ export class TaskLogWriter {
     files: NewTaskFile[] = [],
     runningCap = 0,
     countRequest = false,
+    push: NewPushConfig | null = null,
   ): Promise<Continued | null> {
     const at = working.kind === 'status' ? working.payload.timestamp : null;
     const rows = await this.ds.query<(EventRow & { row: ResumedRow })[]>(CONTINUE, [
@@ -200,6 +202,7 @@ export class TaskLogWriter {
       JSON.stringify(files.map(fileRow)),
       runningCap,
       countRequest,
+      push && JSON.stringify(pushRow(push)),
     ]);
     if (rows.length === 0) return null;
     const row = rows[0].row;

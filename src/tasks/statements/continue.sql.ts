@@ -1,4 +1,11 @@
-import { EVENT_COLUMNS, FILE_RECORD, INTERRUPTED_SQL, leaseExpiry, TERMINAL_SQL } from './fragments.sql.js';
+import {
+  EVENT_COLUMNS,
+  FILE_RECORD,
+  INTERRUPTED_SQL,
+  leaseExpiry,
+  PUSH_REPLACES,
+  TERMINAL_SQL,
+} from './fragments.sql.js';
 import { notifyWrites } from './notify.sql.js';
 import { requestsCte } from './usage.sql.js';
 
@@ -14,7 +21,10 @@ const resumes = `state IN ${INTERRUPTED_SQL}`;
  * read under the row lock; no rows when nothing was written. The message is
  * counted as taken (`usage_requests`) when a request budget applies ($12). One notice on commit. $1 task, $2 tenant, $3 the message as a one-element array, $4
  * the status timestamp, $5 the `working` payload, $6/$7 the lease, $8 this
- * replica's id, $9 the message, $10 its stored files, $11 the cap.
+ * replica's id, $9 the message, $10 its stored files, $11 the cap, $13 the
+ * push config the message carries (`NewPushConfig` as `pushRow` writes it, or
+ * null): created, or the task's config of that id replaced (a dead one
+ * revived), with its cursor before this message.
  */
 export const CONTINUE = `WITH locked AS (SELECT running FROM tenant_running WHERE tenant_id = $2 AND $11::int > 0 FOR UPDATE),
        t AS (
@@ -36,6 +46,13 @@ export const CONTINUE = `WITH locked AS (SELECT running FROM tenant_running WHER
          INSERT INTO task_files (id, tenant_id, task_id, media_type, filename, size, bytes)
          SELECT ff.id, $2::uuid, $1, ff.media_type, ff.filename, ff.size, decode(ff.b64, 'base64')
            FROM t, jsonb_to_recordset($10::jsonb) AS ${FILE_RECORD}
+       ), pc AS (
+         INSERT INTO push_configs AS c (id, tenant_id, task_id, config_id, dialect, url, token, auth_scheme, credentials,
+                                        delivered_seq)
+         SELECT (p.v->>'id')::uuid, $2::uuid, $1, p.v->>'config_id', p.v->>'dialect', p.v->>'url', p.v->>'token',
+                p.v->>'auth_scheme', p.v->>'credentials', t.last_input_seq - 1
+           FROM t, (SELECT $13::jsonb AS v) p WHERE p.v IS NOT NULL
+         ${PUSH_REPLACES}
        )
        INSERT INTO task_events (task_id, seq, kind, payload)
        SELECT $1, t.last_input_seq, 'message', jsonb_build_object('message', $9::jsonb) FROM t, n

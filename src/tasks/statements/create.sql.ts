@@ -1,10 +1,10 @@
 import type { MessageJson } from '../../common/a2a-json.js';
 import type { Statement } from '../../database/sql.service.js';
 import { lastInputOf, type Folded } from '../repositories/merged-creation.js';
-import type { Lease, NewPushConfig, NewTask } from '../repositories/task-log.types.js';
+import type { Lease, NewTask } from '../repositories/task-log.types.js';
 import type { TaskEventBody } from '../task-events.js';
 import { isRunning } from '../task-state.js';
-import { FILE_RECORD, fileRow, RUNNING_SQL, statusTimestamp } from './fragments.sql.js';
+import { FILE_RECORD, fileRow, pushRow, RUNNING_SQL, statusTimestamp } from './fragments.sql.js';
 import { callsOf, requestsCte, usageCtes } from './usage.sql.js';
 
 /**
@@ -190,13 +190,4 @@ export function createRecord(
   if (task.countRequest) r.count_request = true;
   if (task.push) r.push = pushRow(task.push);
   return r;
-}
-
-/** A push config as the statement's `x.push` reads it (a secret left out is NULL). */
-function pushRow(p: NewPushConfig): Record<string, string> {
-  const row: Record<string, string> = { id: p.id, config_id: p.configId, dialect: p.dialect, url: p.url };
-  if (p.token !== null) row.token = p.token;
-  if (p.authScheme !== null) row.auth_scheme = p.authScheme;
-  if (p.credentials !== null) row.credentials = p.credentials;
-  return row;
 }

@@ -2,6 +2,7 @@ import { isoOf } from '../../common/iso-time.js';
 import type { StoredTaskEvent, TaskEventBody } from '../task-events.js';
 import { INTERRUPTED_STATES, RUNNING_STATES, TERMINAL_STATES } from '../task-state.js';
 import type { NewTaskFile } from '../task-files.js';
+import type { NewPushConfig } from '../repositories/task-log.types.js';
 
 /** A list of states as an SQL literal list, for `state IN …`. */
 const sqlList = (states: readonly string[]): string => `(${states.map((s) => `'${s}'`).join(', ')})`;
@@ -52,3 +53,21 @@ export function fileRow(f: NewTaskFile): Record<string, unknown> {
 
 /** The columns of `task_files` a write inserts, from a `jsonb_to_recordset` of `fileRow`s. */
 export const FILE_RECORD = 'ff(id uuid, media_type varchar, filename varchar, size int, b64 text)';
+
+/** A push config as the statements read it (`x.push` of a creation, CONTINUE's $13); a secret left out is NULL. */
+export function pushRow(p: NewPushConfig): Record<string, string> {
+  const row: Record<string, string> = { id: p.id, config_id: p.configId, dialect: p.dialect, url: p.url };
+  if (p.token !== null) row.token = p.token;
+  if (p.authScheme !== null) row.auth_scheme = p.authScheme;
+  if (p.credentials !== null) row.credentials = p.credentials;
+  return row;
+}
+
+/**
+ * What a push config given again under its id changes (`INSERT INTO push_configs AS c … ON CONFLICT`): its
+ * target and secrets, and a dead-lettered one is revived — it resumes from its cursor, which stays.
+ */
+export const PUSH_REPLACES = `ON CONFLICT (task_id, config_id) DO UPDATE SET
+           dialect = EXCLUDED.dialect, url = EXCLUDED.url, token = EXCLUDED.token, auth_scheme = EXCLUDED.auth_scheme,
+           credentials = EXCLUDED.credentials, state = 'active', attempts = 0, next_attempt_at = now(),
+           first_failed_at = NULL, last_error = NULL, updated_at = now()`;
