@@ -10,6 +10,13 @@ import { TIMEOUT_SCALE, within } from '../helpers/patience.js';
 import { runToExit, startServerProcess } from '../helpers/process.js';
 import { tempHome } from '../helpers/server.js';
 
+/**
+ * What a start does before and beside its database — settings, flags, files an operator names, ports — is the same
+ * on either database: those tests run once, in the pass on the embedded database a first `npm start` uses (CI runs
+ * the suite on both; see CONTRIBUTING.md).
+ */
+const NOT_THE_DATABASE = REAL_POSTGRES && 'embedded only: not about the database (the embedded pass runs it)';
+
 describe('the server process (npm start)', () => {
   let db: TestDatabase;
   let home: string;
@@ -27,7 +34,7 @@ describe('the server process (npm start)', () => {
   // Each case is a process of its own that exits at once, side by side. What each setting's refusal says is
   // checked without a process (test/unit/config.test.ts); here, how the process says it: a variable, a flag, a
   // secret that is not echoed.
-  describe('configuration', { concurrency: 4 }, () => {
+  describe('configuration', { concurrency: 4, skip: NOT_THE_DATABASE }, () => {
     const cases: [Record<string, string>, string[], RegExp][] = [
       [{ PORT: 'abc' }, [], /PORT must be an integer/],
       [{}, ['--verbose'], /Unknown option '--verbose'/],
@@ -294,84 +301,94 @@ describe('the server process (npm start)', () => {
     rmSync(home3, { recursive: true, force: true });
   });
 
-  it('ARBITER_ADMIN_TOKEN_FILE: the token is read from the operator’s file (never printed, never changed); a missing file stops the start', async () => {
-    const secretHome = tempHome();
-    seedEmbeddedDatabase(secretHome);
-    after(() => rmSync(secretHome, { recursive: true, force: true }));
-    const file = join(secretHome, 'admin-secret');
-    const token = `adm_${'s3cr3t'.repeat(6)}`;
-    writeFileSync(file, `${token}\n`, { mode: 0o444 });
-    const proc = await startServerProcess({ ARBITER_HOME: secretHome, ARBITER_ADMIN_TOKEN_FILE: file, ...dbEnv });
-    after(() => proc.child.kill('SIGKILL'));
-    try {
-      const http = new HttpClient(proc.url);
-      assert.equal((await http.withToken(token).get('/v1/admin/tenants')).status, 200);
-      assert.equal((await http.withToken(`adm_${'x'.repeat(36)}`).get('/v1/admin/tenants')).status, 401);
-      assert.ok(!proc.stdout().includes(token), 'never printed');
-      assert.equal(statSync(file).mode & 0o777, 0o444, 'the file is left as it was');
-      assert.ok(!existsSync(join(secretHome, 'admin_token')), 'no token file of its own');
-    } finally {
-      assert.equal(await proc.stop('SIGTERM'), 0);
-    }
-    const missing = await runToExit({
-      ARBITER_HOME: secretHome,
-      ARBITER_ADMIN_TOKEN_FILE: join(secretHome, 'nope'),
-      ...dbEnv,
-    });
-    assert.notEqual(missing.code, 0);
-    assert.match(missing.stdout, /ARBITER_ADMIN_TOKEN_FILE .*nope cannot be read \(ENOENT\)/);
-  });
-
-  it('ARBITER_TRUSTED_ISSUERS_FILE: its issuers are added at start (once), audited as root; a bad file stops the start naming the entry', async () => {
-    const issuersHome = tempHome();
-    seedEmbeddedDatabase(issuersHome);
-    after(() => rmSync(issuersHome, { recursive: true, force: true }));
-    const file = join(issuersHome, 'issuers.json');
-    const entry = {
-      issuer: 'https://idp.example.com',
-      audiences: ['arbiter'],
-      tenant_claim: 'org',
-      role_claim: 'roles',
-    };
-    writeFileSync(file, JSON.stringify([entry]));
-    const env = { ARBITER_HOME: issuersHome, ARBITER_TRUSTED_ISSUERS_FILE: file, ...dbEnv };
-    for (let start = 0; start < 2; start++) {
-      const proc = await startServerProcess(env);
+  it(
+    'ARBITER_ADMIN_TOKEN_FILE: the token is read from the operator’s file (never printed, never changed); a missing file stops the start',
+    { skip: NOT_THE_DATABASE },
+    async () => {
+      const secretHome = tempHome();
+      seedEmbeddedDatabase(secretHome);
+      after(() => rmSync(secretHome, { recursive: true, force: true }));
+      const file = join(secretHome, 'admin-secret');
+      const token = `adm_${'s3cr3t'.repeat(6)}`;
+      writeFileSync(file, `${token}\n`, { mode: 0o444 });
+      const proc = await startServerProcess({ ARBITER_HOME: secretHome, ARBITER_ADMIN_TOKEN_FILE: file, ...dbEnv });
       after(() => proc.child.kill('SIGKILL'));
       try {
-        const admin = new HttpClient(proc.url).withToken(readFileSync(join(issuersHome, 'admin_token'), 'utf8').trim());
-        const listed = await admin.get('/v1/admin/issuers');
-        assert.deepEqual(
-          listed.body.items.map((i: { issuer: string; tenant_claim: string }) => [i.issuer, i.tenant_claim]),
-          [['https://idp.example.com', 'org']],
-          'added once, not again on the second start',
-        );
-        const audit = await admin.get('/v1/admin/audit');
-        const rows = audit.body.items.filter((a: { action: string }) => a.action === 'issuer.create');
-        assert.deepEqual(
-          rows.map((a: { actor_id: string; detail: { from: string } }) => [a.actor_id, a.detail.from]),
-          [['root', 'ARBITER_TRUSTED_ISSUERS_FILE']],
-        );
+        const http = new HttpClient(proc.url);
+        assert.equal((await http.withToken(token).get('/v1/admin/tenants')).status, 200);
+        assert.equal((await http.withToken(`adm_${'x'.repeat(36)}`).get('/v1/admin/tenants')).status, 401);
+        assert.ok(!proc.stdout().includes(token), 'never printed');
+        assert.equal(statSync(file).mode & 0o777, 0o444, 'the file is left as it was');
+        assert.ok(!existsSync(join(secretHome, 'admin_token')), 'no token file of its own');
       } finally {
         assert.equal(await proc.stop('SIGTERM'), 0);
       }
-    }
-    writeFileSync(
-      file,
-      JSON.stringify([
-        entry,
-        { issuer: 'https://other.example.com', audiences: ['arbiter'], algorithms: ['HS256'], tenant_claim: 'org' },
-      ]),
-    );
-    const bad = await runToExit(env);
-    assert.notEqual(bad.code, 0);
-    assert.match(
-      bad.stdout,
-      /ARBITER_TRUSTED_ISSUERS_FILE .*issuers\.json: entry 1: algorithms: algorithms must be a non-empty list of RS256/,
-    );
-  });
+      const missing = await runToExit({
+        ARBITER_HOME: secretHome,
+        ARBITER_ADMIN_TOKEN_FILE: join(secretHome, 'nope'),
+        ...dbEnv,
+      });
+      assert.notEqual(missing.code, 0);
+      assert.match(missing.stdout, /ARBITER_ADMIN_TOKEN_FILE .*nope cannot be read \(ENOENT\)/);
+    },
+  );
 
-  it('listens where --port/--bind say, over PORT/BIND', async () => {
+  it(
+    'ARBITER_TRUSTED_ISSUERS_FILE: its issuers are added at start (once), audited as root; a bad file stops the start naming the entry',
+    { skip: NOT_THE_DATABASE },
+    async () => {
+      const issuersHome = tempHome();
+      seedEmbeddedDatabase(issuersHome);
+      after(() => rmSync(issuersHome, { recursive: true, force: true }));
+      const file = join(issuersHome, 'issuers.json');
+      const entry = {
+        issuer: 'https://idp.example.com',
+        audiences: ['arbiter'],
+        tenant_claim: 'org',
+        role_claim: 'roles',
+      };
+      writeFileSync(file, JSON.stringify([entry]));
+      const env = { ARBITER_HOME: issuersHome, ARBITER_TRUSTED_ISSUERS_FILE: file, ...dbEnv };
+      for (let start = 0; start < 2; start++) {
+        const proc = await startServerProcess(env);
+        after(() => proc.child.kill('SIGKILL'));
+        try {
+          const admin = new HttpClient(proc.url).withToken(
+            readFileSync(join(issuersHome, 'admin_token'), 'utf8').trim(),
+          );
+          const listed = await admin.get('/v1/admin/issuers');
+          assert.deepEqual(
+            listed.body.items.map((i: { issuer: string; tenant_claim: string }) => [i.issuer, i.tenant_claim]),
+            [['https://idp.example.com', 'org']],
+            'added once, not again on the second start',
+          );
+          const audit = await admin.get('/v1/admin/audit');
+          const rows = audit.body.items.filter((a: { action: string }) => a.action === 'issuer.create');
+          assert.deepEqual(
+            rows.map((a: { actor_id: string; detail: { from: string } }) => [a.actor_id, a.detail.from]),
+            [['root', 'ARBITER_TRUSTED_ISSUERS_FILE']],
+          );
+        } finally {
+          assert.equal(await proc.stop('SIGTERM'), 0);
+        }
+      }
+      writeFileSync(
+        file,
+        JSON.stringify([
+          entry,
+          { issuer: 'https://other.example.com', audiences: ['arbiter'], algorithms: ['HS256'], tenant_claim: 'org' },
+        ]),
+      );
+      const bad = await runToExit(env);
+      assert.notEqual(bad.code, 0);
+      assert.match(
+        bad.stdout,
+        /ARBITER_TRUSTED_ISSUERS_FILE .*issuers\.json: entry 1: algorithms: algorithms must be a non-empty list of RS256/,
+      );
+    },
+  );
+
+  it('listens where --port/--bind say, over PORT/BIND', { skip: NOT_THE_DATABASE }, async () => {
     const proc = await startServerProcess({ ARBITER_HOME: home, PORT: '1', BIND: '0.0.0.0', ...dbEnv }, [
       '--port',
       '0',
@@ -387,37 +404,41 @@ describe('the server process (npm start)', () => {
     }
   });
 
-  it('start-up: a busy port is refused before anything is created; the admin token and the console line are not buried', async () => {
-    const blocker = createServer();
-    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
-    const busy = String((blocker.address() as AddressInfo).port);
-    const fresh = tempHome();
-    try {
-      const refused = await runToExit({ ARBITER_HOME: fresh, PORT: busy, BIND: '127.0.0.1', ...dbEnv });
-      assert.equal(refused.code, 1);
-      const lines = refused.stdout.trim().split('\n');
-      assert.equal(lines.length, 1, refused.stdout);
-      assert.match(lines[0], new RegExp(`cannot listen on port ${busy} \\(EADDRINUSE\\)`));
-      assert.deepEqual(readdirSync(fresh), [], 'no embedded database, no admin token');
-    } finally {
-      blocker.close();
-    }
-    // The start that follows needs no new database of its own (the first start's test makes one): the run's copy.
-    seedEmbeddedDatabase(fresh);
-    const proc = await startServerProcess({ ARBITER_HOME: fresh, ...dbEnv });
-    after(() => proc.child.kill('SIGKILL'));
-    try {
-      const out = proc.stdout();
-      // Nest's line per module and route is debug: at info level the token is among the first lines.
-      assert.ok(!out.includes('Mapped {'), 'no route lines at info level');
-      const before = out.slice(0, out.indexOf('Arbiter admin token')).split('\n').length;
-      assert.ok(before < 15, `${before} lines before the admin token`);
-      // Printed without a terminal too, as a log line.
-      const consoleLine = (await within(proc.printed(/^.*Arbiter console: .*$/m), 'the console line'))[0];
-      assert.match(JSON.parse(consoleLine).msg, /^Arbiter console: http:\/\/127\.0\.0\.1:\d+\/console\/ \(sign in/);
-    } finally {
-      assert.equal(await proc.stop('SIGTERM'), 0);
-      rmSync(fresh, { recursive: true, force: true });
-    }
-  });
+  it(
+    'start-up: a busy port is refused before anything is created; the admin token and the console line are not buried',
+    { skip: NOT_THE_DATABASE },
+    async () => {
+      const blocker = createServer();
+      await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
+      const busy = String((blocker.address() as AddressInfo).port);
+      const fresh = tempHome();
+      try {
+        const refused = await runToExit({ ARBITER_HOME: fresh, PORT: busy, BIND: '127.0.0.1', ...dbEnv });
+        assert.equal(refused.code, 1);
+        const lines = refused.stdout.trim().split('\n');
+        assert.equal(lines.length, 1, refused.stdout);
+        assert.match(lines[0], new RegExp(`cannot listen on port ${busy} \\(EADDRINUSE\\)`));
+        assert.deepEqual(readdirSync(fresh), [], 'no embedded database, no admin token');
+      } finally {
+        blocker.close();
+      }
+      // The start that follows needs no new database of its own (the first start's test makes one): the run's copy.
+      seedEmbeddedDatabase(fresh);
+      const proc = await startServerProcess({ ARBITER_HOME: fresh, ...dbEnv });
+      after(() => proc.child.kill('SIGKILL'));
+      try {
+        const out = proc.stdout();
+        // Nest's line per module and route is debug: at info level the token is among the first lines.
+        assert.ok(!out.includes('Mapped {'), 'no route lines at info level');
+        const before = out.slice(0, out.indexOf('Arbiter admin token')).split('\n').length;
+        assert.ok(before < 15, `${before} lines before the admin token`);
+        // Printed without a terminal too, as a log line.
+        const consoleLine = (await within(proc.printed(/^.*Arbiter console: .*$/m), 'the console line'))[0];
+        assert.match(JSON.parse(consoleLine).msg, /^Arbiter console: http:\/\/127\.0\.0\.1:\d+\/console\/ \(sign in/);
+      } finally {
+        assert.equal(await proc.stop('SIGTERM'), 0);
+        rmSync(fresh, { recursive: true, force: true });
+      }
+    },
+  );
 });
