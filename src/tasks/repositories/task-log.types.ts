@@ -30,7 +30,7 @@ export interface NewTask {
 
 /**
  * A push notification config stored with the task it is for (`push_configs`), its secrets already sealed
- * (`PushConfigRepository.creationRow`): a new task's webhook hears of every update from the first, and a task
+ * (`PushConfigRepository.sealedConfig`): a new task's webhook hears of every update from the first, and a task
  * never runs without the config its message asked for.
  */
 export interface NewPushConfig {
