@@ -4,6 +4,7 @@ import {
   INTERRUPTED_SQL,
   leaseExpiry,
   PUSH_REPLACES,
+  pushInsert,
   TERMINAL_SQL,
 } from './fragments.sql.js';
 import { notifyWrites } from './notify.sql.js';
@@ -47,11 +48,7 @@ export const CONTINUE = `WITH locked AS (SELECT running FROM tenant_running WHER
          SELECT ff.id, $2::uuid, $1, ff.media_type, ff.filename, ff.size, decode(ff.b64, 'base64')
            FROM t, jsonb_to_recordset($10::jsonb) AS ${FILE_RECORD}
        ), pc AS (
-         INSERT INTO push_configs AS c (id, tenant_id, task_id, config_id, dialect, url, token, auth_scheme, credentials,
-                                        delivered_seq)
-         SELECT (p.v->>'id')::uuid, $2::uuid, $1, p.v->>'config_id', p.v->>'dialect', p.v->>'url', p.v->>'token',
-                p.v->>'auth_scheme', p.v->>'credentials', t.last_input_seq - 1
-           FROM t, (SELECT $13::jsonb AS v) p WHERE p.v IS NOT NULL
+         ${pushInsert('p.v', '$1', '$2::uuid', 't.last_input_seq - 1', 't, (SELECT $13::jsonb AS v) p')}
          ${PUSH_REPLACES}
        )
        INSERT INTO task_events (task_id, seq, kind, payload)

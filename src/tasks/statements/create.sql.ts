@@ -4,7 +4,7 @@ import { lastInputOf, type Folded } from '../repositories/merged-creation.js';
 import type { Lease, NewTask } from '../repositories/task-log.types.js';
 import type { TaskEventBody } from '../task-events.js';
 import { isRunning } from '../task-state.js';
-import { FILE_RECORD, fileRow, pushRow, RUNNING_SQL, statusTimestamp } from './fragments.sql.js';
+import { FILE_RECORD, fileRow, pushInsert, pushRow, RUNNING_SQL, statusTimestamp } from './fragments.sql.js';
 import { callsOf, requestsCte, usageCtes } from './usage.sql.js';
 
 /**
@@ -102,10 +102,7 @@ function createStatementOf(capped: boolean, extras: boolean): Statement {
     SELECT ff.id, x.tenant_id, x.task_id, ff.media_type, ff.filename, ff.size, decode(ff.b64, 'base64')
       FROM t JOIN x ON x.task_id = t.task_id, jsonb_to_recordset(COALESCE(x.files, '[]'::jsonb)) AS ${FILE_RECORD}
   ), pc AS (
-    INSERT INTO push_configs (id, tenant_id, task_id, config_id, dialect, url, token, auth_scheme, credentials)
-    SELECT (x.push->>'id')::uuid, x.tenant_id, x.task_id, x.push->>'config_id', x.push->>'dialect', x.push->>'url',
-           x.push->>'token', x.push->>'auth_scheme', x.push->>'credentials'
-      FROM t JOIN x ON x.task_id = t.task_id WHERE x.push IS NOT NULL
+    ${pushInsert('x.push', 'x.task_id', 'x.tenant_id', '0', 't JOIN x ON x.task_id = t.task_id')}
   )${requestsCte('SELECT x.tenant_id, x.agent_id FROM t JOIN x ON x.task_id = t.task_id WHERE x.count_request')}${usageCtes(
     'SELECT x.tenant_id, x.task_id, x.calls FROM t JOIN x ON x.task_id = t.task_id WHERE x.calls IS NOT NULL',
   )}`

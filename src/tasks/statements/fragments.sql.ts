@@ -71,3 +71,14 @@ export const PUSH_REPLACES = `ON CONFLICT (task_id, config_id) DO UPDATE SET
            dialect = EXCLUDED.dialect, url = EXCLUDED.url, token = EXCLUDED.token, auth_scheme = EXCLUDED.auth_scheme,
            credentials = EXCLUDED.credentials, state = 'active', attempts = 0, next_attempt_at = now(),
            first_failed_at = NULL, last_error = NULL, updated_at = now()`;
+
+/**
+ * The insert of a push config a message carries: `push`, a `pushRow` as jsonb, read from `from` (which also names
+ * the task's id and tenant as `taskId` and `tenantId`), its cursor at `cursor`; nothing when `push` is null.
+ */
+export const pushInsert = (push: string, taskId: string, tenantId: string, cursor: string, from: string): string =>
+  `INSERT INTO push_configs AS c (id, tenant_id, task_id, config_id, dialect, url, token, auth_scheme, credentials,
+                                  delivered_seq)
+   SELECT (${push}->>'id')::uuid, ${tenantId}, ${taskId}, ${push}->>'config_id', ${push}->>'dialect', ${push}->>'url',
+          ${push}->>'token', ${push}->>'auth_scheme', ${push}->>'credentials', ${cursor}
+     FROM ${from} WHERE ${push} IS NOT NULL`;
