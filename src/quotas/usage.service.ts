@@ -18,7 +18,8 @@ export interface Usage {
  * shares come from `replica_usage`, where every replica publishes its own
  * every `ARBITER_QUOTA_SYNC_MS` and reads the others' (rows not refreshed
  * for three intervals — a dead replica's — are ignored and purged). Nothing
- * here touches the database on the request path.
+ * here touches the database on the request path. The embedded database has
+ * one process by construction: nothing to share, no timer.
  */
 @Injectable()
 export class UsageService implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -39,11 +40,13 @@ export class UsageService implements OnApplicationBootstrap, BeforeApplicationSh
   ) {}
 
   onApplicationBootstrap(): void {
+    if (this.config.usesEmbeddedDatabase) return;
     this.timer = setInterval(() => void this.sync(), this.config.quotaSyncMs);
     this.timer.unref();
   }
 
   async beforeApplicationShutdown(): Promise<void> {
+    if (!this.timer) return;
     clearInterval(this.timer);
     try {
       await this.ds.query(`DELETE FROM replica_usage WHERE replica_id = $1`, [this.identity.id]);

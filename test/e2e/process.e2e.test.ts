@@ -302,6 +302,35 @@ describe('the server process (npm start)', () => {
   });
 
   it(
+    'an idle server lets its process sleep: its main thread wakes for timers of its own, none more often than every 100 ms',
+    { skip: NOT_THE_DATABASE || (!existsSync('/proc/self/status') && 'reads /proc/<pid>/status (Linux)') },
+    async () => {
+      const idleHome = tempHome();
+      seedEmbeddedDatabase(idleHome);
+      after(() => rmSync(idleHome, { recursive: true, force: true }));
+      const proc = await startServerProcess({ ARBITER_HOME: idleHome });
+      after(() => proc.child.kill('SIGKILL'));
+      assert.equal((await new HttpClient(proc.url).get('/v1/health')).status, 200);
+      // Each time the main thread blocks waiting for something to happen, then is woken, is a voluntary context
+      // switch of its own (the process's status counts the main thread's). With nothing to serve, what wakes it is
+      // its timers: their number over a window is at most what they are set to, however slow the machine. The
+      // upkeep (quota and usage sync, stats, push poll, leases) is a few a second; a timer every 10 ms (as the
+      // Prometheus client's event-loop monitor has by default) alone is a hundred.
+      const switches = () => {
+        const m = /^voluntary_ctxt_switches:\s+(\d+)$/m.exec(readFileSync(`/proc/${proc.child.pid}/status`, 'utf8'));
+        assert.ok(m, 'the status names the voluntary switches');
+        return Number(m[1]);
+      };
+      const seconds = 3;
+      const before = switches();
+      await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+      const woken = switches() - before;
+      assert.ok(woken < 50 * seconds, `woken ${woken} times in ${seconds} s while idle`);
+      assert.equal(await proc.stop('SIGTERM'), 0);
+    },
+  );
+
+  it(
     'ARBITER_ADMIN_TOKEN_FILE: the token is read from the operator’s file (never printed, never changed); a missing file stops the start',
     { skip: NOT_THE_DATABASE },
     async () => {
