@@ -5,7 +5,7 @@ import { TalliedCounter } from './tally.js';
 /**
  * How often the event loop's delay is sampled (`arbiter_nodejs_eventloop_lag_*`): a timer that wakes the process
  * each time, busy or idle. The Prometheus client's default, 10 ms, woke an idle replica a hundred times a second
- * (about 7 ms of CPU a second here, and every wake at a lone caller's pace finds the caches cold); at 100 ms a
+ * (8–10 ms of CPU a second here, and every wake at a lone caller's pace finds the caches cold); at 100 ms a
  * scrape every 15 s still reads 150 samples, and a stall longer than 100 ms always shows.
  */
 export const EVENT_LOOP_SAMPLE_MS = 100;

@@ -302,7 +302,7 @@ describe('the server process (npm start)', () => {
   });
 
   it(
-    'an idle server lets its process sleep: its main thread wakes for timers of its own, none more often than every 100 ms',
+    'an idle server lets its process sleep: its main thread wakes for its own upkeep, under 50 times a second',
     { skip: NOT_THE_DATABASE || (!existsSync('/proc/self/status') && 'reads /proc/<pid>/status (Linux)') },
     async () => {
       const idleHome = tempHome();
