@@ -17,6 +17,14 @@ import { tempHome } from '../helpers/server.js';
  */
 const NOT_THE_DATABASE = REAL_POSTGRES && 'embedded only: not about the database (the embedded pass runs it)';
 
+/** A home of this test's own with the run's migrated embedded database in it, removed when the test ends. */
+function seededHome(): string {
+  const home = tempHome();
+  seedEmbeddedDatabase(home);
+  after(() => rmSync(home, { recursive: true, force: true }));
+  return home;
+}
+
 describe('the server process (npm start)', () => {
   let db: TestDatabase;
   let home: string;
@@ -305,9 +313,7 @@ describe('the server process (npm start)', () => {
     'an idle server lets its process sleep: its main thread wakes for its own upkeep, under 50 times a second',
     { skip: NOT_THE_DATABASE || (!existsSync('/proc/self/status') && 'reads /proc/<pid>/status (Linux)') },
     async () => {
-      const idleHome = tempHome();
-      seedEmbeddedDatabase(idleHome);
-      after(() => rmSync(idleHome, { recursive: true, force: true }));
+      const idleHome = seededHome();
       const proc = await startServerProcess({ ARBITER_HOME: idleHome });
       after(() => proc.child.kill('SIGKILL'));
       assert.equal((await new HttpClient(proc.url).get('/v1/health')).status, 200);
@@ -334,9 +340,7 @@ describe('the server process (npm start)', () => {
     'ARBITER_ADMIN_TOKEN_FILE: the token is read from the operator’s file (never printed, never changed); a missing file stops the start',
     { skip: NOT_THE_DATABASE },
     async () => {
-      const secretHome = tempHome();
-      seedEmbeddedDatabase(secretHome);
-      after(() => rmSync(secretHome, { recursive: true, force: true }));
+      const secretHome = seededHome();
       const file = join(secretHome, 'admin-secret');
       const token = `adm_${'s3cr3t'.repeat(6)}`;
       writeFileSync(file, `${token}\n`, { mode: 0o444 });
@@ -366,9 +370,7 @@ describe('the server process (npm start)', () => {
     'ARBITER_TRUSTED_ISSUERS_FILE: its issuers are added at start (once), audited as root; a bad file stops the start naming the entry',
     { skip: NOT_THE_DATABASE },
     async () => {
-      const issuersHome = tempHome();
-      seedEmbeddedDatabase(issuersHome);
-      after(() => rmSync(issuersHome, { recursive: true, force: true }));
+      const issuersHome = seededHome();
       const file = join(issuersHome, 'issuers.json');
       const entry = {
         issuer: 'https://idp.example.com',

@@ -130,8 +130,6 @@ export class PushConfigRepository {
     dialect: PushDialect,
     fromSeq?: number,
   ): Promise<PushConfigView | null> {
-    const stored = (value: string | undefined, field: 'token' | 'credentials'): string | null =>
-      this.sealed(tenantId, taskId, configId, value, field);
     const rows = await this.ds.query<ConfigRow[]>(
       `INSERT INTO push_configs AS c (id, tenant_id, task_id, config_id, dialect, url, token, auth_scheme, credentials,
                                       delivered_seq)
@@ -147,9 +145,9 @@ export class PushConfigRepository {
         configId,
         dialect,
         input.url,
-        stored(input.token, 'token'),
+        this.sealed(tenantId, taskId, configId, input.token, 'token'),
         input.authentication?.scheme ?? null,
-        stored(input.authentication?.credentials, 'credentials'),
+        this.sealed(tenantId, taskId, configId, input.authentication?.credentials, 'credentials'),
         fromSeq ?? null,
       ],
     );
